@@ -1,0 +1,87 @@
+"""Options shared by every command and the resolution of the cluster a command talks to."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clusterctl.errors import UsageError
+from clusterctl.spec import DEFAULT_SPEC_PATH, ClusterSpec, load_spec
+
+
+@dataclass
+class State:
+    spec_path: Path = DEFAULT_SPEC_PATH
+
+
+state = State()
+
+
+def root_callback(
+    spec: Annotated[
+        Path | None,
+        typer.Option(
+            "--spec",
+            "-s",
+            help="cluster spec file (default ./clusterctl.yaml, or $CLUSTERCTL_SPEC)",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Stand up, inspect, load and break a ZooKeeper + Kafka cluster on Docker."""
+    state.spec_path = spec or Path(os.environ.get("CLUSTERCTL_SPEC", str(DEFAULT_SPEC_PATH)))
+
+
+def get_spec() -> ClusterSpec:
+    """The validated spec this invocation works on (raises SpecError with one line)."""
+    return load_spec(state.spec_path)
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON instead of a table")]
+BootstrapOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        "-b",
+        help="any Kafka's bootstrap servers (host:port,...); default: derived from the spec",
+        envvar="CLUSTERCTL_BOOTSTRAP_SERVER",
+        show_default=False,
+    ),
+]
+ZkOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--zookeeper",
+        help="ZooKeeper connect string (host:port,...); default: derived from the spec",
+        envvar="CLUSTERCTL_ZOOKEEPER",
+        show_default=False,
+    ),
+]
+
+
+def bootstrap_servers(explicit: str | None) -> str:
+    """`--bootstrap-server` if given, else the spec's host-side bootstrap list."""
+    if explicit:
+        return explicit
+    return get_spec().bootstrap_servers
+
+
+def zk_connect(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    return get_spec().zk_connect
+
+
+def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
+    """`k=v` pairs into a dict; a malformed pair is a one-line usage error."""
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{what} expects key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,55 @@
+"""One exception family: a user-facing message and an exit code; the CLI prints one line."""
+
+from __future__ import annotations
+
+
+class ClusterctlError(Exception):
+    """An error the user can act on. `str(err)` is the one line printed."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, exit_code: int | None = None, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        if exit_code is not None:
+            self.exit_code = exit_code
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+class SpecError(ClusterctlError):
+    """The spec file is missing, unreadable or invalid."""
+
+    exit_code = 2
+
+
+class UsageError(ClusterctlError):
+    """Bad arguments that Typer could not catch (mutually exclusive options, bad k=v pairs)."""
+
+    exit_code = 2
+
+
+class NotFoundError(ClusterctlError):
+    """A topic, group, broker, container or znode that does not exist."""
+
+    exit_code = 3
+
+
+class UnreachableError(ClusterctlError):
+    """A broker, ZooKeeper node or the Docker engine did not answer."""
+
+    exit_code = 4
+
+
+class TimeoutError_(ClusterctlError):
+    """A wait ran out; the message names what was still missing and how long we waited."""
+
+    exit_code = 5
+
+
+class VerificationError(ClusterctlError):
+    """A drill or check found a violated invariant (e.g. an acknowledged write was lost)."""
+
+    exit_code = 6

@@ -1,0 +1,150 @@
+"""The one place results become text: a rich table (or key/value panel) or `--json`.
+
+Domain calls return plain data (dataclasses, dicts, lists). CLI modules describe *which* fields
+to show as `Column`s; this module does all the rendering, so `--json` prints exactly the data
+the table shows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """A table column: header, the field (or callable) it reads, and optional formatting."""
+
+    header: str
+    field: str | Callable[[Any], Any]
+    justify: str = "left"
+    style: str | None = None
+    fmt: Callable[[Any], str] | None = None
+
+    def value(self, row: Any) -> Any:
+        if callable(self.field):
+            return self.field(row)
+        if isinstance(row, Mapping):
+            return row.get(self.field)
+        return getattr(row, self.field, None)
+
+    def cell(self, row: Any) -> str:
+        v = self.value(row)
+        if self.fmt is not None:
+            return self.fmt(v)
+        return format_value(v)
+
+
+def format_value(v: Any) -> str:
+    """Kafka-tool style: lists as `1,2,3`, None as `-`, floats trimmed."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    if isinstance(v, list | tuple | set | frozenset):
+        return ",".join(format_value(x) for x in v)
+    if isinstance(v, enum.Enum):
+        return str(v.value)
+    return str(v)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses, enums, paths, datetimes and sets into JSON-ready structures."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | set | frozenset):
+        seq = sorted(obj) if isinstance(obj, set | frozenset) else obj
+        return [to_jsonable(x) for x in seq]
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, _dt.datetime | _dt.date):
+        return obj.isoformat()
+    if isinstance(obj, bytes):
+        return obj.decode("utf-8", errors="replace")
+    if hasattr(obj, "model_dump"):  # pydantic models
+        return to_jsonable(obj.model_dump(mode="json"))
+    return obj
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def print_json_line(data: Any) -> None:
+    """One compact JSON object per line (for streams such as `consume --json`)."""
+    sys.stdout.write(json.dumps(to_jsonable(data), separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def build_table(rows: Iterable[Any], columns: Sequence[Column], title: str | None = None) -> Table:
+    table = Table(title=title, header_style="bold", show_lines=False)
+    for col in columns:
+        table.add_column(col.header, justify=col.justify, style=col.style)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(*(col.cell(row) for col in columns))
+    return table
+
+
+def build_kv(data: Any, fields: Sequence[Column], title: str | None = None) -> Table:
+    """A two-column key/value table for a single record (e.g. a perf summary)."""
+    table = Table(title=title, show_header=False, box=None, pad_edge=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    for col in fields:
+        table.add_row(col.header, col.cell(data))
+    return table
+
+
+def emit(
+    data: Any,
+    *,
+    as_json: bool,
+    columns: Sequence[Column] | None = None,
+    rows: Iterable[Any] | None = None,
+    title: str | None = None,
+    kv: Sequence[Column] | None = None,
+    empty: str | None = None,
+) -> None:
+    """Print `data` as JSON, or as a table of `rows` (default: `data`) / a key-value panel."""
+    if as_json:
+        print_json(data)
+        return
+    if kv is not None:
+        console.print(build_kv(data, kv, title=title))
+        return
+    if columns is None:
+        console.print(data)
+        return
+    row_list = list(data if rows is None else rows)
+    if not row_list and empty:
+        console.print(empty)
+        return
+    console.print(build_table(row_list, columns, title=title))
+
+
+def info(message: str) -> None:
+    """Progress / status text for humans, on stderr so `--json` stdout stays clean."""
+    err_console.print(message)
+
+
+def error_line(message: str) -> None:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)

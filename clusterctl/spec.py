@@ -1,0 +1,387 @@
+"""The cluster spec (clusterctl.yaml): one validated source of truth for everything else.
+
+Every address, port, container name and count that a command needs is derived here; nothing
+else re-derives them by hand.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from clusterctl.errors import SpecError
+
+DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+
+# Host ports below this need privileges and clash with system services.
+MIN_HOST_PORT = 1024
+
+Profile = Literal["default", "wurstmeister", "offline"]
+BrokerEngine = Literal["kafka", "tansu"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NetworkSpec(_Model):
+    """A user-defined bridge network with static IPs (RFC1918 only)."""
+
+    name: str | None = Field(default=None, description="docker network name (default: <cluster>-net)")
+    subnet: str = "10.77.0.0/24"
+    gateway: str | None = Field(default=None, description="default: first host address of the subnet")
+
+    @field_validator("subnet")
+    @classmethod
+    def _private_subnet(cls, v: str) -> str:
+        try:
+            net = ipaddress.ip_network(v, strict=True)
+        except ValueError as exc:
+            raise ValueError(f"network.subnet {v!r} is not a valid network ({exc})") from None
+        if net.version != 4:
+            raise ValueError(f"network.subnet {v!r} must be IPv4")
+        if not any(net.subnet_of(p) for p in _RFC1918):  # type: ignore[arg-type]
+            raise ValueError(
+                f"network.subnet {v} is not private address space; use a subnet inside "
+                "10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
+            )
+        if net.num_addresses < 16:
+            raise ValueError(f"network.subnet {v} is too small (need at least a /28)")
+        return v
+
+    @property
+    def network(self) -> ipaddress.IPv4Network:
+        return ipaddress.IPv4Network(self.subnet)
+
+    @property
+    def gateway_ip(self) -> str:
+        return self.gateway or str(self.network.network_address + 1)
+
+
+_RFC1918 = [ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
+
+
+class ZooKeeperSpec(_Model):
+    nodes: int = Field(default=3, ge=1, le=9, description="ensemble size; use an odd number")
+    client_port: int = Field(default=2181, description="first host port; node i publishes client_port+i-1")
+    ips: list[str] | None = Field(default=None, description="static IPs; default .11, .12, ...")
+    tick_time_ms: int = Field(default=2000, ge=100)
+
+    @field_validator("nodes")
+    @classmethod
+    def _odd(cls, v: int) -> int:
+        if v % 2 == 0:
+            raise ValueError(f"zookeeper.nodes={v}: an even ensemble tolerates no more failures than {v - 1}")
+        return v
+
+
+class BrokerDefaults(_Model):
+    """Cluster-wide broker settings; internal topics are sized to the broker count."""
+
+    replication_factor: int = Field(default=3, ge=1)
+    min_insync_replicas: int = Field(default=2, ge=1)
+    partitions: int = Field(default=3, ge=1)
+    retention_hours: int = Field(default=168, ge=1)
+    retention_bytes: int = Field(default=1_073_741_824, description="per partition; -1 = unlimited")
+    segment_bytes: int = Field(default=268_435_456, ge=1_048_576)
+    group_initial_rebalance_delay_ms: int = Field(default=0, ge=0)
+    auto_create_topics: bool = False
+    unclean_leader_election: bool = False
+    heap: str = Field(default="512m", pattern=r"^\d+[mMgG]$")
+
+
+class KafkaSpec(_Model):
+    brokers: int = Field(default=3, ge=1, le=9)
+    engine: BrokerEngine = Field(
+        default="kafka",
+        description="kafka (Apache Kafka, ZK mode) or tansu (Kafka-protocol only, no replication)",
+    )
+    host_port: int = Field(default=9092, description="first host port; broker i listens/advertises host_port+i-1")
+    internal_port: int = Field(default=19092, description="listener on the cluster network")
+    jmx_port: int | None = Field(default=9999, description="JMX port of the broker process only (None = off)")
+    ips: list[str] | None = Field(default=None, description="static IPs; default .21, .22, ...")
+    defaults: BrokerDefaults = BrokerDefaults()
+
+
+class KafkaManagerSpec(_Model):
+    enabled: bool = True
+    port: int = 9000
+    ip: str | None = None
+
+
+class ImagesSpec(_Model):
+    """Overrides of the profile's images (None = the profile's choice)."""
+
+    zookeeper: str | None = None
+    kafka: str | None = None
+    kafka_manager: str | None = None
+
+
+class PublishSpec(_Model):
+    bind_address: str = Field(default="127.0.0.1", description="host address published ports bind to")
+
+    @field_validator("bind_address")
+    @classmethod
+    def _ip(cls, v: str) -> str:
+        try:
+            ipaddress.ip_address(v)
+        except ValueError:
+            raise ValueError(f"publish.bind_address {v!r} is not an IP address") from None
+        return v
+
+
+class ClusterSpec(_Model):
+    name: str = "kafka-lab"
+    profile: Profile = "offline"
+    network: NetworkSpec = NetworkSpec()
+    zookeeper: ZooKeeperSpec = ZooKeeperSpec()
+    kafka: KafkaSpec = KafkaSpec()
+    kafka_manager: KafkaManagerSpec = KafkaManagerSpec()
+    images: ImagesSpec = ImagesSpec()
+    publish: PublishSpec = PublishSpec()
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(
+                f"name {v!r} must be 1-40 chars of lowercase letters, digits, '-' or '_', starting alphanumeric"
+            )
+        return v
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> ClusterSpec:
+        d = self.kafka.defaults
+        n = self.kafka.brokers
+        if d.replication_factor > n:
+            raise ValueError(f"kafka.defaults.replication_factor={d.replication_factor} exceeds kafka.brokers={n}")
+        if d.min_insync_replicas > d.replication_factor:
+            raise ValueError(
+                f"kafka.defaults.min_insync_replicas={d.min_insync_replicas} exceeds "
+                f"replication_factor={d.replication_factor}: every acks=all write would fail"
+            )
+        if d.replication_factor > 1 and d.min_insync_replicas >= d.replication_factor:
+            raise ValueError(
+                f"kafka.defaults.min_insync_replicas={d.min_insync_replicas} equals "
+                f"replication_factor={d.replication_factor}: losing one broker stops acks=all writes; "
+                f"use at most {d.replication_factor - 1}"
+            )
+        if self.kafka.engine == "tansu" and (n != 1 or d.replication_factor != 1):
+            raise ValueError("kafka.engine=tansu has no replication: set kafka.brokers=1 and replication_factor=1")
+        if self.kafka.engine != "kafka" and self.kafka_manager.enabled:
+            raise ValueError("kafka_manager needs kafka.engine=kafka (CMAK reads broker registrations in ZooKeeper)")
+        self._check_ips()
+        self._check_ports()
+        return self
+
+    def _check_ips(self) -> None:
+        net = self.network.network
+        gw = self.network.gateway_ip
+        try:
+            gw_ip = ipaddress.IPv4Address(gw)
+        except ValueError:
+            raise ValueError(f"network.gateway {gw!r} is not an IPv4 address") from None
+        if gw_ip not in net:
+            raise ValueError(f"network.gateway {gw} is outside network.subnet {net}")
+        if self.zookeeper.ips is not None and len(self.zookeeper.ips) != self.zookeeper.nodes:
+            raise ValueError(f"zookeeper.ips has {len(self.zookeeper.ips)} entries for {self.zookeeper.nodes} nodes")
+        if self.kafka.ips is not None and len(self.kafka.ips) != self.kafka.brokers:
+            raise ValueError(f"kafka.ips has {len(self.kafka.ips)} entries for {self.kafka.brokers} brokers")
+        seen: dict[str, str] = {gw: "network.gateway"}
+        for who, ip in self.static_ips().items():
+            try:
+                addr = ipaddress.IPv4Address(ip)
+            except ValueError:
+                raise ValueError(f"{who} ip {ip!r} is not an IPv4 address") from None
+            if addr not in net or addr in (net.network_address, net.broadcast_address):
+                raise ValueError(f"{who} ip {ip} is not a usable host address in network.subnet {net}")
+            if ip in seen:
+                raise ValueError(f"{who} ip {ip} is already used by {seen[ip]}")
+            seen[ip] = who
+
+    def _check_ports(self) -> None:
+        seen: dict[int, str] = {}
+        for who, port in self.host_ports().items():
+            if not MIN_HOST_PORT <= port <= 65535:
+                raise ValueError(f"{who} host port {port} is outside {MIN_HOST_PORT}-65535")
+            if port in seen:
+                raise ValueError(f"{who} host port {port} clashes with {seen[port]}")
+            seen[port] = who
+        k = self.kafka
+        internal = {"kafka.internal_port": k.internal_port}
+        if k.jmx_port is not None:
+            internal["kafka.jmx_port"] = k.jmx_port
+        for who, port in internal.items():
+            if not MIN_HOST_PORT <= port <= 65535:
+                raise ValueError(f"{who} {port} is outside {MIN_HOST_PORT}-65535")
+        # inside a broker container the host listener port, internal port and JMX port must differ
+        broker_ports = {f"kafka broker {i} host listener": self.broker_host_port(i) for i in self.broker_ids}
+        for who, port in internal.items():
+            for bwho, bport in broker_ports.items():
+                if port == bport:
+                    raise ValueError(f"{who} {port} clashes with {bwho}")
+        if k.jmx_port is not None and k.jmx_port == k.internal_port:
+            raise ValueError(f"kafka.jmx_port {k.jmx_port} clashes with kafka.internal_port")
+
+    # ---- derived facts (the only place addresses and names come from) ----
+
+    @property
+    def project(self) -> str:
+        """The compose project name."""
+        return self.name
+
+    @property
+    def network_name(self) -> str:
+        return self.network.name or f"{self.name}-net"
+
+    @property
+    def zk_ids(self) -> list[int]:
+        return list(range(1, self.zookeeper.nodes + 1))
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.kafka.brokers + 1))
+
+    def zk_service(self, zk_id: int) -> str:
+        return f"zk{zk_id}"
+
+    def broker_service(self, broker_id: int) -> str:
+        return f"kafka{broker_id}"
+
+    manager_service: ClassVar[str] = "kafka-manager"
+
+    def container_name(self, service: str) -> str:
+        return f"{self.name}-{service}"
+
+    def zk_container(self, zk_id: int) -> str:
+        return self.container_name(self.zk_service(zk_id))
+
+    def broker_container(self, broker_id: int) -> str:
+        return self.container_name(self.broker_service(broker_id))
+
+    def zk_ip(self, zk_id: int) -> str:
+        if self.zookeeper.ips is not None:
+            return self.zookeeper.ips[zk_id - 1]
+        return str(self.network.network.network_address + 10 + zk_id)
+
+    def broker_ip(self, broker_id: int) -> str:
+        if self.kafka.ips is not None:
+            return self.kafka.ips[broker_id - 1]
+        return str(self.network.network.network_address + 20 + broker_id)
+
+    @property
+    def manager_ip(self) -> str:
+        return self.kafka_manager.ip or str(self.network.network.network_address + 30)
+
+    def static_ips(self) -> dict[str, str]:
+        ips = {f"zookeeper node {i}": self.zk_ip(i) for i in self.zk_ids}
+        ips.update({f"kafka broker {i}": self.broker_ip(i) for i in self.broker_ids})
+        if self.kafka_manager.enabled:
+            ips["kafka_manager"] = self.manager_ip
+        return ips
+
+    def zk_host_port(self, zk_id: int) -> int:
+        return self.zookeeper.client_port + zk_id - 1
+
+    def broker_host_port(self, broker_id: int) -> int:
+        return self.kafka.host_port + broker_id - 1
+
+    def host_ports(self) -> dict[str, int]:
+        ports = {f"zookeeper node {i}": self.zk_host_port(i) for i in self.zk_ids}
+        ports.update({f"kafka broker {i}": self.broker_host_port(i) for i in self.broker_ids})
+        if self.kafka_manager.enabled:
+            ports["kafka_manager"] = self.kafka_manager.port
+        return ports
+
+    @property
+    def host(self) -> str:
+        """Where clients on the host reach published ports."""
+        b = self.publish.bind_address
+        return "127.0.0.1" if b in ("0.0.0.0", "::") else b
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Host-side bootstrap list (the advertised host listener of every broker)."""
+        return ",".join(f"{self.host}:{self.broker_host_port(i)}" for i in self.broker_ids)
+
+    @property
+    def internal_bootstrap_servers(self) -> str:
+        """Bootstrap list for clients on the cluster network."""
+        return ",".join(f"{self.broker_service(i)}:{self.kafka.internal_port}" for i in self.broker_ids)
+
+    @property
+    def zk_connect(self) -> str:
+        """Host-side ZooKeeper connect string."""
+        return ",".join(f"{self.host}:{self.zk_host_port(i)}" for i in self.zk_ids)
+
+    def zk_host_address(self, zk_id: int) -> tuple[str, int]:
+        return self.host, self.zk_host_port(zk_id)
+
+    @property
+    def internal_zk_connect(self) -> str:
+        return ",".join(f"{self.zk_service(i)}:2181" for i in self.zk_ids)
+
+    @property
+    def internal_topics_rf(self) -> int:
+        """RF for __consumer_offsets / __transaction_state: 3 where possible, never above the broker count."""
+        return min(3, self.kafka.brokers)
+
+    @property
+    def internal_topics_min_isr(self) -> int:
+        return max(1, self.internal_topics_rf - 1)
+
+    @property
+    def compose_dir(self) -> Path:
+        return Path("compose") / self.name
+
+    @property
+    def compose_file(self) -> Path:
+        return self.compose_dir / "docker-compose.yml"
+
+
+def _format_validation_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__")
+    msg = str(err.get("msg", "invalid value"))
+    msg = msg.removeprefix("Value error, ")
+    if err.get("type") == "extra_forbidden":
+        return f"unknown field {loc!r} in spec"
+    if loc and not msg.startswith(loc.split(".")[0]):
+        return f"{loc}: {msg}"
+    return msg
+
+
+def parse_spec(data: object, source: str = "spec") -> ClusterSpec:
+    """Validate a parsed YAML document; any problem becomes one SpecError line."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: the spec must be a YAML mapping, got {type(data).__name__}")
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(f"{source}: {_format_validation_error(exc)}") from None
+    except (TypeError, ValueError) as exc:  # defensive: odd YAML types inside validators
+        raise SpecError(f"{source}: {exc}") from None
+
+
+def load_spec(path: Path | str = DEFAULT_SPEC_PATH) -> ClusterSpec:
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"spec file {path} not found", hint="run `clusterctl init` to write one")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise SpecError(f"{path}: not valid YAML{where}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read ({exc})") from None
+    return parse_spec(data, source=str(path))
