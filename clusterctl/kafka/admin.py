@@ -1,0 +1,449 @@
+"""Topics and cluster metadata on confluent-kafka's AdminClient: what kafka-topics.sh shows and does.
+
+Stable API used by the chaos observer and failover drills:
+`describe_topics`, `cluster_info`, `elect_leaders`, `alter_partition_reassignments`,
+`list_partition_reassignments`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ClusterMetadata,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
+
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.kafka.clients import METADATA_TIMEOUT_S, admin_config, kafka_error
+
+REQUEST_TIMEOUT_S = 15.0
+INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state
+
+
+@dataclass
+class PartitionState:
+    """One partition as kafka-topics.sh --describe shows it; leader is -1 when there is none."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    offline: bool
+    under_replicated: bool
+    error: str | None = None
+
+
+@dataclass
+class TopicDescription:
+    name: str
+    partition_count: int
+    replication_factor: int
+    internal: bool
+    partitions: list[PartitionState]
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class BrokerInfo:
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class ClusterInfo:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[BrokerInfo]
+
+
+@dataclass
+class TopicSummary:
+    name: str
+    partitions: int
+    replication_factor: int
+    internal: bool
+
+
+@dataclass
+class TopicChange:
+    """Result of create/delete/alter: what was asked and whether the cluster changed."""
+
+    topic: str
+    action: str
+    changed: bool
+    partitions: int | None = None
+    replication_factor: int | None = None
+    configs: dict[str, str] = field(default_factory=dict)
+    deleted_configs: list[str] = field(default_factory=list)
+    note: str | None = None
+
+
+@dataclass
+class ConfigValue:
+    name: str
+    value: str | None
+    source: str
+    is_default: bool
+    read_only: bool
+    sensitive: bool
+
+
+@dataclass
+class ElectionResult:
+    topic: str
+    partition: int
+    ok: bool
+    error: str | None = None
+
+
+@dataclass
+class Reassignment:
+    topic: str
+    partition: int
+    replicas: list[int]
+
+
+# ---------------------------------------------------------------- plumbing
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient(admin_config(bootstrap))
+
+
+def fetch_metadata(
+    bootstrap: str, timeout: float = METADATA_TIMEOUT_S, client: AdminClient | None = None
+) -> ClusterMetadata:
+    """One metadata request with a short timeout; an unreachable cluster is one line naming the address."""
+    client = client or admin(bootstrap)
+    start = time.monotonic()
+    try:
+        return client.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
+
+
+def _result(future: Any, bootstrap: str, timeout: float = REQUEST_TIMEOUT_S) -> Any:
+    start = time.monotonic()
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as exc:
+        raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
+    except TimeoutError:
+        raise kafka_error(
+            KafkaException(KafkaError(KafkaError._TIMED_OUT, "no answer")), bootstrap, waited=timeout
+        ) from None
+
+
+def _partition_state(topic: str, p: Any) -> PartitionState:
+    leader = p.leader if p.leader is not None else -1
+    return PartitionState(
+        topic=topic,
+        partition=p.id,
+        leader=leader,
+        replicas=list(p.replicas),
+        isr=list(p.isrs),
+        offline=leader < 0,
+        under_replicated=len(p.isrs) < len(p.replicas),
+        error=p.error.name() if p.error is not None else None,
+    )
+
+
+def _is_internal(name: str) -> bool:
+    return name.startswith(INTERNAL_PREFIX)
+
+
+# ---------------------------------------------------------------- describe
+
+
+def describe_topics(
+    bootstrap: str,
+    names: list[str] | None = None,
+    include_internal: bool = False,
+    with_configs: bool = False,
+    timeout: float = METADATA_TIMEOUT_S,
+) -> list[TopicDescription]:
+    """Leader, replicas and ISR of every partition, from one metadata request.
+
+    `names=None` means every topic (internal ones only with `include_internal`). A named topic
+    that does not exist raises NotFoundError. `with_configs` adds the topic's non-default configs
+    (as kafka-topics.sh prints under Configs:) when the broker supports DescribeConfigs.
+    """
+    client = admin(bootstrap)
+    md = fetch_metadata(bootstrap, timeout, client)
+    if names:
+        missing = [n for n in names if n not in md.topics or _unknown(md.topics[n])]
+        if missing:
+            raise NotFoundError(f"unknown topic {', '.join(map(repr, missing))} on {bootstrap}")
+        selected = list(dict.fromkeys(names))
+    else:
+        selected = sorted(n for n in md.topics if include_internal or not _is_internal(n))
+    out: list[TopicDescription] = []
+    for name in selected:
+        t = md.topics[name]
+        parts = [_partition_state(name, p) for p in sorted(t.partitions.values(), key=lambda p: p.id)]
+        rf = max((len(p.replicas) for p in parts), default=0)
+        out.append(TopicDescription(name, len(parts), rf, _is_internal(name), parts))
+    if with_configs and out:
+        configs = _topic_configs(client, bootstrap, [t.name for t in out])
+        for t in out:
+            t.configs = configs.get(t.name, {})
+    return out
+
+
+def _unknown(t: Any) -> bool:
+    return t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def _topic_configs(client: AdminClient, bootstrap: str, names: list[str]) -> dict[str, dict[str, str]]:
+    """Dynamic (per-topic) configs; empty where the broker cannot describe configs."""
+    futures = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, n) for n in names])
+    out: dict[str, dict[str, str]] = {}
+    for res, fut in futures.items():
+        try:
+            entries = fut.result(timeout=REQUEST_TIMEOUT_S)
+        except (KafkaException, TimeoutError):
+            continue
+        out[res.name] = {
+            k: str(e.value)
+            for k, e in sorted(entries.items())
+            if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and not e.is_sensitive
+        }
+    return out
+
+
+def describe_topic(bootstrap: str, name: str, with_configs: bool = False) -> TopicDescription:
+    return describe_topics(bootstrap, [name], with_configs=with_configs)[0]
+
+
+def cluster_info(bootstrap: str, timeout: float = METADATA_TIMEOUT_S) -> ClusterInfo:
+    """Cluster id, controller and brokers (DescribeCluster, falling back to metadata)."""
+    client = admin(bootstrap)
+    md = fetch_metadata(bootstrap, timeout, client)
+    try:
+        desc = client.describe_cluster(request_timeout=timeout).result()
+        brokers = [BrokerInfo(n.id, n.host, n.port, n.rack) for n in desc.nodes]
+        controller = desc.controller.id if desc.controller is not None else -1
+        cluster_id = desc.cluster_id
+    except KafkaException:
+        brokers = [BrokerInfo(b.id, b.host, b.port) for b in md.brokers.values()]
+        controller = md.controller_id
+        cluster_id = md.cluster_id
+    return ClusterInfo(cluster_id, controller, sorted(brokers, key=lambda b: b.id))
+
+
+def list_topics(bootstrap: str, include_internal: bool = False) -> list[TopicSummary]:
+    return [
+        TopicSummary(t.name, t.partition_count, t.replication_factor, t.internal)
+        for t in describe_topics(bootstrap, include_internal=include_internal)
+    ]
+
+
+# ---------------------------------------------------------------- topic changes
+
+
+def create_topic(
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    configs: dict[str, str] | None = None,
+    if_not_exists: bool = False,
+) -> TopicChange:
+    """Create a topic; RF above the live broker count is refused before asking the broker."""
+    if partitions < 1:
+        raise UsageError(f"--partitions must be at least 1, got {partitions}")
+    if replication_factor < 1:
+        raise UsageError(f"--replication-factor must be at least 1, got {replication_factor}")
+    client = admin(bootstrap)
+    md = fetch_metadata(bootstrap, client=client)
+    configs = dict(configs or {})
+    if name in md.topics and not _unknown(md.topics[name]):
+        if if_not_exists:
+            t = md.topics[name]
+            rf = max((len(p.replicas) for p in t.partitions.values()), default=0)
+            return TopicChange(name, "create", False, len(t.partitions), rf, note="already exists")
+        raise ClusterctlError(f"topic {name!r} already exists", hint="use --if-not-exists to accept that")
+    live = len(md.brokers)
+    if replication_factor > live:
+        raise UsageError(f"RF {replication_factor} > {live} live brokers; cannot create topic {name!r}")
+    fut = client.create_topics(
+        [NewTopic(name, partitions, replication_factor, config=configs)], request_timeout=REQUEST_TIMEOUT_S
+    )[name]
+    try:
+        _result(fut, bootstrap)
+    except ClusterctlError as exc:
+        if "TOPIC_ALREADY_EXISTS" in str(exc):
+            if if_not_exists:
+                return TopicChange(name, "create", False, note="already exists")
+            raise ClusterctlError(f"topic {name!r} already exists", hint="use --if-not-exists to accept that") from None
+        raise
+    return TopicChange(name, "create", True, partitions, replication_factor, configs)
+
+
+def delete_topic(bootstrap: str, name: str) -> TopicChange:
+    client = admin(bootstrap)
+    md = fetch_metadata(bootstrap, client=client)
+    if name not in md.topics or _unknown(md.topics[name]):
+        raise NotFoundError(f"unknown topic {name!r} on {bootstrap}")
+    _result(client.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
+    return TopicChange(name, "delete", True)
+
+
+def create_partitions(bootstrap: str, name: str, total: int) -> TopicChange:
+    """Grow a topic to `total` partitions (Kafka can only add partitions, never remove them)."""
+    current = describe_topic(bootstrap, name).partition_count
+    if total <= current:
+        raise UsageError(f"topic {name!r} already has {current} partitions; --partitions must be more than that")
+    client = admin(bootstrap)
+    _result(client.create_partitions([NewPartitions(name, total)], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
+    return TopicChange(name, "alter", True, partitions=total, note=f"partitions {current} -> {total}")
+
+
+def alter_topic_configs(
+    bootstrap: str, name: str, set_configs: dict[str, str] | None = None, delete: list[str] | None = None
+) -> TopicChange:
+    """Incrementally set and/or delete topic configs (IncrementalAlterConfigs)."""
+    set_configs = set_configs or {}
+    delete = delete or []
+    if not set_configs and not delete:
+        raise UsageError("nothing to alter: give --partitions, --config k=v or --delete-config k")
+    describe_topic(bootstrap, name)  # unknown topic → one line
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_configs.items()]
+    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete]
+    res = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
+    client = admin(bootstrap)
+    for fut in client.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S).values():
+        _result(fut, bootstrap)
+    return TopicChange(name, "alter", True, configs=dict(set_configs), deleted_configs=list(delete))
+
+
+def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) -> list[ConfigValue]:
+    """A topic's configs with their source (dynamic topic config, broker default, ...)."""
+    describe_topic(bootstrap, name)
+    client = admin(bootstrap)
+    futs = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name)], request_timeout=REQUEST_TIMEOUT_S)
+    out: list[ConfigValue] = []
+    for fut in futs.values():
+        for key, e in sorted(_result(fut, bootstrap).items()):
+            if not include_defaults and e.is_default:
+                continue
+            out.append(
+                ConfigValue(
+                    key,
+                    None if e.is_sensitive else e.value,
+                    ConfigSource(e.source).name,
+                    e.is_default,
+                    e.is_read_only,
+                    e.is_sensitive,
+                )
+            )
+    return out
+
+
+# ---------------------------------------------------------------- leadership and replica movement
+
+
+def elect_leaders(
+    bootstrap: str,
+    election_type: Literal["preferred", "unclean"] = "preferred",
+    partitions: list[tuple[str, int]] | None = None,
+    timeout: float = 30.0,
+) -> list[ElectionResult]:
+    """Preferred (or unclean) leader election, like kafka-leader-election.sh.
+
+    `partitions=None` means every partition. ELECTION_NOT_NEEDED (the preferred replica already
+    leads) counts as success.
+    """
+    etype = ElectionType.PREFERRED if election_type == "preferred" else ElectionType.UNCLEAN
+    tps = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
+    client = admin(bootstrap)
+    fetch_metadata(bootstrap, client=client)
+    result = _result(client.elect_leaders(etype, tps), bootstrap, timeout + 5)
+    out = []
+    for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        code = err.args[0].code() if isinstance(err, KafkaException) else None
+        ok = err is None or code == KafkaError.ELECTION_NOT_NEEDED
+        out.append(ElectionResult(tp.topic, tp.partition, ok, None if ok else str(err)))
+    return out
+
+
+REASSIGN_ZNODE = "/admin/reassign_partitions"
+
+
+def alter_partition_reassignments(
+    zk_connect: str, moves: dict[tuple[str, int], list[int]], timeout: float = 10.0
+) -> list[Reassignment]:
+    """Start moving replicas (Kafka in ZooKeeper mode): write /admin/reassign_partitions.
+
+    confluent-kafka 2.16 has no AlterPartitionReassignments API, so this uses the ZooKeeper path
+    that kafka-reassign-partitions.sh --zookeeper used and Kafka 3.x's ZK-mode controller still
+    honours. The controller deletes the znode once every move completed.
+    """
+    from kazoo.exceptions import NodeExistsError
+
+    if not moves:
+        raise UsageError("no partition moves given")
+    body = {
+        "version": 1,
+        "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(moves.items())],
+    }
+    zk = _zk(zk_connect, timeout)
+    try:
+        zk.create(REASSIGN_ZNODE, json.dumps(body).encode(), makepath=True)
+    except NodeExistsError:
+        raise ClusterctlError(
+            "a partition reassignment is already in progress", hint="wait for it (list_partition_reassignments)"
+        ) from None
+    finally:
+        zk.stop()
+        zk.close()
+    return [Reassignment(t, p, r) for (t, p), r in sorted(moves.items())]
+
+
+def list_partition_reassignments(zk_connect: str, timeout: float = 10.0) -> list[Reassignment]:
+    """Moves still in progress (the /admin/reassign_partitions znode; empty when none)."""
+    from kazoo.exceptions import NoNodeError
+
+    zk = _zk(zk_connect, timeout)
+    try:
+        data, _ = zk.get(REASSIGN_ZNODE)
+    except NoNodeError:
+        return []
+    finally:
+        zk.stop()
+        zk.close()
+    doc = json.loads(data or b"{}")
+    return [Reassignment(e["topic"], int(e["partition"]), list(e["replicas"])) for e in doc.get("partitions", [])]
+
+
+def _zk(zk_connect: str, timeout: float) -> Any:
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from clusterctl.errors import UnreachableError
+
+    zk = KazooClient(hosts=zk_connect, timeout=timeout)
+    try:
+        zk.start(timeout=timeout)
+    except KazooTimeoutError:
+        zk.close()
+        raise UnreachableError(f"no ZooKeeper answered at {zk_connect} within {timeout:.0f}s") from None
+    return zk

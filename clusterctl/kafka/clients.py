@@ -1,0 +1,318 @@
+"""Client configuration shared by every Kafka user in clusterctl, plus produce and consume.
+
+`producer_config` / `consumer_config` / `admin_config` are the one place client settings live:
+librdkafka's own log lines are routed into a quiet Python logger (the CLI prints one error line,
+not a flood of connection retries), timeouts are short enough for an operator's terminal, and
+idempotence is on whenever acks=all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError, UsageError
+
+# librdkafka logs every failed connection attempt; keep them out of the user's terminal unless asked.
+LIBRDKAFKA_LOGGER = logging.getLogger("clusterctl.librdkafka")
+LIBRDKAFKA_LOGGER.addHandler(logging.NullHandler())
+LIBRDKAFKA_LOGGER.propagate = False
+
+METADATA_TIMEOUT_S = 5.0
+ADVERTISED_HINT = (
+    "check the cluster is up, and that every broker advertises a listener reachable from this host "
+    "(advertised.listeners)"
+)
+
+Acks = Literal["0", "1", "all"]
+
+
+def _base(bootstrap: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "logger": LIBRDKAFKA_LOGGER,
+        "socket.connection.setup.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 2000,
+    }
+
+
+def admin_config(bootstrap: str, **overrides: Any) -> dict[str, Any]:
+    """AdminClient settings (dotted librdkafka keys may be passed with `_` for `.`)."""
+    return {**_base(bootstrap), **_dotted(overrides)}
+
+
+def producer_config(bootstrap: str, acks: Acks | str = "all", **overrides: Any) -> dict[str, Any]:
+    """Producer settings: idempotent with acks=all, a 30 s delivery timeout, small linger."""
+    acks = str(acks)
+    if acks not in ("0", "1", "all", "-1"):
+        raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
+    conf: dict[str, Any] = {
+        **_base(bootstrap),
+        "acks": acks,
+        "enable.idempotence": acks in ("all", "-1"),
+        "linger.ms": 5,
+        "message.timeout.ms": 30000,
+    }
+    conf.update(_dotted(overrides))
+    return conf
+
+
+def consumer_config(
+    bootstrap: str, group: str | None = None, *, auto_offset_reset: str = "earliest", **overrides: Any
+) -> dict[str, Any]:
+    """Consumer settings. Without `group`, a throwaway group.id that never commits (use assign()).
+
+    session.timeout.ms is 6 s (the broker's default minimum) so group joins finish quickly.
+    """
+    conf: dict[str, Any] = {
+        **_base(bootstrap),
+        "group.id": group or f"clusterctl-nogroup-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": auto_offset_reset,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1500,
+        "enable.partition.eof": False,
+    }
+    conf.update(_dotted(overrides))
+    return conf
+
+
+def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
+    return {k.replace("_", "."): v for k, v in overrides.items()}
+
+
+def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None) -> ClusterctlError:
+    """Translate a KafkaException into one user-facing line."""
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    if err is None:
+        return ClusterctlError(str(exc))
+    code = err.code()
+    if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
+        within = f" within {waited:.0f}s" if waited is not None else ""
+        return UnreachableError(f"no Kafka broker answered at {bootstrap}{within}", hint=ADVERTISED_HINT)
+    if code == KafkaError._TIMED_OUT or code == KafkaError.REQUEST_TIMED_OUT:
+        within = f" after {waited:.0f}s" if waited is not None else ""
+        return TimeoutError_(f"timed out talking to {bootstrap}{within}: {err.str()}", hint=ADVERTISED_HINT)
+    if code == KafkaError._UNSUPPORTED_FEATURE:
+        return ClusterctlError(f"the broker at {bootstrap} does not support this: {err.str()}")
+    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        return NotFoundError(f"unknown topic or partition ({err.str()})")
+    return ClusterctlError(f"{err.name()}: {err.str()}")
+
+
+def check_topic(bootstrap: str, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:
+    """Fail with one line unless `topic` exists; return its partition count."""
+    from clusterctl.kafka.admin import fetch_metadata
+
+    md = fetch_metadata(bootstrap, timeout)
+    t = md.topics.get(topic)
+    if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+        raise NotFoundError(f"unknown topic {topic!r} on {bootstrap}", hint="clusterctl topic list")
+    return len(t.partitions)
+
+
+# ---------------------------------------------------------------- produce
+
+
+@dataclass
+class PartitionCount:
+    partition: int
+    delivered: int
+
+
+@dataclass
+class ProduceSummary:
+    """What a produce run delivered: totals, per-partition counts and the first errors."""
+
+    topic: str
+    acks: str
+    sent: int
+    delivered: int
+    failed: int
+    elapsed_s: float
+    partitions: list[PartitionCount] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def parse_line(line: str, key_separator: str | None) -> tuple[str | None, str]:
+    """Split `key<SEP>value` (no separator in the line: no key, like the console producer would fail)."""
+    if key_separator is None:
+        return None, line
+    key, sep, value = line.partition(key_separator)
+    if not sep:
+        raise UsageError(f"line has no key separator {key_separator!r}: {line[:60]!r}")
+    return key, value
+
+
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[str | bytes | None, str | bytes]],
+    *,
+    acks: Acks | str = "all",
+    partition: int | None = None,
+    flush_timeout: float = 60.0,
+    on_delivery: Callable[[int, int], None] | None = None,
+    **overrides: Any,
+) -> ProduceSummary:
+    """Send (key, value) records and wait for every delivery report."""
+    partitions = check_topic(bootstrap, topic)
+    if partition is not None and not 0 <= partition < partitions:
+        raise UsageError(f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist")
+    producer = Producer(producer_config(bootstrap, acks, **overrides))
+    counts: dict[int, int] = {}
+    errors: list[str] = []
+    failed = 0
+    sent = 0
+
+    def report(err: KafkaError | None, msg: Any) -> None:
+        nonlocal failed
+        if err is not None:
+            failed += 1
+            if len(errors) < 5:
+                errors.append(f"partition {msg.partition()}: {err.str()}")
+            return
+        counts[msg.partition()] = counts.get(msg.partition(), 0) + 1
+        if on_delivery is not None:
+            on_delivery(msg.partition(), msg.offset())
+
+    start = time.monotonic()
+    kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, on_delivery=report, **kwargs)
+                break
+            except BufferError:  # local queue full: serve delivery reports, then retry
+                producer.poll(0.1)
+        sent += 1
+        producer.poll(0)
+    remaining = producer.flush(flush_timeout)
+    elapsed = time.monotonic() - start
+    if remaining:
+        failed += remaining
+        errors.append(f"{remaining} messages still undelivered after waiting {flush_timeout:.0f}s")
+    return ProduceSummary(
+        topic=topic,
+        acks=str(acks),
+        sent=sent,
+        delivered=sum(counts.values()),
+        failed=failed,
+        elapsed_s=round(elapsed, 3),
+        partitions=[PartitionCount(p, n) for p, n in sorted(counts.items())],
+        errors=errors,
+    )
+
+
+# ---------------------------------------------------------------- consume
+
+
+@dataclass
+class ConsumedRecord:
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    value: str | None
+    timestamp_ms: int | None
+
+
+def _decode(b: bytes | None) -> str | None:
+    return None if b is None else b.decode("utf-8", errors="replace")
+
+
+def consume(
+    bootstrap: str,
+    topic: str,
+    *,
+    start: Literal["beginning", "latest", "committed"] | int = "committed",
+    partition: int | None = None,
+    group: str | None = None,
+    max_messages: int | None = None,
+    timeout: float = 10.0,
+    **overrides: Any,
+) -> Iterator[ConsumedRecord]:
+    """Yield records until `max_messages` or `timeout` seconds pass with nothing new.
+
+    With `group` and no explicit start, subscribe() and commit what was read (like the console
+    consumer). Without `group`, assign() partitions directly and commit nothing, so no group is
+    left behind on the cluster. An int `start` is an absolute offset (needs `partition`, or
+    applies to every partition).
+    """
+    partitions = check_topic(bootstrap, topic)
+    if partition is not None and not 0 <= partition < partitions:
+        raise UsageError(f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist")
+    reset = "latest" if start == "latest" else "earliest"
+    consumer = Consumer(consumer_config(bootstrap, group, auto_offset_reset=reset, **overrides))
+    use_subscribe = group is not None and partition is None
+    try:
+        if use_subscribe:
+            if start in ("beginning", "latest") or isinstance(start, int):
+                initial = {"beginning": OFFSET_BEGINNING, "latest": OFFSET_END}.get(start, start)  # type: ignore[call-overload]
+
+                def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
+                    for tp in tps:
+                        tp.offset = initial
+                    c.assign(tps)
+
+                consumer.subscribe([topic], on_assign=on_assign)
+            else:
+                consumer.subscribe([topic])
+        else:
+            if start == "beginning":
+                off = OFFSET_BEGINNING
+            elif start == "latest":
+                off = OFFSET_END
+            elif isinstance(start, int):
+                off = start
+            else:  # committed offsets of `group`, or the beginning without one
+                off = OFFSET_BEGINNING if group is None else -1001  # OFFSET_STORED
+            parts = [partition] if partition is not None else list(range(partitions))
+            consumer.assign([TopicPartition(topic, p, off) for p in parts])
+        seen = 0
+        idle_since = time.monotonic()
+        while max_messages is None or seen < max_messages:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                if time.monotonic() - idle_since >= timeout:
+                    break
+                continue
+            if msg.error():
+                err = msg.error()
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if err.fatal() or err.code() in (
+                    KafkaError.UNKNOWN_TOPIC_OR_PART,
+                    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                ):
+                    raise kafka_error(KafkaException(err), bootstrap)
+                continue
+            idle_since = time.monotonic()
+            seen += 1
+            ts_type, ts = msg.timestamp()
+            yield ConsumedRecord(
+                topic=msg.topic(),
+                partition=msg.partition(),
+                offset=msg.offset(),
+                key=_decode(msg.key()),
+                value=_decode(msg.value()),
+                timestamp_ms=ts if ts_type else None,
+            )
+            if group is not None and seen % 500 == 0:
+                consumer.commit(asynchronous=True)
+    finally:
+        try:
+            if group is not None:
+                try:
+                    consumer.commit(asynchronous=False)
+                except KafkaException as exc:  # nothing consumed → nothing to commit
+                    if exc.args[0].code() != KafkaError._NO_OFFSET:
+                        raise
+        finally:
+            consumer.close()
