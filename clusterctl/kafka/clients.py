@@ -15,7 +15,16 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_STORED,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError, UsageError
 
@@ -25,6 +34,7 @@ LIBRDKAFKA_LOGGER.addHandler(logging.NullHandler())
 LIBRDKAFKA_LOGGER.propagate = False
 
 METADATA_TIMEOUT_S = 5.0
+JOIN_TIMEOUT_S = 30.0
 ADVERTISED_HINT = (
     "check the cluster is up, and that every broker advertises a listener reachable from this host "
     "(advertised.listeners)"
@@ -251,19 +261,26 @@ def consume(
     reset = "latest" if start == "latest" else "earliest"
     consumer = Consumer(consumer_config(bootstrap, group, auto_offset_reset=reset, **overrides))
     use_subscribe = group is not None and partition is None
+    # the idle timeout counts from the moment partitions are assigned (a group join can take seconds)
+    assigned_at: list[float] = []
     try:
         if use_subscribe:
-            if start in ("beginning", "latest") or isinstance(start, int):
-                initial = {"beginning": OFFSET_BEGINNING, "latest": OFFSET_END}.get(start, start)  # type: ignore[call-overload]
+            initial: int | None = None
+            if start == "beginning":
+                initial = OFFSET_BEGINNING
+            elif start == "latest":
+                initial = OFFSET_END
+            elif isinstance(start, int):
+                initial = start
 
-                def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
+            def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
+                if initial is not None:
                     for tp in tps:
                         tp.offset = initial
                     c.assign(tps)
+                assigned_at.append(time.monotonic())
 
-                consumer.subscribe([topic], on_assign=on_assign)
-            else:
-                consumer.subscribe([topic])
+            consumer.subscribe([topic], on_assign=on_assign)
         else:
             if start == "beginning":
                 off = OFFSET_BEGINNING
@@ -272,16 +289,24 @@ def consume(
             elif isinstance(start, int):
                 off = start
             else:  # committed offsets of `group`, or the beginning without one
-                off = OFFSET_BEGINNING if group is None else -1001  # OFFSET_STORED
+                off = OFFSET_BEGINNING if group is None else OFFSET_STORED
             parts = [partition] if partition is not None else list(range(partitions))
             consumer.assign([TopicPartition(topic, p, off) for p in parts])
+            assigned_at.append(time.monotonic())
         seen = 0
-        idle_since = time.monotonic()
+        started = time.monotonic()
+        last = started
         while max_messages is None or seen < max_messages:
             msg = consumer.poll(0.5)
             if msg is None:
-                if time.monotonic() - idle_since >= timeout:
+                now = time.monotonic()
+                if assigned_at and now - max(last, assigned_at[-1]) >= timeout:
                     break
+                if not assigned_at and now - started >= timeout + JOIN_TIMEOUT_S:
+                    raise TimeoutError_(
+                        f"consumer group {group!r} got no partition assignment for {topic!r} "
+                        f"after waiting {now - started:.0f}s"
+                    )
                 continue
             if msg.error():
                 err = msg.error()
@@ -293,7 +318,7 @@ def consume(
                 ):
                     raise kafka_error(KafkaException(err), bootstrap)
                 continue
-            idle_since = time.monotonic()
+            last = time.monotonic()
             seen += 1
             ts_type, ts = msg.timestamp()
             yield ConsumedRecord(

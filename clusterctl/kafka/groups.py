@@ -1,0 +1,252 @@
+"""Consumer groups, as kafka-consumer-groups.sh shows them: members, committed offsets, lag, resets."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.kafka.admin import REQUEST_TIMEOUT_S, _result, admin, describe_topics, fetch_metadata
+from clusterctl.kafka.clients import consumer_config, kafka_error
+
+
+@dataclass
+class GroupListing:
+    group: str
+    state: str
+    simple: bool
+
+
+@dataclass
+class GroupMember:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: list[str]  # "topic-partition", as kafka-consumer-groups.sh prints
+
+
+@dataclass
+class PartitionLag:
+    topic: str
+    partition: int
+    committed: int | None  # None: the group has no committed offset here
+    log_end: int
+    lag: int | None
+    member_id: str | None = None
+    client_id: str | None = None
+    host: str | None = None
+
+
+@dataclass
+class GroupDescription:
+    group: str
+    state: str
+    coordinator: int | None
+    assignor: str | None
+    members: list[GroupMember]
+    offsets: list[PartitionLag]
+    total_lag: int
+
+
+@dataclass
+class OffsetReset:
+    topic: str
+    partition: int
+    current: int | None
+    new: int
+
+
+@dataclass
+class ResetPlan:
+    group: str
+    topic: str
+    to: str
+    executed: bool
+    partitions: list[OffsetReset] = field(default_factory=list)
+
+
+def _state(s: Any) -> str:
+    name = getattr(s, "name", None)
+    return str(name if name is not None else s)
+
+
+def list_groups(bootstrap: str) -> list[GroupListing]:
+    client = admin(bootstrap)
+    fetch_metadata(bootstrap, client=client)
+    res = _result(client.list_consumer_groups(request_timeout=REQUEST_TIMEOUT_S), bootstrap)
+    return sorted(
+        (GroupListing(g.group_id, _state(g.state), bool(g.is_simple_consumer_group)) for g in res.valid),
+        key=lambda g: g.group,
+    )
+
+
+def _describe(client: Any, bootstrap: str, group: str) -> Any:
+    return _result(client.describe_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)[group], bootstrap)
+
+
+def _committed(client: Any, bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    fut = client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=REQUEST_TIMEOUT_S)[
+        group
+    ]
+    res = _result(fut, bootstrap)
+    return {(tp.topic, tp.partition): tp.offset for tp in res.topic_partitions or [] if tp.offset >= 0}
+
+
+def _offsets(client: Any, bootstrap: str, tps: list[tuple[str, int]], spec: OffsetSpec) -> dict[tuple[str, int], int]:
+    if not tps:
+        return {}
+    futs = client.list_offsets({TopicPartition(t, p): spec for t, p in tps}, request_timeout=REQUEST_TIMEOUT_S)
+    return {(tp.topic, tp.partition): _result(f, bootstrap).offset for tp, f in futs.items()}
+
+
+def log_end_offsets(bootstrap: str, tps: list[tuple[str, int]], client: Any = None) -> dict[tuple[str, int], int]:
+    """Log-end offset (high watermark) per partition: ListOffsets, cross-checked by one fetch.
+
+    Some Kafka-protocol brokers (tansu) answer ListOffsets(latest) with the last record batch's
+    base offset + 1; the high watermark in a fetch response is right, so fetch one record just
+    below the listed end and keep the larger value. Real Kafka gives the same number both ways.
+    """
+    client = client or admin(bootstrap)
+    listed = _offsets(client, bootstrap, tps, OffsetSpec.latest())
+    probe = [TopicPartition(t, p, end - 1) for (t, p), end in listed.items() if end > 0]
+    if not probe:
+        return listed
+    consumer = Consumer(consumer_config(bootstrap, fetch_max_bytes=1_048_576))
+    try:
+        consumer.assign(probe)
+        pending = {(tp.topic, tp.partition) for tp in probe}
+        deadline = time.monotonic() + 3.0
+        while pending and time.monotonic() < deadline:
+            consumer.poll(0.2)
+            for key in list(pending):
+                _low, high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+                if high >= 0:
+                    listed[key] = max(listed[key], high)
+                    pending.discard(key)
+    finally:
+        consumer.close()
+    return listed
+
+
+def describe_group(bootstrap: str, group: str) -> GroupDescription:
+    """State, members and per-partition committed offset, log-end offset and lag."""
+    client = admin(bootstrap)
+    fetch_metadata(bootstrap, client=client)
+    desc = _describe(client, bootstrap, group)
+    committed = _committed(client, bootstrap, group)
+    state = _state(desc.state)
+    if not desc.members and not committed and state in ("DEAD", "UNKNOWN"):
+        raise NotFoundError(f"consumer group {group!r} not found on {bootstrap}", hint="clusterctl group list")
+    members: list[GroupMember] = []
+    owner: dict[tuple[str, int], GroupMember] = {}
+    for m in desc.members:
+        tps = list(m.assignment.topic_partitions) if m.assignment else []
+        gm = GroupMember(m.member_id, m.client_id, m.host, [f"{tp.topic}-{tp.partition}" for tp in tps])
+        members.append(gm)
+        for tp in tps:
+            owner[(tp.topic, tp.partition)] = gm
+    known = set(committed) | set(owner)
+    # every partition of the group's topics, so partitions it never committed show up too
+    topics = sorted({t for t, _ in known})
+    if topics:
+        for t in describe_topics(bootstrap, topics):
+            known.update((t.name, p.partition) for p in t.partitions)
+    keys = sorted(known)
+    log_end = log_end_offsets(bootstrap, keys, client)
+    rows = []
+    for key in keys:
+        c = committed.get(key)
+        end = log_end.get(key, 0)
+        lag = max(0, end - c) if c is not None else None
+        m = owner.get(key)
+        rows.append(
+            PartitionLag(
+                key[0],
+                key[1],
+                c,
+                end,
+                lag,
+                m.member_id if m else None,
+                m.client_id if m else None,
+                m.host if m else None,
+            )
+        )
+    coordinator = desc.coordinator.id if desc.coordinator is not None else None
+    return GroupDescription(
+        group,
+        state,
+        coordinator,
+        desc.partition_assignor or None,
+        members,
+        rows,
+        sum(r.lag or 0 for r in rows),
+    )
+
+
+def reset_offsets(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    to: Literal["earliest", "latest"] | int,
+    execute: bool = False,
+) -> ResetPlan:
+    """Plan (and with `execute`, apply) new committed offsets for every partition of `topic`.
+
+    Like kafka-consumer-groups.sh --reset-offsets: a dry run by default, refused while the group
+    has active members, and an explicit offset is clamped into [earliest, log-end].
+    """
+    client = admin(bootstrap)
+    parts = describe_topics(bootstrap, [topic])[0].partitions
+    desc = _describe(client, bootstrap, group)
+    if desc.members:
+        raise ClusterctlError(
+            f"consumer group {group!r} has {len(desc.members)} active member(s); Kafka only resets "
+            "offsets of an inactive group",
+            hint="stop its consumers first",
+        )
+    committed = _committed(client, bootstrap, group)
+    keys = [(topic, p.partition) for p in parts]
+    earliest = _offsets(client, bootstrap, keys, OffsetSpec.earliest())
+    latest = log_end_offsets(bootstrap, keys, client)
+    plan = []
+    for key in keys:
+        if to == "earliest":
+            new = earliest[key]
+        elif to == "latest":
+            new = latest[key]
+        else:
+            if to < 0:
+                raise UsageError(f"--to-offset must be >= 0, got {to}")
+            new = min(max(to, earliest[key]), latest[key])
+        plan.append(OffsetReset(topic, key[1], committed.get(key), new))
+    if execute:
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(r.topic, r.partition, r.new) for r in plan])
+        res = _result(client.alter_consumer_group_offsets([req], request_timeout=REQUEST_TIMEOUT_S)[group], bootstrap)
+        bad = [tp for tp in res.topic_partitions or [] if tp.error is not None]
+        if bad:
+            raise ClusterctlError(f"offset reset failed for {bad[0].topic}-{bad[0].partition}: {bad[0].error}")
+    label = to if isinstance(to, str) else f"offset {to}"
+    return ResetPlan(group, topic, label, execute, plan)
+
+
+def delete_group(bootstrap: str, group: str) -> str:
+    client = admin(bootstrap)
+    fetch_metadata(bootstrap, client=client)
+    try:
+        client.delete_consumer_groups([group], request_timeout=REQUEST_TIMEOUT_S)[group].result(
+            timeout=REQUEST_TIMEOUT_S
+        )
+    except KafkaException as exc:
+        name = exc.args[0].name() if exc.args else ""
+        if name == "GROUP_ID_NOT_FOUND":
+            raise NotFoundError(f"consumer group {group!r} not found on {bootstrap}") from None
+        if name == "NON_EMPTY_GROUP":
+            raise ClusterctlError(
+                f"consumer group {group!r} still has active members", hint="stop its consumers first"
+            ) from None
+        raise kafka_error(exc, bootstrap) from None
+    return group
