@@ -1,9 +1,346 @@
-"""CLI for the 'topic' noun (thin: parse, call the domain layer, render through output)."""
+"""CLI for topics (`topic ...`) and the top-level `produce` / `consume` commands."""
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
+from clusterctl.errors import ClusterctlError, SpecError, UsageError
+from clusterctl.kafka import admin, clients
+from clusterctl.output import Column, console, emit, err_console, info, print_json, print_json_line
+
+topic_app = typer.Typer(name="topic", help="Create, list, describe, alter and delete topics.", no_args_is_help=True)
+
+PARTITION_COLUMNS = [
+    Column("Partition", "partition", justify="right"),
+    Column("Leader", "leader", justify="right"),
+    Column("Replicas", "replicas"),
+    Column("Isr", "isr"),
+    Column("Status", lambda p: "offline" if p.offline else ("under-replicated" if p.under_replicated else "ok")),
+]
+TOPIC_LIST_COLUMNS = [
+    Column("Topic", "name"),
+    Column("Partitions", "partitions", justify="right"),
+    Column("ReplicationFactor", "replication_factor", justify="right"),
+    Column("Internal", "internal"),
+]
+CHANGE_FIELDS = [
+    Column("Topic", "topic"),
+    Column("Action", "action"),
+    Column("Changed", "changed"),
+    Column("Partitions", "partitions"),
+    Column("ReplicationFactor", "replication_factor"),
+    Column("Configs", lambda c: ",".join(f"{k}={v}" for k, v in c.configs.items()) or None),
+    Column("Deleted configs", "deleted_configs", fmt=lambda v: ",".join(v) or "-"),
+    Column("Note", "note"),
+]
+PRODUCE_FIELDS = [
+    Column("Topic", "topic"),
+    Column("Acks", "acks"),
+    Column("Sent", "sent"),
+    Column("Delivered", "delivered"),
+    Column("Failed", "failed"),
+    Column("Elapsed (s)", "elapsed_s", fmt=lambda v: f"{v:.3f}"),
+    Column("Errors", "errors", fmt=lambda v: "; ".join(v) or "-"),
+]
+RECORD_COLUMNS = [
+    Column("Partition", "partition", justify="right"),
+    Column("Offset", "offset", justify="right"),
+    Column("Key", "key"),
+    Column("Value", "value"),
+]
+
+
+def topic_header(t: admin.TopicDescription) -> str:
+    """kafka-topics.sh's per-topic line: Topic, PartitionCount, ReplicationFactor, Configs."""
+    configs = ",".join(f"{k}={v}" for k, v in t.configs.items())
+    return (
+        f"Topic: {t.name}  PartitionCount: {t.partition_count}  ReplicationFactor: {t.replication_factor}  "
+        f"Configs: {configs}"
+    )
+
+
+def filter_partitions(
+    topics: list[admin.TopicDescription], under_replicated: bool, unavailable: bool
+) -> list[admin.TopicDescription]:
+    """Keep only partitions matching the filters (topics left with none are dropped)."""
+    if not (under_replicated or unavailable):
+        return topics
+    out = []
+    for t in topics:
+        parts = [p for p in t.partitions if (under_replicated and p.under_replicated) or (unavailable and p.offline)]
+        if parts:
+            out.append(
+                admin.TopicDescription(t.name, t.partition_count, t.replication_factor, t.internal, parts, t.configs)
+            )
+    return out
+
+
+def render_describe(topics: list[admin.TopicDescription], as_json: bool) -> None:
+    if as_json:
+        print_json(topics)
+        return
+    if not topics:
+        console.print("no matching partitions")
+    for t in topics:
+        console.print(topic_header(t), highlight=False, markup=False, soft_wrap=True)
+        emit(t.partitions, as_json=False, columns=PARTITION_COLUMNS)
+
+
+def _create_defaults(explicit_bootstrap: str | None) -> tuple[int, int]:
+    """Partitions and RF: the spec's broker defaults when the cluster comes from a spec, else Kafka's (1, 1)."""
+    if explicit_bootstrap:
+        return 1, 1
+    try:
+        d = get_spec().kafka.defaults
+    except SpecError:
+        return 1, 1
+    return d.partitions, d.replication_factor
+
+
+@topic_app.command("create")
+def create(
+    name: Annotated[str, typer.Argument(help="topic name")],
+    partitions: Annotated[
+        int | None, typer.Option("--partitions", "-p", help="default: spec's kafka.defaults.partitions, else 1")
+    ] = None,
+    replication_factor: Annotated[
+        int | None,
+        typer.Option("--replication-factor", "-r", help="default: spec's kafka.defaults.replication_factor, else 1"),
+    ] = None,
+    config: Annotated[list[str] | None, typer.Option("--config", "-c", help="topic config k=v (repeatable)")] = None,
+    if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="succeed if the topic exists")] = False,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create a topic (refuses a replication factor above the number of live brokers)."""
+    configs = parse_kv(config)
+    bs = bootstrap_servers(bootstrap_server)
+    default_p, default_rf = _create_defaults(bootstrap_server)
+    result = admin.create_topic(
+        bs, name, partitions or default_p, replication_factor or default_rf, configs, if_not_exists=if_not_exists
+    )
+    emit(result, as_json=as_json, kv=CHANGE_FIELDS)
+
+
+@topic_app.command("list")
+def list_(
+    internal: Annotated[bool, typer.Option("--internal", help="include internal topics (__consumer_offsets)")] = False,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List topics with their partition count and replication factor."""
+    rows = admin.list_topics(bootstrap_servers(bootstrap_server), include_internal=internal)
+    emit(rows, as_json=as_json, columns=TOPIC_LIST_COLUMNS, empty="no topics")
+
+
+@topic_app.command("describe")
+def describe(
+    names: Annotated[list[str] | None, typer.Argument(help="topics (default: all)")] = None,
+    under_replicated: Annotated[
+        bool, typer.Option("--under-replicated", help="only partitions whose ISR is smaller than the replicas")
+    ] = False,
+    unavailable: Annotated[bool, typer.Option("--unavailable", help="only partitions without a leader")] = False,
+    internal: Annotated[bool, typer.Option("--internal", help="include internal topics when listing all")] = False,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Leader, replicas and ISR per partition (Leader -1 = no leader), like kafka-topics.sh --describe."""
+    topics = admin.describe_topics(
+        bootstrap_servers(bootstrap_server), names or None, include_internal=internal, with_configs=True
+    )
+    render_describe(filter_partitions(topics, under_replicated, unavailable), as_json)
+
+
+@topic_app.command("delete")
+def delete(
+    name: Annotated[str, typer.Argument(help="topic name")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a topic and all its data."""
+    bs = bootstrap_servers(bootstrap_server)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"refusing to delete topic {name!r} without --yes (no terminal to ask on)")
+        admin.describe_topic(bs, name)  # unknown topic: fail before asking
+        if not typer.confirm(f"Delete topic {name!r} on {bs} and all its data?", err=True):
+            raise typer.Abort()
+    emit(admin.delete_topic(bs, name), as_json=as_json, kv=CHANGE_FIELDS)
+
+
+@topic_app.command("alter")
+def alter(
+    name: Annotated[str, typer.Argument(help="topic name")],
+    partitions: Annotated[
+        int | None, typer.Option("--partitions", "-p", help="new total partition count (can only grow)")
+    ] = None,
+    config: Annotated[list[str] | None, typer.Option("--config", "-c", help="set topic config k=v")] = None,
+    delete_config: Annotated[
+        list[str] | None, typer.Option("--delete-config", help="remove a topic config override")
+    ] = None,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add partitions and/or change configs incrementally (other configs are left alone)."""
+    configs = parse_kv(config)
+    if partitions is None and not configs and not delete_config:
+        raise UsageError("nothing to alter: give --partitions, --config k=v or --delete-config k")
+    bs = bootstrap_servers(bootstrap_server)
+    results = []
+    if partitions is not None:
+        results.append(admin.create_partitions(bs, name, partitions))
+    if configs or delete_config:
+        results.append(admin.alter_topic_configs(bs, name, configs, list(delete_config or [])))
+    if as_json:
+        print_json(results)
+        return
+    for r in results:
+        emit(r, as_json=False, kv=CHANGE_FIELDS)
+
+
+@topic_app.command("configs")
+def configs(
+    name: Annotated[str, typer.Argument(help="topic name")],
+    all_: Annotated[bool, typer.Option("--all", help="include defaults")] = False,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A topic's configs and where each comes from (needs DescribeConfigs on the broker)."""
+    rows = admin.describe_configs(bootstrap_servers(bootstrap_server), name, include_defaults=all_)
+    emit(
+        rows,
+        as_json=as_json,
+        columns=[Column("Name", "name"), Column("Value", "value"), Column("Source", "source")],
+        empty=f"topic {name!r} has no config overrides",
+    )
+
+
+# ---------------------------------------------------------------- produce / consume
+
+
+def _lines(file: Path | None) -> Iterator[str]:
+    if file is not None:
+        try:
+            fh = file.open(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {file}: {exc.strerror}") from None
+        with fh:
+            for line in fh:
+                yield line.rstrip("\r\n")
+    else:
+        for line in sys.stdin:
+            yield line.rstrip("\r\n")
+
+
+def produce_cmd(
+    topic: Annotated[str, typer.Argument(help="topic to write to")],
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="read lines from this file (default: stdin)")
+    ] = None,
+    key_separator: Annotated[
+        str | None, typer.Option("--key-separator", "-k", help="split each line into key<SEP>value")
+    ] = None,
+    acks: Annotated[str, typer.Option("--acks", help="0, 1 or all (all = idempotent producer)")] = "all",
+    partition: Annotated[
+        int | None, typer.Option("--partition", "-p", help="write every line to this partition")
+    ] = None,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send one message per input line; print a delivery summary (non-zero exit if any failed)."""
+    if acks not in ("0", "1", "all", "-1"):
+        raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
+    bs = bootstrap_servers(bootstrap_server)
+    records = (clients.parse_line(line, key_separator) for line in _lines(file))
+    with err_console.status(f"producing to {topic} ..."):
+        summary = clients.produce(bs, topic, records, acks=acks, partition=partition)
+    if as_json:
+        print_json(summary)
+    else:
+        emit(summary, as_json=False, kv=PRODUCE_FIELDS, title="delivery summary")
+        emit(
+            summary.partitions,
+            as_json=False,
+            columns=[
+                Column("Partition", "partition", justify="right"),
+                Column("Delivered", "delivered", justify="right"),
+            ],
+        )
+    if summary.failed:
+        first = summary.errors[0] if summary.errors else "unknown error"
+        raise ClusterctlError(f"{summary.failed} of {summary.sent} messages were not delivered ({first})")
+
+
+def consume_cmd(
+    topic: Annotated[str, typer.Argument(help="topic to read")],
+    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="start at the earliest offset")] = False,
+    offset: Annotated[
+        str | None, typer.Option("--offset", help="start offset: a number, 'earliest' or 'latest'")
+    ] = None,
+    partition: Annotated[int | None, typer.Option("--partition", "-p", help="read only this partition")] = None,
+    group: Annotated[
+        str | None, typer.Option("--group", "-g", help="consumer group (commits offsets); default: none, no commits")
+    ] = None,
+    max_messages: Annotated[int | None, typer.Option("--max-messages", "-n", help="stop after N messages")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="stop after this many idle seconds")] = 10.0,
+    table: Annotated[bool, typer.Option("--table", help="print one table at the end instead of streaming")] = False,
+    bootstrap_server: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print messages (partition, offset, key, value); `--json` gives one JSON object per line."""
+    if from_beginning and offset is not None:
+        raise UsageError("give either --from-beginning or --offset, not both")
+    start: Any = "beginning" if from_beginning else "committed" if group else "latest"
+    if offset is not None:
+        if offset in ("earliest", "beginning"):
+            start = "beginning"
+        elif offset == "latest":
+            start = "latest"
+        else:
+            try:
+                start = int(offset)
+            except ValueError:
+                raise UsageError(f"--offset must be a number, 'earliest' or 'latest', got {offset!r}") from None
+            if start < 0:
+                raise UsageError(f"--offset must be >= 0, got {start}")
+    if max_messages is not None and max_messages < 1:
+        raise UsageError("--max-messages must be at least 1")
+    bs = bootstrap_servers(bootstrap_server)
+    began = time.monotonic()
+    records = clients.consume(
+        bs, topic, start=start, partition=partition, group=group, max_messages=max_messages, timeout=timeout
+    )
+    kept: list[clients.ConsumedRecord] = []
+    count = 0
+    for rec in records:
+        count += 1
+        if as_json:
+            print_json_line(rec)
+        elif table:
+            kept.append(rec)
+        else:
+            console.print(
+                f"partition={rec.partition} offset={rec.offset} key={rec.key if rec.key is not None else '-'} "
+                f"value={rec.value}",
+                highlight=False,
+                markup=False,
+                soft_wrap=True,
+            )
+    if table and not as_json:
+        emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
+    info(f"consumed {count} messages from {topic} in {time.monotonic() - began:.1f}s")
 
 
 def register(app: typer.Typer) -> None:
-    """Attach this noun's commands to the root app."""
+    """Attach `topic`, `produce` and `consume` to the root app."""
+    app.add_typer(topic_app, name="topic")
+    app.command("produce")(produce_cmd)
+    app.command("consume")(consume_cmd)

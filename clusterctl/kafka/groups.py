@@ -69,6 +69,9 @@ class ResetPlan:
     partitions: list[OffsetReset] = field(default_factory=list)
 
 
+ResetTarget = Literal["earliest", "latest"] | int
+
+
 def _state(s: Any) -> str:
     name = getattr(s, "name", None)
     return str(name if name is not None else s)
@@ -191,7 +194,7 @@ def reset_offsets(
     bootstrap: str,
     group: str,
     topic: str,
-    to: Literal["earliest", "latest"] | int,
+    to: ResetTarget,
     execute: bool = False,
 ) -> ResetPlan:
     """Plan (and with `execute`, apply) new committed offsets for every partition of `topic`.
