@@ -1,0 +1,103 @@
+"""Real health: ZooKeeper quorum with one leader, brokers registered and a controller (or tansu answering)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from clusterctl import zk
+from clusterctl.errors import ClusterctlError, TimeoutError_
+from clusterctl.runtime.docker import container_states
+from clusterctl.spec import ClusterSpec
+
+
+@dataclass
+class HealthReport:
+    """One look at the cluster: what is ready and what is still missing."""
+
+    zk_serving: int
+    zk_nodes: int
+    zk_leaders: list[int]
+    brokers_registered: list[int] = field(default_factory=list)
+    controller: int | None = None
+    broker_reachable: bool | None = None  # tansu engine: answered a metadata request
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.missing
+
+
+def tansu_metadata_ok(bootstrap: str, timeout: float = 2.0) -> tuple[bool, str | None]:
+    """True when a Kafka-protocol broker answers a metadata request."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)})
+    try:
+        md = admin.list_topics(timeout=timeout)
+    except KafkaException as exc:
+        return False, str(exc.args[0]) if exc.args else "metadata request failed"
+    return bool(md.brokers), None
+
+
+def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
+    """Probe everything `up` waits for; never raises for an unhealthy cluster."""
+    statuses = zk.node_statuses(spec, timeout=zk_timeout)
+    summary = zk.summarize(statuses)
+    report = HealthReport(summary.serving, summary.nodes, summary.leaders)
+    for c in container_states(spec):
+        if c.state != "running":
+            code = f", exit code {c.exit_code}" if c.exit_code not in (None, 0) else ""
+            report.missing.append(f"container {c.container} {c.state}{code}")
+    for s in statuses:
+        if not s.ok:
+            report.missing.append(f"zk{s.id} {s.mode}")
+    if len(summary.leaders) != 1 and summary.serving >= summary.needed:
+        report.missing.append(f"zk leader ({len(summary.leaders)} leaders)")
+    if spec.kafka.engine == "tansu":
+        ok, err = tansu_metadata_ok(spec.bootstrap_servers)
+        report.broker_reachable = ok
+        if not ok:
+            report.missing.append(f"broker metadata on {spec.bootstrap_servers} ({err or 'no brokers'})")
+        return report
+    if not summary.has_quorum:
+        report.missing.append(f"broker registrations (ZooKeeper has no quorum: {summary.serving}/{summary.nodes})")
+        return report
+    try:
+        with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+            report.brokers_registered = zk.registered_brokers(client)
+            report.controller = zk.controller_id(client)
+    except ClusterctlError as exc:
+        report.missing.append(f"ZooKeeper session ({exc.message})")
+        return report
+    for b in spec.broker_ids:
+        if b not in report.brokers_registered:
+            report.missing.append(f"broker {b} in /brokers/ids")
+    if report.controller is None:
+        report.missing.append("/controller")
+    return report
+
+
+def wait_healthy(
+    spec: ClusterSpec,
+    timeout: float,
+    on_report: Callable[[HealthReport, float], None] | None = None,
+    interval: float = 1.0,
+) -> tuple[HealthReport, float]:
+    """Poll `check` until healthy; return (report, seconds waited) or raise TimeoutError_ naming what is missing."""
+    started = time.monotonic()
+    while True:
+        report = check(spec)
+        elapsed = time.monotonic() - started
+        if on_report is not None:
+            on_report(report, elapsed)
+        if report.healthy:
+            return report, elapsed
+        if elapsed >= timeout:
+            raise TimeoutError_(
+                f"cluster not healthy after {elapsed:.0f}s; still missing: {', '.join(report.missing)}",
+                hint="`clusterctl status` and `clusterctl logs SERVICE` show why",
+            )
+        time.sleep(max(0.0, min(interval, timeout - elapsed)))

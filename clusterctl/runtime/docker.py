@@ -1,0 +1,128 @@
+"""Container state through the Docker SDK (the compose CLI starts and stops; this module looks)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+import docker
+from docker.errors import DockerException, ImageNotFound, NotFound
+from docker.models.containers import Container
+
+from clusterctl.errors import NotFoundError, UnreachableError
+from clusterctl.spec import ClusterSpec
+
+PROJECT_LABEL = "com.docker.compose.project"
+SERVICE_LABEL = "com.docker.compose.service"
+
+
+@lru_cache(maxsize=1)
+def client() -> docker.DockerClient:
+    """A Docker client for the local engine; UnreachableError with a hint when no engine answers."""
+    try:
+        c = docker.from_env(timeout=30)
+        c.ping()
+    except DockerException as exc:
+        raise UnreachableError(
+            f"Docker engine not reachable ({str(exc).splitlines()[0][:120]})",
+            hint="start dockerd, e.g. `make setup` or scripts/setup.sh",
+        ) from None
+    return c
+
+
+def image_labels(name: str) -> dict[str, str] | None:
+    """Labels of a local image, or None when the image is absent."""
+    try:
+        img = client().images.get(name)
+    except ImageNotFound:
+        return None
+    return dict(img.labels or {})
+
+
+@dataclass
+class ContainerState:
+    """One compose service's container as the engine reports it."""
+
+    service: str
+    container: str
+    role: str  # zookeeper | broker | kafka-manager
+    state: str  # running | exited | paused | missing ...
+    health: str | None  # healthy | unhealthy | starting | None (no healthcheck)
+    ip: str | None
+    host_port: int | None
+    image: str | None = None
+    exit_code: int | None = None
+
+
+def get_container(name: str) -> Container:
+    try:
+        return client().containers.get(name)
+    except NotFound:
+        raise NotFoundError(f"container {name} does not exist", hint="is the cluster up? `clusterctl status`") from None
+
+
+def find_container(name: str) -> Container | None:
+    with contextlib.suppress(NotFound):
+        return client().containers.get(name)
+    return None
+
+
+def _ip_on(container: Container, network: str) -> str | None:
+    nets = container.attrs.get("NetworkSettings", {}).get("Networks") or {}
+    entry = nets.get(network)
+    if not entry:
+        return None
+    return entry.get("IPAddress") or (entry.get("IPAMConfig") or {}).get("IPv4Address") or None
+
+
+def cluster_services(spec: ClusterSpec) -> list[tuple[str, str, int | None]]:
+    """(service, role, host port) of every service the spec defines, in a stable order."""
+    out: list[tuple[str, str, int | None]] = [
+        (spec.zk_service(i), "zookeeper", spec.zk_host_port(i)) for i in spec.zk_ids
+    ]
+    out += [(spec.broker_service(i), "broker", spec.broker_host_port(i)) for i in spec.broker_ids]
+    if spec.kafka_manager.enabled:
+        out.append((spec.manager_service, "kafka-manager", spec.kafka_manager.port))
+    return out
+
+
+def container_states(spec: ClusterSpec) -> list[ContainerState]:
+    """State of every container the spec defines (state 'missing' when it does not exist)."""
+    out: list[ContainerState] = []
+    for service, role, port in cluster_services(spec):
+        name = spec.container_name(service)
+        c = find_container(name)
+        if c is None:
+            out.append(ContainerState(service, name, role, "missing", None, None, None))
+            continue
+        st = c.attrs.get("State", {})
+        health = (st.get("Health") or {}).get("Status")
+        running = st.get("Status") == "running"
+        out.append(
+            ContainerState(
+                service=service,
+                container=name,
+                role=role,
+                state=str(st.get("Status", "unknown")),
+                health=health,
+                ip=_ip_on(c, spec.network_name),
+                host_port=port if running else None,
+                image=(c.attrs.get("Config") or {}).get("Image"),
+                exit_code=None if running else st.get("ExitCode"),
+            )
+        )
+    return out
+
+
+def project_containers(project: str) -> list[Container]:
+    """Every container (any state) labelled with the compose project."""
+    return list(client().containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={project}"}))
+
+
+def project_networks(project: str) -> list[str]:
+    return [n.name for n in client().networks.list(filters={"label": f"{PROJECT_LABEL}={project}"})]
+
+
+def project_volumes(project: str) -> list[str]:
+    return [v.name for v in client().volumes.list(filters={"label": f"{PROJECT_LABEL}={project}"})]
