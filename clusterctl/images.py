@@ -6,6 +6,7 @@ with the same hash is skipped (``force`` rebuilds). The build inputs live in tem
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -162,8 +163,8 @@ def kafka_dist_root(dist: Path) -> str:
                 parts = member.name.lstrip("./").split("/")
                 if parts[-2:] == ["bin", "kafka-server-start.sh"] and len(parts) <= 3:
                     return parts[0] if len(parts) == 3 else ""
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise UsageError(f"--kafka-dist {dist} is not a readable tarball ({exc})") from None
+    except (tarfile.TarError, OSError, EOFError):
+        raise UsageError(f"--kafka-dist {dist} is not a readable tar archive (expected kafka_2.13-3.9.x.tgz)") from None
     raise UsageError(
         f"--kafka-dist {dist} is not a Kafka distribution (no bin/kafka-server-start.sh)",
         hint="use the binary release, e.g. kafka_2.13-3.9.0.tgz, not the source release",
@@ -246,6 +247,7 @@ def _build_base(inputs_hash: str, progress: Progress) -> None:
 def _docker_build(target: str, image: str, context: Path, inputs_hash: str, progress: Progress) -> None:
     """Classic (non-BuildKit) build with no pull; streams step lines to `progress`."""
     api = dk.client().api
+    previous = _image_id(image)
     last: list[str] = []
     try:
         for chunk in api.build(
@@ -266,8 +268,20 @@ def _docker_build(target: str, image: str, context: Path, inputs_hash: str, prog
                     progress(f"{target}: {line[:80]}")
     except (APIError, BuildError) as exc:
         raise ClusterctlError(f"building {image} failed: {str(exc)[:200]}") from None
-    if dk.image_labels(image) is None:
+    current = _image_id(image)
+    if current is None:
         raise ClusterctlError(f"building {image} produced no image: {' | '.join(last)[:200]}")
+    if previous is not None and previous != current:
+        # the replaced build would linger as a dangling <none> image
+        with contextlib.suppress(DockerException):
+            dk.client().images.remove(previous, noprune=False)
+
+
+def _image_id(image: str) -> str | None:
+    try:
+        return str(dk.client().images.get(image).id)
+    except DockerException:
+        return None
 
 
 def _context(target: str, work: Path, kafka_dist: Path | None) -> Path:

@@ -1,9 +1,128 @@
-"""CLI for the 'zk' noun (thin: parse, call the domain layer, render through output)."""
+"""CLI for the 'zk' noun: Mode per node (four-letter words) and znodes (kazoo)."""
 
 from __future__ import annotations
 
+import json
+from typing import Annotated, Any
+
 import typer
+from rich.markup import escape
+
+from clusterctl import zk
+from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, zk_connect
+from clusterctl.errors import UsageError
+from clusterctl.output import Column, emit
+
+zk_app = typer.Typer(
+    help="Inspect ZooKeeper: Mode per node, znodes (brokers, controller, topics).", no_args_is_help=True
+)
+
+PathArg = Annotated[str, typer.Argument(help="znode path, e.g. /brokers/ids")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="seconds to wait for a ZooKeeper session")]
+
+
+def _data_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _explicit_nodes(connect: str, timeout: float) -> list[zk.ZkNodeStatus]:
+    out: list[zk.ZkNodeStatus] = []
+    for i, hostport in enumerate(connect.split("/")[0].split(","), start=1):
+        host, _, port = hostport.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise UsageError(f"--zookeeper expects host:port[,host:port...], got {connect!r}")
+        out.append(zk.probe_node(i, "-", host, int(port), timeout))
+    return out
+
+
+@zk_app.command("status")
+def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 2.0) -> None:
+    """Mode (leader/follower/standalone/not serving/down) of every node via srvr, and the quorum summary."""
+    nodes = _explicit_nodes(zookeeper, timeout) if zookeeper else zk.node_statuses(get_spec(), timeout)
+    q = zk.summarize(nodes)
+    if as_json:
+        emit({"nodes": nodes, "quorum": q}, as_json=True)
+        return
+    emit(
+        nodes,
+        as_json=False,
+        title="ZooKeeper ensemble",
+        columns=[
+            Column("Id", "id"),
+            Column("Container", "container"),
+            Column("Address", "address"),
+            Column("Mode", "mode"),
+            Column("OK", "ok"),
+            Column("Latency ms", "latency_ms"),
+            Column("Zxid", "zxid"),
+            Column("Znodes", "znodes"),
+            Column("Conns", "connections"),
+            Column("Error", "error"),
+        ],
+    )
+    style = "green" if q.has_quorum else "bold red"
+    emit(f"[{style}]{q.summary}[/]", as_json=False)
+
+
+@zk_app.command("ls")
+def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
+    """Children of a znode."""
+    with zk.zk_client(zk_connect(zookeeper), timeout) as client:
+        children = zk.ls(client, path)
+    if as_json:
+        emit({"path": path, "children": children}, as_json=True)
+        return
+    for child in children:
+        emit(escape(child), as_json=False)
+
+
+@zk_app.command("get")
+def get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
+    """Data of a znode (JSON decoded where it is JSON) and its stat."""
+    with zk.zk_client(zk_connect(zookeeper), timeout) as client:
+        node = zk.get(client, path)
+    emit(
+        node,
+        as_json=as_json,
+        title=node.path,
+        kv=[
+            Column("data", lambda n: json.dumps(n.data, indent=2) if isinstance(n.data, dict | list) else n.data),
+            Column("version", "version"),
+            Column("children", "children"),
+            Column("ephemeral owner", "ephemeral_owner"),
+            Column("mtime", "mtime"),
+        ],
+    )
+
+
+@zk_app.command("tree")
+def tree(
+    path: Annotated[str, typer.Argument(help="root of the walk")] = "/",
+    depth: Annotated[int, typer.Option("--depth", "-d", help="maximum depth below PATH")] = 10,
+    no_data: Annotated[bool, typer.Option("--no-data", help="names only")] = False,
+    zookeeper: ZkOpt = None,
+    as_json: JsonOpt = False,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """The znode tree below PATH with each node's data (JSON decoded)."""
+    if depth < 0:
+        raise UsageError("--depth must be >= 0")
+    with zk.zk_client(zk_connect(zookeeper), timeout) as client:
+        entries = zk.tree(client, path, depth, with_data=not no_data)
+    if as_json:
+        emit(entries, as_json=True)
+        return
+    for e in entries:
+        name = e.path if e.depth == 0 else e.path.rsplit("/", 1)[-1]
+        data = _data_text(e.data)
+        line = "  " * e.depth + name + (f"  {data}" if data else "")
+        emit(escape(line), as_json=False)
 
 
 def register(app: typer.Typer) -> None:
     """Attach this noun's commands to the root app."""
+    app.add_typer(zk_app, name="zk")

@@ -1,0 +1,190 @@
+"""Cluster lifecycle on top of compose: up (and really wait), down, status."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterctl import health, images, zk
+from clusterctl.errors import ClusterctlError, NotFoundError
+from clusterctl.runtime import compose
+from clusterctl.runtime import docker as dk
+from clusterctl.spec import ClusterSpec
+
+
+def check_rendered(spec: ClusterSpec, spec_path: Path | None = None) -> Path:
+    """The rendered compose file, refusing when it is missing or older than the spec file."""
+    path = compose.require_compose_file(spec)
+    if spec_path is not None and spec_path.is_file() and spec_path.stat().st_mtime > path.stat().st_mtime:
+        raise ClusterctlError(
+            f"{spec.compose_file} is older than {spec_path} (stale rendering)", hint="run `clusterctl render`"
+        )
+    return path
+
+
+def check_images(spec: ClusterSpec) -> None:
+    """Offline profile: every image the compose file names must exist locally (nothing can be pulled)."""
+    if spec.profile != "offline":
+        return
+    missing = images.missing_images(sorted(set(compose.file_images(spec).values())))
+    if missing:
+        raise NotFoundError(
+            f"image{'s' if len(missing) > 1 else ''} {', '.join(missing)} not built",
+            hint=f"run `{images.build_hint(missing)}`",
+        )
+
+
+@dataclass
+class UpResult:
+    project: str
+    compose_file: str
+    seconds_to_healthy: float
+    zk_serving: int
+    zk_nodes: int
+    zk_leader: int | None
+    brokers_registered: list[int] = field(default_factory=list)
+    controller: int | None = None
+    broker_reachable: bool | None = None
+
+
+def up(
+    spec: ClusterSpec,
+    timeout: float = 180.0,
+    keep_on_failure: bool = False,
+    spec_path: Path | None = None,
+    on_report: Callable[[health.HealthReport, float], None] | None = None,
+) -> UpResult:
+    """`compose up -d`, then wait until really healthy; a failed first start is torn down again."""
+    check_rendered(spec, spec_path)
+    check_images(spec)
+    existed = bool(dk.project_containers(spec.project))
+    had_volumes = bool(dk.project_volumes(spec.project))
+    started = time.monotonic()
+    try:
+        compose.up(spec, pull="never" if spec.profile == "offline" else "missing")
+        report, _ = health.wait_healthy(spec, timeout, on_report=on_report)
+    except (ClusterctlError, KeyboardInterrupt) as exc:
+        if not keep_on_failure and not existed:
+            try:
+                compose.down(spec, volumes=not had_volumes)
+            except ClusterctlError as down_exc:
+                if isinstance(exc, ClusterctlError):
+                    exc.message += f"; teardown also failed: {down_exc.message}"
+        elif isinstance(exc, ClusterctlError) and not keep_on_failure:
+            exc.message += " (containers that were already running are left as they were)"
+        raise
+    return UpResult(
+        project=spec.project,
+        compose_file=str(spec.compose_file),
+        seconds_to_healthy=round(time.monotonic() - started, 1),
+        zk_serving=report.zk_serving,
+        zk_nodes=report.zk_nodes,
+        zk_leader=report.zk_leaders[0] if len(report.zk_leaders) == 1 else None,
+        brokers_registered=report.brokers_registered,
+        controller=report.controller,
+        broker_reachable=report.broker_reachable,
+    )
+
+
+@dataclass
+class DownResult:
+    project: str
+    containers_removed: list[str]
+    networks_removed: list[str]
+    volumes_removed: list[str]
+    volumes_kept: list[str]
+
+
+def down(spec: ClusterSpec, volumes: bool = False) -> DownResult:
+    """Remove the project's containers and network (and volumes); harmless when nothing runs."""
+    before_c = sorted(c.name for c in dk.project_containers(spec.project))
+    before_n = dk.project_networks(spec.project)
+    before_v = dk.project_volumes(spec.project)
+    if before_c or before_n or (volumes and before_v):
+        compose.down(spec, volumes=volumes)
+    after_v = dk.project_volumes(spec.project)
+    return DownResult(
+        project=spec.project,
+        containers_removed=before_c,
+        networks_removed=sorted(set(before_n) - set(dk.project_networks(spec.project))),
+        volumes_removed=sorted(set(before_v) - set(after_v)),
+        volumes_kept=sorted(after_v),
+    )
+
+
+@dataclass
+class ServiceStatus:
+    service: str
+    container: str
+    role: str
+    state: str
+    health: str | None
+    ip: str | None
+    host_port: int | None
+    zk_mode: str | None = None
+
+
+@dataclass
+class ClusterStatus:
+    cluster: str
+    engine: str
+    services: list[ServiceStatus]
+    zookeeper: list[zk.ZkNodeStatus]
+    quorum: zk.QuorumSummary
+    brokers_registered: list[int] | None  # None: not known (no quorum / tansu)
+    brokers_missing: list[int] | None
+    controller: int | None
+    broker_reachable: bool | None = None
+    summary: list[str] = field(default_factory=list)
+
+
+def status(spec: ClusterSpec) -> ClusterStatus:
+    """Containers, ZooKeeper Mode per node, quorum, broker registrations and controller."""
+    containers = dk.container_states(spec)
+    nodes = zk.node_statuses(spec)
+    mode_by_service = {spec.zk_service(n.id): n.mode for n in nodes}
+    services = [
+        ServiceStatus(
+            c.service, c.container, c.role, c.state, c.health, c.ip, c.host_port, mode_by_service.get(c.service)
+        )
+        for c in containers
+    ]
+    q = zk.summarize(nodes)
+    registered: list[int] | None = None
+    missing: list[int] | None = None
+    controller: int | None = None
+    reachable: bool | None = None
+    lines = [q.summary]
+    if spec.kafka.engine == "tansu":
+        reachable, _ = health.tansu_metadata_ok(spec.bootstrap_servers)
+        lines.append(f"broker (tansu) {'answers' if reachable else 'does not answer'} on {spec.bootstrap_servers}")
+    elif q.has_quorum:
+        try:
+            with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+                registered = zk.registered_brokers(client)
+                controller = zk.controller_id(client)
+            missing = [b for b in spec.broker_ids if b not in registered]
+            reg = ",".join(map(str, registered)) or "none"
+            line = f"brokers registered: {reg} of {len(spec.broker_ids)}"
+            if missing:
+                line += f" (missing {','.join(map(str, missing))})"
+            lines.append(line)
+            lines.append(f"controller: broker {controller}" if controller is not None else "controller: none")
+        except ClusterctlError as exc:
+            lines.append(f"brokers: unknown ({exc.message})")
+    else:
+        lines.append("brokers: unknown (ZooKeeper has no quorum)")
+    return ClusterStatus(
+        cluster=spec.name,
+        engine=spec.kafka.engine,
+        services=services,
+        zookeeper=nodes,
+        quorum=q,
+        brokers_registered=registered,
+        brokers_missing=missing,
+        controller=controller,
+        broker_reachable=reachable,
+        summary=lines,
+    )
