@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,10 @@ def tansu_metadata_ok(bootstrap: str, timeout: float = 2.0) -> tuple[bool, str |
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)})
+    quiet = logging.getLogger("clusterctl.health.rdkafka")
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "logger": quiet})
     try:
         md = admin.list_topics(timeout=timeout)
     except KafkaException as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -22,6 +23,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from clusterctl.errors import NotFoundError, UnreachableError, UsageError
 from clusterctl.spec import ClusterSpec
+
+_KAZOO_LOG = logging.getLogger("clusterctl.zk.kazoo")
+_KAZOO_LOG.addHandler(logging.NullHandler())
+_KAZOO_LOG.propagate = False  # kazoo's reconnect chatter must not reach the terminal
 
 NOT_SERVING = "not serving"
 DOWN = "down"
@@ -49,10 +54,11 @@ def four_letter(host: str, port: int, cmd: str, timeout: float = 2.0) -> str:
                         break
                     chunks.append(chunk)
     except OSError as exc:  # includes socket timeouts
-        raise UnreachableError(f"ZooKeeper {host}:{port} did not answer {cmd!r}: {exc}") from None
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__).lower()
+        raise UnreachableError(f"ZooKeeper {host}:{port} did not answer {cmd!r}: {reason}") from None
     reply = b"".join(chunks).decode("utf-8", errors="replace")
     if not reply:
-        raise UnreachableError(f"ZooKeeper {host}:{port} closed the connection without answering {cmd!r}")
+        raise UnreachableError(f"ZooKeeper {host}:{port} did not answer {cmd!r}: closed without a reply")
     if _WHITELIST_TEXT in reply:
         raise UnreachableError(f"ZooKeeper {host}:{port}: {cmd!r} is not in 4lw.commands.whitelist")
     return reply
@@ -99,21 +105,26 @@ class ZkNodeStatus:
         return self.mode not in (NOT_SERVING, DOWN)
 
 
+def _reason(exc: UnreachableError) -> str:
+    """The short cause at the end of a four_letter error ("connection refused", "timed out", ...)."""
+    return exc.message.rsplit(": ", 1)[-1]
+
+
 def probe_node(zk_id: int, container: str, host: str, port: int, timeout: float = 2.0) -> ZkNodeStatus:
     """ruok + srvr against one node; never raises, failures land in `mode`/`error`."""
     address = f"{host}:{port}"
     try:
         ruok = four_letter(host, port, "ruok", timeout)
     except UnreachableError as exc:
-        return ZkNodeStatus(zk_id, container, address, DOWN, False, error=exc.message)
+        return ZkNodeStatus(zk_id, container, address, DOWN, False, error=_reason(exc))
     started = time.perf_counter()
     try:
         srvr = four_letter(host, port, "srvr", timeout)
     except UnreachableError as exc:
-        return ZkNodeStatus(zk_id, container, address, DOWN, False, error=exc.message)
+        return ZkNodeStatus(zk_id, container, address, DOWN, False, error=_reason(exc))
     latency = (time.perf_counter() - started) * 1000
     if _NOT_SERVING_TEXT in srvr:
-        return ZkNodeStatus(zk_id, container, address, NOT_SERVING, False, latency, error=srvr.strip())
+        return ZkNodeStatus(zk_id, container, address, NOT_SERVING, False, round(latency, 2), error="no quorum")
     fields = parse_srvr(srvr)
     mode = fields.get("mode", "unknown")
     ok = ruok.strip() == "imok"
@@ -189,7 +200,9 @@ def quorum(spec: ClusterSpec, timeout: float = 2.0) -> QuorumSummary:
 @contextlib.contextmanager
 def zk_client(connect: str, timeout: float = 5.0, read_only: bool = False) -> Iterator[KazooClient]:
     """A started kazoo client; UnreachableError if no session can be made within `timeout`."""
-    client = KazooClient(hosts=connect, timeout=timeout, read_only=read_only, connection_retry={"max_tries": 1})
+    client = KazooClient(
+        hosts=connect, timeout=timeout, read_only=read_only, connection_retry={"max_tries": 1}, logger=_KAZOO_LOG
+    )
     try:
         client.start(timeout=timeout)
     except (KazooTimeoutError, KazooException, OSError) as exc:

@@ -26,7 +26,7 @@ def _data_text(value: Any) -> str:
         return ""
     if isinstance(value, dict | list):
         return json.dumps(value, separators=(",", ":"))
-    return str(value)
+    return str(value).strip().replace("\n", " | ")
 
 
 def _explicit_nodes(connect: str, timeout: float) -> list[zk.ZkNodeStatus]:
@@ -60,7 +60,6 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
             Column("Latency ms", "latency_ms"),
             Column("Zxid", "zxid"),
             Column("Znodes", "znodes"),
-            Column("Conns", "connections"),
             Column("Error", "error"),
         ],
     )
