@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -22,10 +22,11 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewPartitions,
     NewTopic,
+    OffsetSpec,
 )
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.clients import METADATA_TIMEOUT_S, admin_config, kafka_error
+from clusterctl.kafka.clients import METADATA_TIMEOUT_S, admin_config, consumer_config, kafka_error
 
 REQUEST_TIMEOUT_S = 15.0
 INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state
@@ -254,6 +255,40 @@ def list_topics(bootstrap: str, include_internal: bool = False) -> list[TopicSum
         TopicSummary(t.name, t.partition_count, t.replication_factor, t.internal)
         for t in describe_topics(bootstrap, include_internal=include_internal)
     ]
+
+
+def log_end_offsets(bootstrap: str, tps: list[tuple[str, int]], client: Any = None) -> dict[tuple[str, int], int]:
+    """Log-end offset (high watermark) per partition: ListOffsets, cross-checked by one fetch.
+
+    Some Kafka-protocol brokers (tansu) answer ListOffsets(latest) with the last record batch's
+    base offset + 1; the high watermark in a fetch response is right, so fetch one record just
+    below the listed end and keep the larger value. Real Kafka gives the same number both ways.
+    """
+    client = client or admin(bootstrap)
+    if not tps:
+        return {}
+    futs = client.list_offsets(
+        {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}, request_timeout=REQUEST_TIMEOUT_S
+    )
+    listed = {(tp.topic, tp.partition): _result(f, bootstrap).offset for tp, f in futs.items()}
+    probe = [TopicPartition(t, p, end - 1) for (t, p), end in listed.items() if end > 0]
+    if not probe:
+        return listed
+    consumer = Consumer(consumer_config(bootstrap, fetch_max_bytes=1_048_576))
+    try:
+        consumer.assign(probe)
+        pending = {(tp.topic, tp.partition) for tp in probe}
+        deadline = time.monotonic() + 3.0
+        while pending and time.monotonic() < deadline:
+            consumer.poll(0.2)
+            for key in list(pending):
+                _low, high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
+                if high >= 0:
+                    listed[key] = max(listed[key], high)
+                    pending.discard(key)
+    finally:
+        consumer.close()
+    return listed
 
 
 # ---------------------------------------------------------------- topic changes

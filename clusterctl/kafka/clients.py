@@ -258,6 +258,11 @@ def consume(
     partitions = check_topic(bootstrap, topic)
     if partition is not None and not 0 <= partition < partitions:
         raise UsageError(f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist")
+    ends: dict[int, int] = {}
+    if start == "latest":  # resolved here, cross-checked (see admin.log_end_offsets), not by OFFSET_END
+        from clusterctl.kafka.admin import log_end_offsets
+
+        ends = {p: off for (_t, p), off in log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)]).items()}
     reset = "latest" if start == "latest" else "earliest"
     consumer = Consumer(consumer_config(bootstrap, group, auto_offset_reset=reset, **overrides))
     use_subscribe = group is not None and partition is None
@@ -276,7 +281,7 @@ def consume(
             def on_assign(c: Consumer, tps: list[TopicPartition]) -> None:
                 if initial is not None:
                     for tp in tps:
-                        tp.offset = initial
+                        tp.offset = ends.get(tp.partition, initial) if start == "latest" else initial
                     c.assign(tps)
                 assigned_at.append(time.monotonic())
 
@@ -284,14 +289,14 @@ def consume(
         else:
             if start == "beginning":
                 off = OFFSET_BEGINNING
-            elif start == "latest":
-                off = OFFSET_END
             elif isinstance(start, int):
                 off = start
+            elif start == "latest":
+                off = OFFSET_END
             else:  # committed offsets of `group`, or the beginning without one
                 off = OFFSET_BEGINNING if group is None else OFFSET_STORED
             parts = [partition] if partition is not None else list(range(partitions))
-            consumer.assign([TopicPartition(topic, p, off) for p in parts])
+            consumer.assign([TopicPartition(topic, p, ends.get(p, off)) for p in parts])
             assigned_at.append(time.monotonic())
         seen = 0
         started = time.monotonic()

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.admin import REQUEST_TIMEOUT_S, _result, admin, describe_topics, fetch_metadata
-from clusterctl.kafka.clients import consumer_config, kafka_error
+from clusterctl.kafka.admin import REQUEST_TIMEOUT_S, _result, admin, describe_topics, fetch_metadata, log_end_offsets
+from clusterctl.kafka.clients import kafka_error
 
 
 @dataclass
@@ -70,6 +69,7 @@ class ResetPlan:
 
 
 ResetTarget = Literal["earliest", "latest"] | int
+INACTIVE_STATES = ("EMPTY", "DEAD", "UNKNOWN")
 
 
 def _state(s: Any) -> str:
@@ -106,35 +106,6 @@ def _offsets(client: Any, bootstrap: str, tps: list[tuple[str, int]], spec: Offs
     return {(tp.topic, tp.partition): _result(f, bootstrap).offset for tp, f in futs.items()}
 
 
-def log_end_offsets(bootstrap: str, tps: list[tuple[str, int]], client: Any = None) -> dict[tuple[str, int], int]:
-    """Log-end offset (high watermark) per partition: ListOffsets, cross-checked by one fetch.
-
-    Some Kafka-protocol brokers (tansu) answer ListOffsets(latest) with the last record batch's
-    base offset + 1; the high watermark in a fetch response is right, so fetch one record just
-    below the listed end and keep the larger value. Real Kafka gives the same number both ways.
-    """
-    client = client or admin(bootstrap)
-    listed = _offsets(client, bootstrap, tps, OffsetSpec.latest())
-    probe = [TopicPartition(t, p, end - 1) for (t, p), end in listed.items() if end > 0]
-    if not probe:
-        return listed
-    consumer = Consumer(consumer_config(bootstrap, fetch_max_bytes=1_048_576))
-    try:
-        consumer.assign(probe)
-        pending = {(tp.topic, tp.partition) for tp in probe}
-        deadline = time.monotonic() + 3.0
-        while pending and time.monotonic() < deadline:
-            consumer.poll(0.2)
-            for key in list(pending):
-                _low, high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
-                if high >= 0:
-                    listed[key] = max(listed[key], high)
-                    pending.discard(key)
-    finally:
-        consumer.close()
-    return listed
-
-
 def describe_group(bootstrap: str, group: str) -> GroupDescription:
     """State, members and per-partition committed offset, log-end offset and lag."""
     client = admin(bootstrap)
@@ -142,7 +113,11 @@ def describe_group(bootstrap: str, group: str) -> GroupDescription:
     desc = _describe(client, bootstrap, group)
     committed = _committed(client, bootstrap, group)
     state = _state(desc.state)
-    if not desc.members and not committed and state in ("DEAD", "UNKNOWN"):
+    if (
+        not desc.members
+        and not committed
+        and (state in ("DEAD", "UNKNOWN") or group not in {g.group for g in list_groups(bootstrap)})
+    ):
         raise NotFoundError(f"consumer group {group!r} not found on {bootstrap}", hint="clusterctl group list")
     members: list[GroupMember] = []
     owner: dict[tuple[str, int], GroupMember] = {}
@@ -205,10 +180,11 @@ def reset_offsets(
     client = admin(bootstrap)
     parts = describe_topics(bootstrap, [topic])[0].partitions
     desc = _describe(client, bootstrap, group)
-    if desc.members:
+    state = _state(desc.state)
+    if desc.members or state not in INACTIVE_STATES:
+        who = f"{len(desc.members)} active member(s)" if desc.members else f"state {state}"
         raise ClusterctlError(
-            f"consumer group {group!r} has {len(desc.members)} active member(s); Kafka only resets "
-            "offsets of an inactive group",
+            f"consumer group {group!r} has {who}; Kafka only resets offsets of an inactive group (Empty or Dead)",
             hint="stop its consumers first",
         )
     committed = _committed(client, bootstrap, group)
