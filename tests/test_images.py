@@ -1,0 +1,185 @@
+"""Offline images on the real engine: idempotent builds, the ZooKeeper and Kafka entrypoint contracts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tarfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clusterctl import images, zk
+from clusterctl.runtime import docker as dk
+
+pytestmark = pytest.mark.docker
+
+CLI = [str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "clusterctl")]
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def offline_images() -> None:
+    """The images every docker test needs (a no-op when their inputs are unchanged)."""
+    images.build_images(["zookeeper", "tansu"])
+
+
+def test_warm_build_skips_everything() -> None:
+    started = time.monotonic()
+    res = run_cli("images", "build", "--json")
+    elapsed = time.monotonic() - started
+    assert res.returncode == 0, res.stderr
+    actions = {r["target"]: r["action"] for r in json.loads(res.stdout)}
+    assert actions == {"base": "skipped", "zookeeper": "skipped", "tansu": "skipped"}
+    assert elapsed < 15, f"warm build took {elapsed:.1f}s"
+
+
+def test_images_list_reports_hash_labels() -> None:
+    res = run_cli("images", "list", "--json")
+    assert res.returncode == 0, res.stderr
+    by_target = {r["target"]: r for r in json.loads(res.stdout)}
+    for target in ("base", "zookeeper", "tansu"):
+        assert by_target[target]["present"] is True
+        assert by_target[target]["inputs_hash"]
+    assert by_target["zookeeper"]["image"] == images.ZOOKEEPER_IMAGE
+
+
+def test_kafka_without_dist_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(images.KAFKA_DIST_ENV, raising=False)
+    res = run_cli("images", "build", "kafka")
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--kafka-dist" in lines[0], res.stderr
+
+
+def test_kafka_dist_that_is_not_kafka(tmp_path: Path) -> None:
+    not_tar = tmp_path / "kafka.tgz"
+    not_tar.write_text("not a tarball")
+    res = run_cli("images", "build", "kafka", "--kafka-dist", str(not_tar))
+    assert res.returncode == 2 and "not a readable tar archive" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+    src = tmp_path / "kafka-src"
+    (src / "bin").mkdir(parents=True)
+    (src / "bin" / "kafka-topics.sh").write_text("#!/bin/sh\n")
+    wrong = tmp_path / "kafka-source.tgz"
+    with tarfile.open(wrong, "w:gz") as tar:
+        tar.add(src, arcname="kafka-3.9.0-src")
+    res = run_cli("images", "build", "kafka", "--kafka-dist", str(wrong))
+    assert res.returncode == 2 and "no bin/kafka-server-start.sh" in res.stderr
+
+    res = run_cli("images", "build", "kafka", "--kafka-dist", str(tmp_path / "missing.tgz"))
+    assert res.returncode == 3 and "does not exist" in res.stderr
+
+
+def _container_output(name: str, marker: str, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        logs = dk.client().containers.get(name).logs().decode()
+        if marker in logs:
+            return logs
+        time.sleep(0.3)
+    raise AssertionError(f"{marker!r} not in logs of {name}: {logs[-500:]}")
+
+
+@pytest.fixture
+def stub_kafka_image(tmp_path: Path) -> Iterator[str]:
+    """The real kafka Dockerfile + entrypoint, built around a stub distribution whose start script reports."""
+    dist = tmp_path / "kafka_2.13-3.9.0"
+    (dist / "bin").mkdir(parents=True)
+    (dist / "config").mkdir()
+    (dist / "config" / "log4j.properties").write_text("log4j.rootLogger=INFO, stdout\n")
+    start = dist / "bin" / "kafka-server-start.sh"
+    start.write_text('#!/bin/bash\necho "JMX_PORT=${JMX_PORT:-unset}"\ncat "$1"\necho "---"\nexec sleep 60\n')
+    start.chmod(0o755)
+    tgz = tmp_path / "kafka_2.13-3.9.0.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(dist, arcname=dist.name)
+    tag = f"clusterctl-test/kafka-stub:{uuid.uuid4().hex[:8]}"
+    result = images.build_target("kafka", image=tag, kafka_dist=tgz, force=True)
+    assert result.action == "built"
+    try:
+        yield tag
+    finally:
+        dk.client().images.remove(tag, force=True)
+
+
+def test_kafka_entrypoint_env_contract(stub_kafka_image: str) -> None:
+    name = f"ctl-test-kafka-{uuid.uuid4().hex[:6]}"
+    env = {
+        "KAFKA_BROKER_ID": "2",
+        "KAFKA_ZOOKEEPER_CONNECT": "zk1:2181,zk2:2181",
+        "KAFKA_ADVERTISED_LISTENERS": "INTERNAL://kafka2:19092,EXTERNAL://127.0.0.1:9093",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        "KAFKA_MIN_INSYNC_REPLICAS": "2",
+        "KAFKA_SOME__UNDERSCORED_KEY": "a",
+        "KAFKA_DASHED___KEY": "b",
+        "KAFKA_HEAP_OPTS": "-Xmx128m",
+        "KAFKA_JMX_PORT": "9999",
+        "KAFKA_JMX_HOSTNAME": "kafka2",
+    }
+    c = dk.client().containers.run(stub_kafka_image, name=name, environment=env, detach=True)
+    try:
+        out = _container_output(name, "---")
+        props = dict(
+            line.split("=", 1) for line in out.splitlines() if "=" in line and not line.startswith(("#", "JMX"))
+        )
+        assert props["broker.id"] == "2"
+        assert props["zookeeper.connect"] == "zk1:2181,zk2:2181"
+        assert props["listener.security.protocol.map"] == "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT"
+        assert props["min.insync.replicas"] == "2"
+        assert props["some_underscored.key"] == "a"
+        assert props["dashed-key"] == "b"
+        assert props["log.dirs"] == "/var/lib/kafka/data"
+        assert not any(k.startswith(("heap", "jmx")) for k in props), props
+        # JMX only for the broker process: the broker sees JMX_PORT, a `docker exec` tool does not
+        assert "JMX_PORT=9999" in out
+        exec_env = c.exec_run(["env"]).output.decode()
+        assert "JMX_PORT=" not in exec_env.replace("KAFKA_JMX_PORT=", "")
+        broker_env = c.exec_run(["cat", "/proc/1/environ"], user="kafka").output.decode().split("\0")
+        assert "JMX_PORT=9999" in broker_env
+        assert c.exec_run(["ps", "-o", "user=", "-p", "1"]).output.decode().strip() == "kafka"
+    finally:
+        c.remove(force=True)
+
+
+def test_kafka_entrypoint_requires_zookeeper_connect(stub_kafka_image: str) -> None:
+    c = dk.client().containers.run(
+        stub_kafka_image, environment={"KAFKA_ADVERTISED_LISTENERS": "PLAINTEXT://x:9092"}, detach=True
+    )
+    try:
+        assert c.wait(timeout=30)["StatusCode"] != 0
+        assert "KAFKA_ZOOKEEPER_CONNECT is required" in c.logs().decode()
+    finally:
+        c.remove(force=True)
+
+
+def test_zookeeper_image_standalone_runs_as_non_root() -> None:
+    c = dk.client().containers.run(
+        images.ZOOKEEPER_IMAGE,
+        environment={"ZOO_MY_ID": "5", "ZOO_TICK_TIME": "500"},
+        ports={"2181/tcp": ("127.0.0.1", None)},
+        detach=True,
+    )
+    try:
+        c.reload()
+        port = int(c.attrs["NetworkSettings"]["Ports"]["2181/tcp"][0]["HostPort"])
+        deadline = time.monotonic() + 60
+        status = zk.probe_node(5, c.name, "127.0.0.1", port)
+        while status.mode != "standalone" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status = zk.probe_node(5, c.name, "127.0.0.1", port)
+        assert status.mode == "standalone" and status.ok, status
+        assert status.version == "3.8.0"
+        assert c.exec_run(["ps", "-o", "user=", "-p", "1"]).output.decode().strip() == "zookeeper"
+        assert c.exec_run(["cat", "/data/myid"]).output.decode().strip() == "5"
+        cfg = c.exec_run(["cat", "/conf/zoo.cfg"]).output.decode()
+        assert "tickTime=500" in cfg and "4lw.commands.whitelist=" in cfg
+    finally:
+        c.remove(force=True, v=True)
