@@ -15,10 +15,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterctl.errors import SpecError
+from clusterctl.profiles import PROFILES, ImageProfile
 
 DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+NETWORK_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
+IMAGE_RE = r"^[a-z0-9][a-z0-9._/:@-]{0,254}$"
 
 # Host ports below this need privileges and clash with system services.
 MIN_HOST_PORT = 1024
@@ -38,6 +41,13 @@ class NetworkSpec(_Model):
     subnet: str = "10.77.0.0/24"
     gateway: str | None = Field(default=None, description="default: first host address of the subnet")
 
+    @field_validator("name")
+    @classmethod
+    def _network_name(cls, v: str | None) -> str | None:
+        if v is not None and not NETWORK_NAME_RE.match(v):
+            raise ValueError(f"network.name {v!r} must be 1-63 chars of letters, digits, '_', '.' or '-'")
+        return v
+
     @field_validator("subnet")
     @classmethod
     def _private_subnet(cls, v: str) -> str:
@@ -47,7 +57,7 @@ class NetworkSpec(_Model):
             raise ValueError(f"network.subnet {v!r} is not a valid network ({exc})") from None
         if net.version != 4:
             raise ValueError(f"network.subnet {v!r} must be IPv4")
-        if not any(net.subnet_of(p) for p in _RFC1918):  # type: ignore[arg-type]
+        if not any(net.subnet_of(p) for p in _RFC1918):
             raise ValueError(
                 f"network.subnet {v} is not private address space; use a subnet inside "
                 "10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"
@@ -72,7 +82,9 @@ class ZooKeeperSpec(_Model):
     nodes: int = Field(default=3, ge=1, le=9, description="ensemble size; use an odd number")
     client_port: int = Field(default=2181, description="first host port; node i publishes client_port+i-1")
     ips: list[str] | None = Field(default=None, description="static IPs; default .11, .12, ...")
-    tick_time_ms: int = Field(default=2000, ge=100)
+    tick_time_ms: int = Field(default=2000, ge=100, le=60_000)
+    init_limit: int = Field(default=10, ge=1, description="ticks a follower may take to connect and sync")
+    sync_limit: int = Field(default=5, ge=1, description="ticks a follower may lag behind the leader")
 
     @field_validator("nodes")
     @classmethod
@@ -94,7 +106,13 @@ class BrokerDefaults(_Model):
     group_initial_rebalance_delay_ms: int = Field(default=0, ge=0)
     auto_create_topics: bool = False
     unclean_leader_election: bool = False
-    heap: str = Field(default="512m", pattern=r"^\d+[mMgG]$")
+    heap: str = Field(default="512m", pattern=r"^[1-9]\d{0,5}[mMgG]$")
+    internal_topics_replication_factor: int | None = Field(
+        default=None, ge=1, description="__consumer_offsets/__transaction_state RF (default: min(3, brokers))"
+    )
+    internal_topics_min_isr: int | None = Field(
+        default=None, ge=1, description="transaction.state.log.min.isr (default: internal RF - 1, at least 1)"
+    )
 
 
 class KafkaSpec(_Model):
@@ -107,21 +125,24 @@ class KafkaSpec(_Model):
     internal_port: int = Field(default=19092, description="listener on the cluster network")
     jmx_port: int | None = Field(default=9999, description="JMX port of the broker process only (None = off)")
     ips: list[str] | None = Field(default=None, description="static IPs; default .21, .22, ...")
+    stop_grace_seconds: int = Field(
+        default=90, ge=60, le=3600, description="time for a controlled shutdown before SIGKILL"
+    )
     defaults: BrokerDefaults = BrokerDefaults()
 
 
 class KafkaManagerSpec(_Model):
     enabled: bool = True
-    port: int = 9000
-    ip: str | None = None
+    port: int = Field(default=9000, description="host port of the CMAK web UI")
+    ip: str | None = Field(default=None, description="static IP; default .30")
 
 
 class ImagesSpec(_Model):
     """Overrides of the profile's images (None = the profile's choice)."""
 
-    zookeeper: str | None = None
-    kafka: str | None = None
-    kafka_manager: str | None = None
+    zookeeper: str | None = Field(default=None, pattern=IMAGE_RE)
+    kafka: str | None = Field(default=None, pattern=IMAGE_RE, description="the broker image (kafka or tansu engine)")
+    kafka_manager: str | None = Field(default=None, pattern=IMAGE_RE)
 
 
 class PublishSpec(_Model):
@@ -139,7 +160,7 @@ class PublishSpec(_Model):
 
 class ClusterSpec(_Model):
     name: str = "kafka-lab"
-    profile: Profile = "offline"
+    profile: Profile = "default"
     network: NetworkSpec = NetworkSpec()
     zookeeper: ZooKeeperSpec = ZooKeeperSpec()
     kafka: KafkaSpec = KafkaSpec()
@@ -177,6 +198,24 @@ class ClusterSpec(_Model):
             raise ValueError("kafka.engine=tansu has no replication: set kafka.brokers=1 and replication_factor=1")
         if self.kafka.engine != "kafka" and self.kafka_manager.enabled:
             raise ValueError("kafka_manager needs kafka.engine=kafka (CMAK reads broker registrations in ZooKeeper)")
+        if self.kafka_manager.enabled and self.image_profile.kafka_manager is None and not self.images.kafka_manager:
+            raise ValueError(
+                f"profile {self.profile} has no kafka-manager (CMAK) image: "
+                "set kafka_manager.enabled=false or images.kafka_manager"
+            )
+        irf = self.internal_topics_rf
+        if irf > n:
+            raise ValueError(f"kafka.defaults.internal_topics_replication_factor={irf} exceeds kafka.brokers={n}")
+        if self.internal_topics_min_isr > irf:
+            raise ValueError(
+                f"kafka.defaults.internal_topics_min_isr={self.internal_topics_min_isr} exceeds the internal topics' "
+                f"replication factor {irf}"
+            )
+        if d.min_insync_replicas > irf:
+            raise ValueError(
+                f"kafka.defaults.min_insync_replicas={d.min_insync_replicas} exceeds the internal topics' replication "
+                f"factor {irf}: offset commits to __consumer_offsets would fail"
+            )
         self._check_ips()
         self._check_ports()
         return self
@@ -190,6 +229,8 @@ class ClusterSpec(_Model):
             raise ValueError(f"network.gateway {gw!r} is not an IPv4 address") from None
         if gw_ip not in net:
             raise ValueError(f"network.gateway {gw} is outside network.subnet {net}")
+        if gw_ip in (net.network_address, net.broadcast_address):
+            raise ValueError(f"network.gateway {gw} is the network or broadcast address of {net}")
         if self.zookeeper.ips is not None and len(self.zookeeper.ips) != self.zookeeper.nodes:
             raise ValueError(f"zookeeper.ips has {len(self.zookeeper.ips)} entries for {self.zookeeper.nodes} nodes")
         if self.kafka.ips is not None and len(self.kafka.ips) != self.kafka.brokers:
@@ -201,7 +242,8 @@ class ClusterSpec(_Model):
             except ValueError:
                 raise ValueError(f"{who} ip {ip!r} is not an IPv4 address") from None
             if addr not in net or addr in (net.network_address, net.broadcast_address):
-                raise ValueError(f"{who} ip {ip} is not a usable host address in network.subnet {net}")
+                default = " (default layout needs a /27 or larger, or set explicit ips)" if addr not in net else ""
+                raise ValueError(f"{who} ip {ip} is not a usable host address in network.subnet {net}{default}")
             if ip in seen:
                 raise ValueError(f"{who} ip {ip} is already used by {seen[ip]}")
             seen[ip] = who
@@ -231,6 +273,25 @@ class ClusterSpec(_Model):
             raise ValueError(f"kafka.jmx_port {k.jmx_port} clashes with kafka.internal_port")
 
     # ---- derived facts (the only place addresses and names come from) ----
+
+    @property
+    def image_profile(self) -> ImageProfile:
+        return PROFILES[self.profile]
+
+    @property
+    def zookeeper_image(self) -> str:
+        return self.images.zookeeper or self.image_profile.zookeeper
+
+    @property
+    def broker_image(self) -> str:
+        """The image of every broker: Kafka, or tansu for engine=tansu."""
+        if self.images.kafka:
+            return self.images.kafka
+        return self.image_profile.tansu if self.kafka.engine == "tansu" else self.image_profile.kafka
+
+    @property
+    def kafka_manager_image(self) -> str | None:
+        return self.images.kafka_manager or self.image_profile.kafka_manager
 
     @property
     def project(self) -> str:
@@ -331,11 +392,30 @@ class ClusterSpec(_Model):
     @property
     def internal_topics_rf(self) -> int:
         """RF for __consumer_offsets / __transaction_state: 3 where possible, never above the broker count."""
-        return min(3, self.kafka.brokers)
+        return self.kafka.defaults.internal_topics_replication_factor or min(3, self.kafka.brokers)
 
     @property
     def internal_topics_min_isr(self) -> int:
-        return max(1, self.internal_topics_rf - 1)
+        return self.kafka.defaults.internal_topics_min_isr or max(1, self.internal_topics_rf - 1)
+
+    def zk_servers(self) -> str:
+        """ZOO_SERVERS for every node (official image format, ZooKeeper 3.5+ with the client port)."""
+        return " ".join(f"server.{i}={self.zk_service(i)}:2888:3888;2181" for i in self.zk_ids)
+
+    def broker_listeners(self, broker_id: int) -> str:
+        """INTERNAL on the cluster network (inter-broker), EXTERNAL on the published host port."""
+        return f"INTERNAL://0.0.0.0:{self.kafka.internal_port},EXTERNAL://0.0.0.0:{self.broker_host_port(broker_id)}"
+
+    def broker_advertised_listeners(self, broker_id: int) -> str:
+        return (
+            f"INTERNAL://{self.broker_service(broker_id)}:{self.kafka.internal_port},"
+            f"EXTERNAL://{self.host}:{self.broker_host_port(broker_id)}"
+        )
+
+    @property
+    def kafka_heap_opts(self) -> str:
+        heap = self.kafka.defaults.heap
+        return f"-Xms{heap} -Xmx{heap}"
 
     @property
     def compose_dir(self) -> Path:
@@ -367,9 +447,13 @@ def parse_spec(data: object, source: str = "spec") -> ClusterSpec:
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(f"{source}: {_format_validation_error(exc)}") from None
-    except (TypeError, ValueError) as exc:  # defensive: odd YAML types inside validators
-        raise SpecError(f"{source}: {exc}") from None
+        raise SpecError(_one_line(f"{source}: {_format_validation_error(exc)}")) from None
+    except (TypeError, ValueError, ArithmeticError) as exc:  # defensive: odd YAML types inside validators
+        raise SpecError(_one_line(f"{source}: {exc}")) from None
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
 
 
 def load_spec(path: Path | str = DEFAULT_SPEC_PATH) -> ClusterSpec:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from clusterctl.cli import lifecycle
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, state
 
 # `cluster describe` (data plane): cluster id, controller and brokers as the cluster itself reports them
 cluster_app = typer.Typer(name="cluster", help="What the running cluster reports about itself.", no_args_is_help=True)
@@ -26,7 +29,94 @@ def describe(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) ->
     emit(info.brokers, as_json=False, columns=cols)
 
 
+def init(
+    name: Annotated[str, typer.Argument(help="cluster name (compose project, container prefix)")] = "kafka-lab",
+    profile: Annotated[
+        str, typer.Option("--profile", help="image profile: default | wurstmeister | offline")
+    ] = "default",
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="broker engine: kafka | tansu (offline default: kafka if its image is built, else tansu)",
+            show_default=False,
+        ),
+    ] = None,
+    brokers: Annotated[int | None, typer.Option("--brokers", help="broker count 1-9 (default 3)")] = None,
+    zk_nodes: Annotated[int | None, typer.Option("--zk-nodes", help="ZooKeeper nodes, odd 1-9 (default 3)")] = None,
+    subnet: Annotated[str | None, typer.Option("--subnet", help="RFC1918 subnet (default 10.77.0.0/24)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing spec file")] = False,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="where to write (default: the --spec path)")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a commented, validated spec file (clusterctl.yaml)."""
+    from clusterctl.errors import UsageError
+    from clusterctl.output import Column, emit, info
+    from clusterctl.specfile import init_spec
+
+    if engine is not None and engine not in ("kafka", "tansu"):
+        raise UsageError(f"--engine must be kafka or tansu, got {engine!r}")
+    path = output or state.spec_path
+    result = init_spec(path, name, profile, engine, brokers, zk_nodes, subnet, force)
+    for note in result.notes:
+        info(note)
+    if as_json:
+        emit(result, as_json=True)
+        return
+    info(f"wrote {result.path}; next: clusterctl{'' if path == state.spec_path else f' -s {path}'} render")
+    emit(
+        result,
+        as_json=False,
+        kv=[
+            Column("Spec", "path"),
+            Column("Cluster", lambda r: r.spec["name"]),
+            Column("Profile", "profile"),
+            Column("Engine", "engine"),
+            Column("ZooKeeper nodes", lambda r: r.spec["zookeeper"]["nodes"]),
+            Column("Brokers", lambda r: r.spec["kafka"]["brokers"]),
+            Column("Subnet", lambda r: r.spec["network"]["subnet"]),
+            Column("kafka-manager", lambda r: r.spec["kafka_manager"]["enabled"]),
+        ],
+    )
+
+
+def render(
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", help="directory to write into (default compose/<name>; `up` reads the default)"),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Render compose/<name>/docker-compose.yml from the spec (atomically; checked by `docker compose config`)."""
+    from clusterctl import render as rendering
+    from clusterctl.output import Column, emit, info
+
+    result = rendering.render(get_spec(), output_dir)
+    if as_json:
+        emit(result, as_json=True)
+        return
+    checked = "checked by docker compose config" if result.validated_by_compose else "compose v2 not found: unchecked"
+    info(f"wrote {', '.join(result.files)} ({checked}; CMAK secret: {result.secret})")
+    emit(
+        result.services,
+        as_json=False,
+        title=f"{result.cluster}: profile {result.profile}, engine {result.engine}, network {result.network} "
+        f"{result.subnet}",
+        columns=[
+            Column("Service", "service"),
+            Column("Role", "role"),
+            Column("Image", "image"),
+            Column("IP", "ip"),
+            Column("Host ports", "host_ports"),
+        ],
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Attach this noun's commands to the root app."""
+    app.command("init")(init)
+    app.command("render")(render)
     lifecycle.register(app)  # up, down, status, logs, images (cli/lifecycle.py)
     app.add_typer(cluster_app, name="cluster")

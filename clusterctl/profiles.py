@@ -1,0 +1,74 @@
+"""Image profiles: which images a cluster runs and how configuration reaches them.
+
+Every profile's images honour the same env contracts, so one set of templates serves all of them:
+ZooKeeper follows the official `zookeeper` image (ZOO_MY_ID, ZOO_SERVERS, ...), Kafka follows Confluent
+cp-kafka (KAFKA_X_Y -> x.y in server.properties). The offline images are built locally by
+`clusterctl images build` (clusterctl/images.py builds exactly the names below).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# Offline image names; clusterctl/images.py builds these (tests/test_render.py checks they agree).
+OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
+OFFLINE_KAFKA_IMAGE = "clusterctl/kafka:3.9"
+OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
+
+# How the broker process gets JMX without a global JMX_PORT (which makes every `docker exec kafka-topics`
+# try to bind the same port): "env" = the image exports KAFKA_JMX_PORT as JMX_PORT for the broker only
+# (cp-kafka, clusterctl/kafka); "command" = the image reads a global JMX_PORT, so the compose command sets
+# it inline for the broker process only (wurstmeister/kafka).
+JmxStyle = Literal["env", "command"]
+
+
+@dataclass(frozen=True)
+class ImageProfile:
+    name: str
+    description: str
+    zookeeper: str
+    kafka: str
+    tansu: str
+    kafka_manager: str | None  # None: the profile has no CMAK image
+    jmx_style: JmxStyle = "env"
+    kafka_data_dir: str = "/var/lib/kafka/data"
+    kafka_volume_mount: str = "/var/lib/kafka/data"
+    broker_start_command: str | None = None  # the image's start script, for jmx_style="command"
+    tansu_healthcheck: bool = True  # the image has bash for a /dev/tcp check
+    zk_data_dir: str = "/data"
+    zk_datalog_dir: str = "/datalog"
+
+
+PROFILES: dict[str, ImageProfile] = {
+    "default": ImageProfile(
+        name="default",
+        description="published images: zookeeper:3.8, Confluent cp-kafka 7.9 (Kafka 3.9, ZK mode), CMAK",
+        zookeeper="zookeeper:3.8",
+        kafka="confluentinc/cp-kafka:7.9.1",
+        tansu="ghcr.io/tansu-io/tansu:0.6.0",
+        kafka_manager="hlebalbau/kafka-manager:stable",
+        tansu_healthcheck=False,
+    ),
+    "wurstmeister": ImageProfile(
+        name="wurstmeister",
+        description="the seed's images: wurstmeister/kafka, sheepkiller/kafka-manager (ZooKeeper: zookeeper:3.8)",
+        zookeeper="zookeeper:3.8",
+        kafka="wurstmeister/kafka:2.13-2.8.1",
+        tansu="ghcr.io/tansu-io/tansu:0.6.0",
+        kafka_manager="sheepkiller/kafka-manager:latest",
+        jmx_style="command",
+        kafka_data_dir="/kafka/kafka-logs",
+        kafka_volume_mount="/kafka",
+        broker_start_command="start-kafka.sh",
+        tansu_healthcheck=False,
+    ),
+    "offline": ImageProfile(
+        name="offline",
+        description="images built here with no pull (`clusterctl images build`); no CMAK image",
+        zookeeper=OFFLINE_ZOOKEEPER_IMAGE,
+        kafka=OFFLINE_KAFKA_IMAGE,
+        tansu=OFFLINE_TANSU_IMAGE,
+        kafka_manager=None,
+    ),
+}

@@ -1,0 +1,397 @@
+"""Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret), written atomically.
+
+All values are derived here from the validated spec; templates/docker-compose.yml.j2 only loops and
+places them. A render goes into a temporary directory next to the target and is renamed into place,
+so a failed render leaves nothing behind and never a half-written file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from clusterctl.errors import ClusterctlError
+from clusterctl.spec import ClusterSpec
+
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+COMPOSE_TEMPLATE = "docker-compose.yml.j2"
+COMPOSE_FILE = "docker-compose.yml"
+ENV_FILE = ".env"
+SECRET_VAR = "CMAK_APPLICATION_SECRET"
+ZK_4LW = "srvr,mntr,ruok,stat,conf,cons,isro,envi,wchs"
+ZK_CLIENT_PORT = 2181
+CMAK_PORT = 9000
+
+_SECRET_RE = re.compile(rf"^{SECRET_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
+
+
+class RenderError(ClusterctlError):
+    """The rendered output could not be produced or was rejected; nothing was written."""
+
+
+@dataclass
+class RenderedService:
+    service: str
+    container: str
+    role: str  # zookeeper | broker | manager
+    image: str
+    ip: str
+    host_ports: list[str]
+
+
+@dataclass
+class RenderResult:
+    cluster: str
+    profile: str
+    engine: str
+    compose_file: str
+    files: list[str]
+    network: str
+    subnet: str
+    gateway: str
+    services: list[RenderedService] = field(default_factory=list)
+    secret: str = "none"  # created | kept | none
+    validated_by_compose: bool = False
+
+
+def _q(value: Any) -> str:
+    """A YAML-safe scalar or flow list (JSON is valid YAML). Spec values cannot contain `$` (validated)."""
+    return json.dumps(value)
+
+
+def _labels(spec: ClusterSpec, role: str, ident: int) -> dict[str, str]:
+    return {"io.clusterctl.cluster": spec.name, "io.clusterctl.role": role, "io.clusterctl.id": str(ident)}
+
+
+def _zk_env(spec: ClusterSpec, zk_id: int) -> dict[str, str]:
+    z = spec.zookeeper
+    return {
+        "ZOO_MY_ID": str(zk_id),
+        "ZOO_SERVERS": spec.zk_servers(),
+        "ZOO_TICK_TIME": str(z.tick_time_ms),
+        "ZOO_INIT_LIMIT": str(z.init_limit),
+        "ZOO_SYNC_LIMIT": str(z.sync_limit),
+        "ZOO_4LW_COMMANDS_WHITELIST": ZK_4LW,
+        "ZOO_ADMINSERVER_ENABLED": "false",
+        "ZOO_STANDALONE_ENABLED": "true" if z.nodes == 1 else "false",
+        "ZOO_AUTOPURGE_PURGEINTERVAL": "1",
+        "ZOO_AUTOPURGE_SNAPRETAINCOUNT": "3",
+    }
+
+
+def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    d = spec.kafka.defaults
+    profile = spec.image_profile
+    env = {
+        "KAFKA_BROKER_ID": str(broker_id),
+        "KAFKA_ZOOKEEPER_CONNECT": spec.internal_zk_connect,
+        "KAFKA_LISTENERS": spec.broker_listeners(broker_id),
+        "KAFKA_ADVERTISED_LISTENERS": spec.broker_advertised_listeners(broker_id),
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+        "KAFKA_LOG_DIRS": profile.kafka_data_dir,
+        "KAFKA_DEFAULT_REPLICATION_FACTOR": str(d.replication_factor),
+        "KAFKA_MIN_INSYNC_REPLICAS": str(d.min_insync_replicas),
+        "KAFKA_NUM_PARTITIONS": str(d.partitions),
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": str(spec.internal_topics_rf),
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": str(spec.internal_topics_rf),
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(spec.internal_topics_min_isr),
+        "KAFKA_LOG_RETENTION_HOURS": str(d.retention_hours),
+        "KAFKA_LOG_RETENTION_BYTES": str(d.retention_bytes),
+        "KAFKA_LOG_SEGMENT_BYTES": str(d.segment_bytes),
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": str(d.group_initial_rebalance_delay_ms),
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": str(d.auto_create_topics).lower(),
+        "KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": str(d.unclean_leader_election).lower(),
+        "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
+        "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
+    }
+    if spec.kafka.jmx_port is not None and profile.jmx_style == "env":
+        env["KAFKA_JMX_PORT"] = str(spec.kafka.jmx_port)
+        env["KAFKA_JMX_HOSTNAME"] = spec.broker_service(broker_id)
+    return env
+
+
+def _tansu_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    port = spec.broker_host_port(broker_id)
+    return {
+        "CLUSTER_ID": spec.name,
+        "LISTENER_URL": f"tcp://0.0.0.0:{port}",
+        "ADVERTISED_LISTENER_URL": f"tcp://{spec.host}:{port}",
+        "STORAGE_ENGINE": "memory://tansu/",
+    }
+
+
+def _tcp_check(port: int) -> list[str]:
+    return ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"]
+
+
+def build_context(spec: ClusterSpec) -> dict[str, Any]:
+    """Everything the compose template places, derived from the spec."""
+    profile = spec.image_profile
+    bind = spec.publish.bind_address
+    volumes: list[str] = []
+    zookeepers = []
+    for i in spec.zk_ids:
+        svc = spec.zk_service(i)
+        vols: list[tuple[str, str]] = [(f"{svc}-data", profile.zk_data_dir), (f"{svc}-datalog", profile.zk_datalog_dir)]
+        volumes += [v for v, _ in vols]
+        zookeepers.append(
+            {
+                "service": svc,
+                "container": spec.zk_container(i),
+                "image": spec.zookeeper_image,
+                "ip": spec.zk_ip(i),
+                "env": _zk_env(spec, i),
+                "port": f"{bind}:{spec.zk_host_port(i)}:{ZK_CLIENT_PORT}",
+                "volumes": vols,
+                # imok alone is answered outside a quorum too; Mode appears only when the node serves
+                "healthcheck": [
+                    "CMD-SHELL",
+                    f"echo ruok | nc -w 2 127.0.0.1 {ZK_CLIENT_PORT} | grep -q imok && "
+                    f"echo srvr | nc -w 2 127.0.0.1 {ZK_CLIENT_PORT} | grep -q '^Mode: '",
+                ],
+                "labels": _labels(spec, "zookeeper", i),
+            }
+        )
+    zk_services = [spec.zk_service(i) for i in spec.zk_ids]
+    brokers = []
+    tansu = spec.kafka.engine == "tansu"
+    for i in spec.broker_ids:
+        svc = spec.broker_service(i)
+        port = spec.broker_host_port(i)
+        command: list[str] | None = None
+        if tansu:
+            env = _tansu_env(spec, i)
+            vols = []
+            check = _tcp_check(port) if profile.tansu_healthcheck else None
+            depends: list[str] = []
+        else:
+            env = _kafka_env(spec, i)
+            vols = [(f"{svc}-data", profile.kafka_volume_mount)]
+            check = _tcp_check(spec.kafka.internal_port)
+            depends = zk_services
+            if spec.kafka.jmx_port is not None and profile.jmx_style == "command":
+                command = ["bash", "-c", f"JMX_PORT={spec.kafka.jmx_port} exec {profile.broker_start_command}"]
+        volumes += [v for v, _ in vols]
+        brokers.append(
+            {
+                "service": svc,
+                "container": spec.broker_container(i),
+                "image": spec.broker_image,
+                "ip": spec.broker_ip(i),
+                "command": command,
+                "stop_grace_period": f"{spec.kafka.stop_grace_seconds}s",
+                "depends_on": depends,
+                "env": env,
+                "port": f"{bind}:{port}:{port}",
+                "volumes": vols,
+                "healthcheck": check,
+                "labels": _labels(spec, "broker", i),
+            }
+        )
+    manager = None
+    if spec.kafka_manager.enabled:
+        manager = {
+            "service": spec.manager_service,
+            "container": spec.container_name(spec.manager_service),
+            "image": spec.kafka_manager_image,
+            "ip": spec.manager_ip,
+            "depends_on": zk_services,
+            "env": {
+                "ZK_HOSTS": spec.internal_zk_connect,
+                "APPLICATION_SECRET": f"${{{SECRET_VAR}:?missing: run clusterctl render to create .env}}",
+                "KM_ARGS": "-Djava.net.preferIPv4Stack=true",
+            },
+            "port": f"{bind}:{spec.kafka_manager.port}:{CMAK_PORT}",
+            "labels": _labels(spec, "manager", 1),
+        }
+    return {
+        "cluster": spec.name,
+        "project": spec.project,
+        "profile": spec.profile,
+        "engine": spec.kafka.engine,
+        "zookeepers": zookeepers,
+        "brokers": brokers,
+        "manager": manager,
+        "network": {"name": spec.network_name, "subnet": spec.network.subnet, "gateway": spec.network.gateway_ip},
+        "volumes": volumes,
+    }
+
+
+def _environment(templates_dir: Path) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["q"] = _q
+    return env
+
+
+def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> str:
+    """The compose file text (deterministic for a given spec)."""
+    try:
+        text = _environment(templates_dir).get_template(COMPOSE_TEMPLATE).render(**build_context(spec))
+        yaml.safe_load(text)
+    except jinja2.TemplateError as exc:
+        raise RenderError(f"template {COMPOSE_TEMPLATE}: {' '.join(str(exc).split())}") from None
+    except yaml.YAMLError as exc:
+        raise RenderError(f"rendered {COMPOSE_FILE} is not valid YAML ({' '.join(str(exc).split())[:200]})") from None
+    return text
+
+
+def existing_secret(out_dir: Path) -> str | None:
+    """The CMAK secret persisted by an earlier render, if any."""
+    path = out_dir / ENV_FILE
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        m = _SECRET_RE.search(path.read_text(encoding="utf-8"))
+        if m:
+            return m.group(1)
+    return None
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(path, mode)  # umask must not widen or narrow what we asked for
+
+
+def compose_config_check(compose_file: Path) -> bool:
+    """`docker compose -f FILE config -q` (engine-less validation); False when compose v2 is absent."""
+    if not shutil.which("docker"):
+        return False
+    try:
+        proc = subprocess.run(
+            ["docker", "compose", "-f", str(compose_file.resolve()), "config", "-q"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=compose_file.parent,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    if proc.returncode != 0:
+        out = (proc.stderr or proc.stdout).strip()
+        if "is not a docker command" in out or "unknown command" in out:
+            return False
+        last = out.splitlines()[-1] if out else "(no output)"
+        raise RenderError(f"docker compose rejected the rendered file: {last[:300]}")
+    return True
+
+
+def render(
+    spec: ClusterSpec,
+    out_dir: Path | None = None,
+    templates_dir: Path = TEMPLATES_DIR,
+    validate: bool = True,
+) -> RenderResult:
+    """Render into a temp dir beside `out_dir` (default compose/<name>), check it, then swap it into place."""
+    out_dir = Path(out_dir) if out_dir is not None else spec.compose_dir
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RenderError(f"{out_dir} exists and is not a directory")
+    text = render_compose(spec, templates_dir)
+
+    secret = existing_secret(out_dir)
+    secret_state = "kept" if secret else "none"
+    if spec.kafka_manager.enabled and secret is None:
+        secret, secret_state = secrets.token_hex(32), "created"
+
+    parent = out_dir.parent
+    created_parents = [p for p in [parent, *parent.parents] if not p.exists()]
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.render-", dir=parent))
+    backup: Path | None = None
+    try:
+        os.chmod(tmp, 0o755)
+        _write(tmp / COMPOSE_FILE, text)
+        files = [COMPOSE_FILE]
+        if secret is not None:
+            _write(
+                tmp / ENV_FILE,
+                f"# CMAK application secret, generated once for cluster {spec.name}\n{SECRET_VAR}={secret}\n",
+                0o600,
+            )
+            files.append(ENV_FILE)
+        validated = compose_config_check(tmp / COMPOSE_FILE) if validate else False
+        if out_dir.exists():
+            backup = parent / f".{out_dir.name}.old-{tmp.name.rsplit('-', 1)[-1]}"
+            os.rename(out_dir, backup)
+        os.rename(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if backup is not None and not out_dir.exists():
+            os.rename(backup, out_dir)
+        for p in created_parents:  # innermost first
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
+    return RenderResult(
+        cluster=spec.name,
+        profile=spec.profile,
+        engine=spec.kafka.engine,
+        compose_file=str(out_dir / COMPOSE_FILE),
+        files=[str(out_dir / f) for f in files],
+        network=spec.network_name,
+        subnet=spec.network.subnet,
+        gateway=spec.network.gateway_ip,
+        services=summarize(spec),
+        secret=secret_state,
+        validated_by_compose=validated,
+    )
+
+
+def summarize(spec: ClusterSpec) -> list[RenderedService]:
+    """Service, role, image, IP and published host ports of every rendered service."""
+    host = spec.publish.bind_address
+    out = [
+        RenderedService(
+            spec.zk_service(i),
+            spec.zk_container(i),
+            "zookeeper",
+            spec.zookeeper_image,
+            spec.zk_ip(i),
+            [f"{host}:{spec.zk_host_port(i)}"],
+        )
+        for i in spec.zk_ids
+    ]
+    out += [
+        RenderedService(
+            spec.broker_service(i),
+            spec.broker_container(i),
+            "broker",
+            spec.broker_image,
+            spec.broker_ip(i),
+            [f"{host}:{spec.broker_host_port(i)}"],
+        )
+        for i in spec.broker_ids
+    ]
+    if spec.kafka_manager.enabled:
+        out.append(
+            RenderedService(
+                spec.manager_service,
+                spec.container_name(spec.manager_service),
+                "manager",
+                str(spec.kafka_manager_image),
+                spec.manager_ip,
+                [f"{host}:{spec.kafka_manager.port}"],
+            )
+        )
+    return out

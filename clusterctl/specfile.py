@@ -1,0 +1,146 @@
+"""`clusterctl init`: choose sensible values, validate them, write a commented spec file atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from clusterctl.errors import ClusterctlError, SpecError, UsageError
+from clusterctl.profiles import OFFLINE_KAFKA_IMAGE, PROFILES
+from clusterctl.spec import ClusterSpec, parse_spec
+
+SPEC_TEMPLATE = "clusterctl.yaml.j2"
+
+
+@dataclass
+class InitResult:
+    path: str
+    profile: str
+    engine: str
+    notes: list[str] = field(default_factory=list)
+    spec: dict[str, Any] = field(default_factory=dict)
+
+
+def _yaml_scalar(value: Any) -> str:
+    """A YAML flow value (JSON is valid YAML)."""
+    return json.dumps(value)
+
+
+def local_image_exists(image: str) -> bool | None:
+    """Whether the local engine has `image`; None when no Docker engine answers."""
+    try:
+        from clusterctl.runtime import docker as dk
+
+        return dk.image_labels(image) is not None
+    except ClusterctlError:
+        return None
+    except Exception:  # the docker SDK raises its own family on odd sockets
+        return None
+
+
+def choose_engine(profile: str, engine: str | None, brokers: int | None) -> tuple[str, list[str]]:
+    """The broker engine and why; offline without --engine falls back to tansu when no Kafka image exists."""
+    if engine is not None:
+        return engine, []
+    if profile != "offline":
+        return "kafka", []
+    present = local_image_exists(OFFLINE_KAFKA_IMAGE)
+    if present:
+        return "kafka", [f"engine kafka: the offline Kafka image {OFFLINE_KAFKA_IMAGE} exists locally"]
+    why = "no Docker engine answered" if present is None else f"image {OFFLINE_KAFKA_IMAGE} is not built"
+    if brokers is not None and brokers != 1:
+        raise UsageError(
+            f"--brokers {brokers} needs engine kafka, but {why}",
+            hint="build it with `clusterctl images build kafka --kafka-dist PATH` or pass --engine kafka",
+        )
+    return "tansu", [
+        f"engine tansu (1 broker, RF 1, min ISR 1, kafka_manager off): {why}; "
+        "after `clusterctl images build kafka --kafka-dist PATH`, re-run init with --engine kafka"
+    ]
+
+
+def build_spec_data(
+    name: str,
+    profile: str,
+    engine: str,
+    brokers: int | None,
+    zk_nodes: int | None,
+    subnet: str | None,
+) -> dict[str, Any]:
+    """The spec as a mapping, with defaults sized to the broker count."""
+    n = brokers if brokers is not None else (1 if engine == "tansu" else 3)
+    rf = min(3, n)
+    data: dict[str, Any] = {
+        "name": name,
+        "profile": profile,
+        "kafka": {
+            "engine": engine,
+            "brokers": n,
+            "defaults": {"replication_factor": rf, "min_insync_replicas": max(1, rf - 1)},
+        },
+        "kafka_manager": {"enabled": engine == "kafka" and PROFILES[profile].kafka_manager is not None},
+    }
+    if engine == "tansu":
+        data["kafka"]["jmx_port"] = None
+    if zk_nodes is not None:
+        data["zookeeper"] = {"nodes": zk_nodes}
+    if subnet is not None:
+        data["network"] = {"subnet": subnet}
+    return data
+
+
+def render_spec_text(spec: ClusterSpec, notes: list[str], templates_dir: Path | None = None) -> str:
+    from clusterctl.render import TEMPLATES_DIR
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir or TEMPLATES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+    env.filters["y"] = _yaml_scalar
+    return env.get_template(SPEC_TEMPLATE).render(s=spec, d=spec.kafka.defaults, notes=notes)
+
+
+def init_spec(
+    path: Path,
+    name: str = "kafka-lab",
+    profile: str = "default",
+    engine: str | None = None,
+    brokers: int | None = None,
+    zk_nodes: int | None = None,
+    subnet: str | None = None,
+    force: bool = False,
+) -> InitResult:
+    """Validate the chosen values, render the commented spec, check it parses back identically, write it."""
+    if profile not in PROFILES:
+        raise UsageError(f"--profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{path} exists and is not a file")
+    chosen, notes = choose_engine(profile, engine, brokers)
+    spec = parse_spec(build_spec_data(name, profile, chosen, brokers, zk_nodes, subnet), source="init")
+    text = render_spec_text(spec, notes)
+    if parse_spec(yaml.safe_load(text), source="init") != spec:  # the comments template must not drift
+        raise SpecError("init: the commented spec does not round-trip (template out of date)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return InitResult(path=str(path), profile=profile, engine=chosen, notes=notes, spec=spec.model_dump(mode="json"))
