@@ -146,7 +146,7 @@ def test_kafka_entrypoint_env_contract(stub_kafka_image: str) -> None:
         assert "JMX_PORT=9999" in broker_env
         assert c.exec_run(["ps", "-o", "user=", "-p", "1"]).output.decode().strip() == "kafka"
     finally:
-        c.remove(force=True)
+        c.remove(force=True, v=True)
 
 
 def test_kafka_entrypoint_requires_zookeeper_connect(stub_kafka_image: str) -> None:
@@ -157,7 +157,7 @@ def test_kafka_entrypoint_requires_zookeeper_connect(stub_kafka_image: str) -> N
         assert c.wait(timeout=30)["StatusCode"] != 0
         assert "KAFKA_ZOOKEEPER_CONNECT is required" in c.logs().decode()
     finally:
-        c.remove(force=True)
+        c.remove(force=True, v=True)
 
 
 def test_zookeeper_image_standalone_runs_as_non_root() -> None:

@@ -9,7 +9,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from clusterctl import images
-from clusterctl.cli.common import JsonOpt, get_spec, state
+from clusterctl.cli.common import JsonOpt, get_spec
 from clusterctl.errors import NotFoundError, UsageError
 from clusterctl.health import HealthReport
 from clusterctl.output import Column, emit, err_console, info
@@ -42,7 +42,7 @@ def up(
             waiting = ", ".join(report.missing[:4]) + (" ..." if len(report.missing) > 4 else "")
             progress.update(task, description=f"waiting for: {waiting}" if waiting else "healthy")
 
-        result = cluster.up(spec, timeout, keep_on_failure, spec_path=state.spec_path, on_report=show)
+        result = cluster.up(spec, timeout, keep_on_failure, on_report=show)
     if as_json:
         emit(result, as_json=True)
         return

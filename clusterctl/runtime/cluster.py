@@ -14,12 +14,15 @@ from clusterctl.runtime import docker as dk
 from clusterctl.spec import ClusterSpec
 
 
-def check_rendered(spec: ClusterSpec, spec_path: Path | None = None) -> Path:
-    """The rendered compose file, refusing when it is missing or older than the spec file."""
+def check_rendered(spec: ClusterSpec) -> Path:
+    """The rendered compose file, refusing when it is missing or no longer matches the spec."""
+    from clusterctl.render import render_compose
+
     path = compose.require_compose_file(spec)
-    if spec_path is not None and spec_path.is_file() and spec_path.stat().st_mtime > path.stat().st_mtime:
+    if path.read_text(encoding="utf-8") != render_compose(spec):
         raise ClusterctlError(
-            f"{spec.compose_file} is older than {spec_path} (stale rendering)", hint="run `clusterctl render`"
+            f"{spec.compose_file} is stale: the spec (or templates) changed since it was rendered",
+            hint="run `clusterctl render`",
         )
     return path
 
@@ -30,10 +33,14 @@ def check_images(spec: ClusterSpec) -> None:
         return
     missing = images.missing_images(sorted(set(compose.file_images(spec).values())))
     if missing:
-        raise NotFoundError(
-            f"image{'s' if len(missing) > 1 else ''} {', '.join(missing)} not built",
-            hint=f"run `{images.build_hint(missing)}`",
+        ours = [m for m in missing if m in images.TARGETS.values()]
+        hint = (
+            f"run `{images.build_hint(ours)}`"
+            if ours
+            else "the offline profile never pulls: build or `docker load` it (`clusterctl images build` makes ours)"
         )
+        what = f"image{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+        raise NotFoundError(f"{what} not present locally", hint=hint)
 
 
 @dataclass
@@ -53,11 +60,10 @@ def up(
     spec: ClusterSpec,
     timeout: float = 180.0,
     keep_on_failure: bool = False,
-    spec_path: Path | None = None,
     on_report: Callable[[health.HealthReport, float], None] | None = None,
 ) -> UpResult:
     """`compose up -d`, then wait until really healthy; a failed first start is torn down again."""
-    check_rendered(spec, spec_path)
+    check_rendered(spec)
     check_images(spec)
     existed = bool(dk.project_containers(spec.project))
     had_volumes = bool(dk.project_volumes(spec.project))

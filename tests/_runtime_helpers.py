@@ -1,0 +1,91 @@
+"""Helpers for tests that drive a real cluster through the real CLI (spec → render → compose)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clusterctl.runtime import docker as dk
+
+REPO = Path(__file__).resolve().parent.parent
+CLI = str(REPO / ".venv" / "bin" / "clusterctl")
+
+
+def write_spec(
+    directory: Path,
+    name: str,
+    subnet: str,
+    zk_port: int,
+    broker_port: int,
+    engine: str = "tansu",
+    brokers: int = 1,
+    zk_nodes: int = 3,
+) -> Path:
+    """A test-only spec (its own name, subnet and host ports) in `directory`."""
+    rf = 1 if engine == "tansu" else min(3, brokers)
+    spec: dict[str, Any] = {
+        "name": name,
+        "profile": "offline",
+        "network": {"subnet": subnet},
+        "zookeeper": {"nodes": zk_nodes, "client_port": zk_port, "tick_time_ms": 500},
+        "kafka": {
+            "engine": engine,
+            "brokers": brokers,
+            "host_port": broker_port,
+            "jmx_port": None if engine == "tansu" else 9999,
+            "defaults": {"replication_factor": rf, "min_insync_replicas": max(1, rf - 1), "heap": "384m"},
+        },
+        "kafka_manager": {"enabled": False},
+    }
+    path = directory / "clusterctl.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run the real `clusterctl -s SPEC ARGS...` from the spec's directory."""
+    return subprocess.run(
+        [CLI, "-s", str(spec_path), *args], capture_output=True, text=True, cwd=spec_path.parent, timeout=timeout
+    )
+
+
+def cli_json(spec_path: Path, *args: str) -> Any:
+    res = cli(spec_path, *args, "--json")
+    assert res.returncode == 0, f"clusterctl {' '.join(args)} failed: {res.stderr}"
+    return json.loads(res.stdout)
+
+
+def render(spec_path: Path) -> Path:
+    res = cli(spec_path, "render")
+    assert res.returncode == 0, f"render failed: {res.stderr}"
+    name = yaml.safe_load(spec_path.read_text())["name"]
+    compose_file = spec_path.parent / "compose" / name / "docker-compose.yml"
+    assert compose_file.is_file(), f"render wrote no {compose_file}"
+    return compose_file
+
+
+def leftovers(project: str) -> dict[str, list[str]]:
+    """What of the compose project still exists in the engine."""
+    return {
+        "containers": sorted(c.name for c in dk.project_containers(project)),
+        "networks": dk.project_networks(project),
+        "volumes": dk.project_volumes(project),
+    }
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.5) -> Any:
+    """Poll until `predicate()` is truthy; fail naming `what` and the last value."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
