@@ -16,11 +16,13 @@ OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
 OFFLINE_KAFKA_IMAGE = "clusterctl/kafka:3.9"
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
 
-# How the broker process gets JMX without a global JMX_PORT (which makes every `docker exec kafka-topics`
-# try to bind the same port): "env" = the image exports KAFKA_JMX_PORT as JMX_PORT for the broker only
-# (cp-kafka, clusterctl/kafka); "command" = the image reads a global JMX_PORT, so the compose command sets
-# it inline for the broker process only (wurstmeister/kafka).
-JmxStyle = Literal["env", "command"]
+# How configuration reaches the broker image:
+#   "cp"           Confluent cp-kafka's contract (also clusterctl/kafka): KAFKA_X_Y -> x.y, and KAFKA_JMX_PORT is
+#                  exported as JMX_PORT for the broker process only.
+#   "wurstmeister" wurstmeister/kafka's start-kafka.sh: it reads a global JMX_PORT (so the compose command sets
+#                  it inline for the broker process only) and appends a broken "INTERNAL://:" listener unless
+#                  the inter-broker listener is declared through KAFKA_PROTOCOL_NAME/KAFKA_HOST_NAME/KAFKA_PORT.
+BrokerFlavor = Literal["cp", "wurstmeister"]
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,10 @@ class ImageProfile:
     kafka: str
     tansu: str
     kafka_manager: str | None  # None: the profile has no CMAK image
-    jmx_style: JmxStyle = "env"
+    broker_flavor: BrokerFlavor = "cp"
     kafka_data_dir: str = "/var/lib/kafka/data"
     kafka_volume_mount: str = "/var/lib/kafka/data"
-    broker_start_command: str | None = None  # the image's start script, for jmx_style="command"
+    broker_start_command: str | None = None  # the image's start script (wurstmeister flavour)
     tansu_healthcheck: bool = True  # the image has bash for a /dev/tcp check
     zk_data_dir: str = "/data"
     zk_datalog_dir: str = "/datalog"
@@ -57,7 +59,7 @@ PROFILES: dict[str, ImageProfile] = {
         kafka="wurstmeister/kafka:2.13-2.8.1",
         tansu="ghcr.io/tansu-io/tansu:0.6.0",
         kafka_manager="sheepkiller/kafka-manager:latest",
-        jmx_style="command",
+        broker_flavor="wurstmeister",
         kafka_data_dir="/kafka/kafka-logs",
         kafka_volume_mount="/kafka",
         broker_start_command="start-kafka.sh",

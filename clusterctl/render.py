@@ -99,6 +99,17 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_ZOOKEEPER_CONNECT": spec.internal_zk_connect,
         "KAFKA_LISTENERS": spec.broker_listeners(broker_id),
         "KAFKA_ADVERTISED_LISTENERS": spec.broker_advertised_listeners(broker_id),
+    }
+    if profile.broker_flavor == "wurstmeister":
+        # start-kafka.sh adds the INTERNAL listener itself (INTERNAL://kafkaN:<internal_port>, listened on and
+        # advertised); declaring it in KAFKA_LISTENERS too would make it append a second, broken one.
+        host_port = spec.broker_host_port(broker_id)
+        env["KAFKA_LISTENERS"] = f"EXTERNAL://0.0.0.0:{host_port}"
+        env["KAFKA_ADVERTISED_LISTENERS"] = f"EXTERNAL://{spec.host}:{host_port}"
+        env["KAFKA_PROTOCOL_NAME"] = "INTERNAL"
+        env["KAFKA_HOST_NAME"] = spec.broker_service(broker_id)
+        env["KAFKA_PORT"] = str(spec.kafka.internal_port)
+    env |= {
         "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
         "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
         "KAFKA_LOG_DIRS": profile.kafka_data_dir,
@@ -117,7 +128,7 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }
-    if spec.kafka.jmx_port is not None and profile.jmx_style == "env":
+    if spec.kafka.jmx_port is not None and profile.broker_flavor == "cp":
         env["KAFKA_JMX_PORT"] = str(spec.kafka.jmx_port)
         env["KAFKA_JMX_HOSTNAME"] = spec.broker_service(broker_id)
     return env
@@ -133,8 +144,8 @@ def _tansu_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     }
 
 
-def _tcp_check(port: int) -> list[str]:
-    return ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{port}"]
+def _tcp_check(host: str, port: int) -> list[str]:
+    return ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/{host}/{port}"]
 
 
 def build_context(spec: ClusterSpec) -> dict[str, Any]:
@@ -175,14 +186,14 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         if tansu:
             env = _tansu_env(spec, i)
             vols = []
-            check = _tcp_check(port) if profile.tansu_healthcheck else None
+            check = _tcp_check("127.0.0.1", port) if profile.tansu_healthcheck else None
             depends: list[str] = []
         else:
             env = _kafka_env(spec, i)
             vols = [(f"{svc}-data", profile.kafka_volume_mount)]
-            check = _tcp_check(spec.kafka.internal_port)
+            check = _tcp_check(svc, spec.kafka.internal_port)  # the wurstmeister flavour binds INTERNAL to kafkaN
             depends = zk_services
-            if spec.kafka.jmx_port is not None and profile.jmx_style == "command":
+            if spec.kafka.jmx_port is not None and profile.broker_flavor == "wurstmeister":
                 command = ["bash", "-c", f"JMX_PORT={spec.kafka.jmx_port} exec {profile.broker_start_command}"]
         volumes += [v for v, _ in vols]
         brokers.append(

@@ -122,7 +122,7 @@ def test_listeners_and_kafka_env() -> None:
     assert env["KAFKA_CONTROLLED_SHUTDOWN_ENABLE"] == "true"
     assert svc["kafka2"]["stop_grace_period"] == "90s"
     assert svc["kafka2"]["depends_on"] == {f"zk{i}": {"condition": "service_healthy"} for i in range(1, 6)}
-    assert svc["kafka2"]["healthcheck"]["test"] == ["CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/19092"]
+    assert svc["kafka2"]["healthcheck"]["test"] == ["CMD", "bash", "-c", "exec 3<>/dev/tcp/kafka2/19092"]
     assert svc["kafka2"]["labels"] == {
         "io.clusterctl.cluster": "big",
         "io.clusterctl.role": "broker",
@@ -171,6 +171,17 @@ def test_jmx_scoped_to_broker_process() -> None:
     assert wm["command"] == ["bash", "-c", "JMX_PORT=9999 exec start-kafka.sh"]
     assert not any("JMX" in k for k in wm["environment"])
     assert wm["volumes"] == ["kafka1-data:/kafka"] and wm["environment"]["KAFKA_LOG_DIRS"] == "/kafka/kafka-logs"
+
+
+def test_wurstmeister_listeners_survive_start_kafka_sh() -> None:
+    """start-kafka.sh appends <PROTOCOL_NAME>://<HOST_NAME>:<PORT> itself; the result equals the cp listeners."""
+    env = services(render_compose(spec_of("wurstmeister")))["kafka2"]["environment"]
+    added = f"{env['KAFKA_PROTOCOL_NAME']}://{env['KAFKA_HOST_NAME']}:{env['KAFKA_PORT']}"
+    assert added == "INTERNAL://kafka2:19092"
+    assert f"{env['KAFKA_LISTENERS']},{added}" == "EXTERNAL://0.0.0.0:9093,INTERNAL://kafka2:19092"
+    assert f"{env['KAFKA_ADVERTISED_LISTENERS']},{added}" == "EXTERNAL://127.0.0.1:9093,INTERNAL://kafka2:19092"
+    # its inter-broker check appends a broken "INTERNAL://:" unless the names agree
+    assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] == env["KAFKA_PROTOCOL_NAME"]
     off = parse_spec({"kafka": {"jmx_port": None}})
     assert not any("JMX" in k for k in services(render_compose(off))["kafka1"]["environment"])
 
