@@ -2,8 +2,121 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, parse_kv
+from clusterctl.errors import UsageError, VerificationError
+from clusterctl.output import Column, emit, info
+
+spark_app = typer.Typer(
+    help="Run Spark Structured Streaming jobs (spark_jobs/) on the cluster's topics.", no_args_is_help=True
+)
+
+
+@spark_app.command("list")
+def list_cmd(as_json: JsonOpt = False) -> None:
+    """List the jobs in spark_jobs/ with their kind and default options."""
+    from clusterctl.spark.runner import list_jobs
+
+    jobs = list_jobs()
+    emit(
+        jobs,
+        as_json=as_json,
+        columns=[
+            Column("Job", "name", style="bold"),
+            Column("Kind", "kind"),
+            Column("Options (defaults)", lambda j: " ".join(f"{k}={v!r}" for k, v in j.options.items())),
+            Column("Description", "description"),
+        ],
+        empty="no Spark jobs found",
+    )
+
+
+@spark_app.command("run")
+def run_cmd(
+    job: Annotated[str, typer.Argument(help="job name (see: clusterctl spark list)")],
+    master: Annotated[str, typer.Option("--master", help="Spark master: local[*], local[N] or spark://host:port")] = (
+        "local[*]"
+    ),
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="checkpoint directory; rerun with the same one to resume (default: temp)"),
+    ] = None,
+    trigger: Annotated[
+        float, typer.Option("--trigger", help="micro-batch interval in seconds (0: back to back)")
+    ] = 1.0,
+    until_idle: Annotated[
+        float | None,
+        typer.Option("--until-idle", help="stop a streaming job after this many seconds without new input"),
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="stop a streaming job after this many seconds")
+    ] = None,
+    connector: Annotated[
+        str, typer.Option("--connector", help="python (built in, offline) or builtin (Spark's spark-sql-kafka)")
+    ] = "python",
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-o", help="job or connector option k=v (repeatable; e.g. input=words)"),
+    ] = None,
+    conf: Annotated[list[str] | None, typer.Option("--conf", help="Spark configuration k=v (repeatable)")] = None,
+    bootstrap: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a Spark job on the cluster's topics (streaming jobs run until idle, --timeout or Ctrl-C)."""
+    from clusterctl.spark.runner import BatchProgress, load_job, run_job
+
+    if trigger < 0:
+        raise UsageError(f"--trigger must be >= 0, got {trigger}")
+    if until_idle is not None and until_idle <= 0:
+        raise UsageError(f"--until-idle must be > 0, got {until_idle}")
+    load_job(job)  # a bad name fails here, before any cluster or Spark work
+    servers = bootstrap_servers(bootstrap)
+
+    def progress(p: BatchProgress) -> None:
+        info(f"batch {p.batch_id}: {p.input_rows} input rows in {p.duration_ms} ms")
+
+    info(f"running {job} on {servers} (Spark {master}, connector {connector})")
+    result = run_job(
+        job,
+        servers,
+        master=master,
+        checkpoint=checkpoint,
+        trigger_s=trigger,
+        until_idle_s=until_idle,
+        timeout_s=timeout,
+        connector=connector,
+        options=parse_kv(option, "--option"),
+        spark_conf=parse_kv(conf, "--conf"),
+        on_progress=None if as_json else progress,
+    )
+    if result.kind == "batch":
+        data = result.result or {}
+        emit(
+            result, as_json=as_json, title=f"spark job {job}", kv=[Column(k, lambda r, k=k: data.get(k)) for k in data]
+        )
+        if data.get("ok") is False:
+            raise VerificationError(f"spark job {job}: {data.get('summary', 'check failed')}")
+        return
+    emit(
+        result,
+        as_json=as_json,
+        title=f"spark job {job}",
+        kv=[
+            Column("Stopped", "stopped"),
+            Column("Batches", "batches"),
+            Column("Input rows", "input_rows"),
+            Column("Busy (s)", "busy_s"),
+            Column("Records/s", "records_per_s"),
+            Column("Wall (s)", "wall_s"),
+            Column("Checkpoint", "checkpoint"),
+        ],
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Attach this noun's commands to the root app."""
+    app.add_typer(spark_app, name="spark")

@@ -1,0 +1,358 @@
+"""Run the jobs in spark_jobs/ by name: preflight the cluster, start Spark, run, stop when idle.
+
+A job is a module `spark_jobs/<name>.py` with:
+
+- `DESCRIPTION` (one line), `KIND` ("streaming" or "batch");
+- `OPTIONS`: its options and their defaults (overridden with `--option k=v`);
+- `INPUT_TOPICS` / `OUTPUT_TOPICS`: the option names that hold topic names (checked before Spark starts);
+- streaming: `build(ctx: JobContext) -> DataStreamWriter` (not started; the runner sets checkpoint and trigger);
+- batch: `run(ctx: JobContext) -> dict` (the job's result, printed by the CLI).
+
+Jobs read and write through `ctx`, so the same job runs on the Python connector (`clusterctl-kafka`)
+or on Spark's own (`kafka`) where spark-sql-kafka is on the classpath.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.util
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.spark.session import DEFAULT_MASTER, get_session, has_builtin_kafka
+from clusterctl.spark.source import FORMAT
+
+Connector = Literal["python", "builtin"]
+CONNECTORS: tuple[str, ...] = ("python", "builtin")
+BUILTIN_FORMAT = "kafka"
+BUILTIN_HINT = (
+    "add it with --conf spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, "
+    "or use --connector python"
+)
+
+
+def jobs_dir() -> Path:
+    """spark_jobs/ next to the clusterctl package (or $CLUSTERCTL_SPARK_JOBS)."""
+    explicit = os.environ.get("CLUSTERCTL_SPARK_JOBS")
+    if explicit:
+        return Path(explicit)
+    return Path(__file__).resolve().parent.parent.parent / "spark_jobs"
+
+
+@dataclass
+class JobInfo:
+    name: str
+    kind: str
+    description: str
+    options: dict[str, str]
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"clusterctl_spark_job_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ClusterctlError(f"cannot load Spark job {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _job_paths() -> dict[str, Path]:
+    root = jobs_dir()
+    if not root.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(root.glob("*.py")) if not p.name.startswith("_")}
+
+
+def list_jobs() -> list[JobInfo]:
+    """Every job in spark_jobs/, with its kind, description and default options."""
+    out = []
+    for name, path in _job_paths().items():
+        m = _load(path)
+        out.append(JobInfo(name, m.KIND, m.DESCRIPTION, dict(m.OPTIONS)))
+    return out
+
+
+def load_job(name: str) -> ModuleType:
+    paths = _job_paths()
+    if name not in paths:
+        valid = ", ".join(paths) or f"none found in {jobs_dir()}"
+        raise NotFoundError(f"unknown Spark job {name!r}; valid jobs: {valid}")
+    return _load(paths[name])
+
+
+# ---------------------------------------------------------------- what a job sees
+
+
+@dataclass
+class JobContext:
+    """What a job needs: the session, the cluster, the connector and its options."""
+
+    spark: Any
+    bootstrap: str
+    connector: Connector
+    options: dict[str, str]
+
+    @property
+    def format(self) -> str:
+        return FORMAT if self.connector == "python" else BUILTIN_FORMAT
+
+    def option(self, name: str) -> str:
+        return self.options[name]
+
+    def _passthrough(self) -> dict[str, str]:
+        """Connector options given with --option (kafka.*, maxOffsetsPerTrigger, failOnDataLoss, ...)."""
+        keys = ("maxoffsetspertrigger", "failondataloss", "startingoffsets", "endingoffsets")
+        return {k: v for k, v in self.options.items() if k.lower().startswith("kafka.") or k.lower() in keys}
+
+    def read_stream(self, topics: str, starting: str = "earliest") -> Any:
+        opts = {"startingOffsets": starting, **self._passthrough()}
+        opts.pop("endingOffsets", None)
+        reader = self.spark.readStream.format(self.format).option("kafka.bootstrap.servers", self.bootstrap)
+        return reader.option("subscribe", topics).options(**opts).load()
+
+    def read_batch(self, topics: str, starting: str = "earliest", ending: str = "latest") -> Any:
+        opts = {"startingOffsets": starting, "endingOffsets": ending, **self._passthrough()}
+        opts.pop("maxOffsetsPerTrigger", None)
+        reader = self.spark.read.format(self.format).option("kafka.bootstrap.servers", self.bootstrap)
+        return reader.option("subscribe", topics).options(**opts).load()
+
+    def write_stream(self, df: Any, topic: str, mode: str = "append") -> Any:
+        """An unstarted DataStreamWriter producing `df`'s key/value columns to `topic`.
+
+        Spark's Python data sources take append and complete mode only; update mode goes through
+        foreachBatch, writing each micro-batch with the batch writer (same producer, same guarantees).
+        """
+        kafka = {k: v for k, v in self._passthrough().items() if k.lower().startswith("kafka.")}
+        if self.connector == "python" and mode == "update":
+            fmt, bootstrap = self.format, self.bootstrap
+
+            def write_batch(batch: Any, _batch_id: int) -> None:
+                w = batch.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+                w.options(**kafka).mode("append").save()
+
+            return df.writeStream.outputMode("update").foreachBatch(write_batch)
+        writer = df.writeStream.format(self.format).outputMode(mode)
+        return writer.option("kafka.bootstrap.servers", self.bootstrap).option("topic", topic).options(**kafka)
+
+
+# ---------------------------------------------------------------- running
+
+
+@dataclass
+class BatchProgress:
+    batch_id: int
+    input_rows: int
+    started: str
+    duration_ms: int
+
+
+@dataclass
+class RunResult:
+    """The outcome of one `spark run`."""
+
+    job: str
+    kind: str
+    connector: str
+    master: str
+    bootstrap: str
+    checkpoint: str | None
+    stopped: str
+    wall_s: float
+    batches: int = 0
+    input_rows: int = 0
+    #: query start to the end of the last micro-batch that had input (its output acknowledged by then)
+    busy_s: float | None = None
+    records_per_s: float | None = None
+    progress: list[BatchProgress] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+
+
+def _parse_ts(value: str) -> float:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def preflight(bootstrap: str, job: ModuleType, options: dict[str, str]) -> None:
+    """Before Spark starts: the cluster answers and every input/output topic exists (one line otherwise)."""
+    from clusterctl.kafka.admin import fetch_metadata
+
+    md = fetch_metadata(bootstrap)
+    for opt in (*job.INPUT_TOPICS, *job.OUTPUT_TOPICS):
+        for topic in (t.strip() for t in options[opt].split(",") if t.strip()):
+            t = md.topics.get(topic)
+            if t is None or t.error is not None:
+                raise NotFoundError(
+                    f"unknown topic {topic!r} on {bootstrap} (job option {opt})",
+                    hint=f"clusterctl topic create {topic}, or --option {opt}=<topic>",
+                )
+
+
+def error_line(exc: BaseException) -> str:
+    """The one meaningful line of a Spark/Python-worker failure."""
+    text = str(exc)
+    for pattern in (
+        r"(Kafka delivery failed[^\n]*)",
+        r"(Kafka produce to [^\n]*)",
+        r"(data loss on [^\n]*)",
+        r"(no records from [^\n]*)",
+        r"(clusterctl-kafka[^\n]*)",
+        r"(?:RuntimeError|ValueError|KafkaException|ClusterctlError|NotFoundError|\w+Error_?): ([^\n]+)",
+    ):
+        found = re.findall(pattern, text)
+        if found:
+            return found[-1].strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def run_job(
+    name: str,
+    bootstrap: str,
+    *,
+    master: str = DEFAULT_MASTER,
+    checkpoint: str | Path | None = None,
+    trigger_s: float = 1.0,
+    until_idle_s: float | None = None,
+    timeout_s: float | None = None,
+    connector: str = "python",
+    options: dict[str, str] | None = None,
+    spark_conf: dict[str, str] | None = None,
+    spark: Any = None,
+    on_progress: Callable[[BatchProgress], None] | None = None,
+) -> RunResult:
+    """Run job `name`; streaming jobs stop after `until_idle_s` without input (or `timeout_s`, or Ctrl-C)."""
+    if connector not in CONNECTORS:
+        raise UsageError(f"--connector must be python or builtin, got {connector!r}")
+    job = load_job(name)
+    unknown = sorted(k for k in (options or {}) if k not in job.OPTIONS and not _is_connector_option(k))
+    if unknown:
+        raise UsageError(
+            f"job {name} has no option {', '.join(unknown)}; its options: {', '.join(job.OPTIONS) or 'none'}"
+        )
+    opts = {**job.OPTIONS, **(options or {})}
+    preflight(bootstrap, job, opts)
+
+    own_session = spark is None
+    if spark is None:
+        spark = get_session(master, app_name=f"clusterctl-{name}", conf=spark_conf)
+    if connector == "builtin" and not has_builtin_kafka(spark):
+        if own_session:
+            spark.stop()
+        raise UsageError(
+            "Spark's Kafka connector (spark-sql-kafka-0-10) is not on this Spark's classpath", hint=BUILTIN_HINT
+        )
+    ctx = JobContext(spark, bootstrap, connector, opts)  # type: ignore[arg-type]
+    start = time.monotonic()
+    try:
+        if job.KIND == "batch":
+            try:
+                result = job.run(ctx)
+            except ClusterctlError:
+                raise
+            except Exception as exc:
+                raise ClusterctlError(f"job {name} failed: {error_line(exc)}") from None
+            return RunResult(
+                name, "batch", connector, master, bootstrap, None, "finished", time.monotonic() - start, result=result
+            )
+        return _run_streaming(
+            name, job, ctx, master, checkpoint, trigger_s, until_idle_s, timeout_s, start, on_progress
+        )
+    finally:
+        if own_session:
+            with contextlib.suppress(Exception):
+                spark.stop()
+
+
+def _is_connector_option(key: str) -> bool:
+    k = key.lower()
+    return k.startswith("kafka.") or k in ("maxoffsetspertrigger", "failondataloss", "startingoffsets", "endingoffsets")
+
+
+def _run_streaming(
+    name: str,
+    job: ModuleType,
+    ctx: JobContext,
+    master: str,
+    checkpoint: str | Path | None,
+    trigger_s: float,
+    until_idle_s: float | None,
+    timeout_s: float | None,
+    start: float,
+    on_progress: Callable[[BatchProgress], None] | None,
+) -> RunResult:
+    temp_checkpoint = checkpoint is None
+    cp = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix=f"clusterctl-{name}-"))
+    writer = job.build(ctx).option("checkpointLocation", str(cp))
+    writer = writer.trigger(processingTime=f"{trigger_s} seconds") if trigger_s > 0 else writer
+    query_start = time.time()
+    try:
+        query = writer.queryName(f"clusterctl_{name}_{os.getpid()}").start()
+    except Exception as exc:
+        raise ClusterctlError(f"job {name} could not start: {error_line(exc)}") from None
+    seen: dict[int, BatchProgress] = {}
+    last_input = time.monotonic()
+    last_data_end: float | None = None
+    stopped = "stopped"
+    try:
+        while True:
+            if not query.isActive:
+                stopped = "terminated"
+                break
+            for p in query.recentProgress:
+                bid = int(p["batchId"])
+                if bid in seen:
+                    continue
+                bp = BatchProgress(
+                    bid, int(p["numInputRows"]), p["timestamp"], int(p["durationMs"]["triggerExecution"])
+                )
+                seen[bid] = bp
+                if bp.input_rows:
+                    last_input = time.monotonic()
+                    last_data_end = _parse_ts(bp.started) + bp.duration_ms / 1000
+                if on_progress:
+                    on_progress(bp)
+            now = time.monotonic()
+            busy = bool(query.status.get("isTriggerActive"))
+            if until_idle_s is not None and now - last_input >= until_idle_s and not busy:
+                stopped = "idle"
+                break
+            if timeout_s is not None and now - start >= timeout_s:
+                stopped = "timeout"
+                break
+            query.awaitTermination(0.25)
+    except KeyboardInterrupt:
+        stopped = "interrupted"
+    finally:
+        exc = query.exception()
+        with contextlib.suppress(Exception):
+            query.stop()
+        if temp_checkpoint:
+            shutil.rmtree(cp, ignore_errors=True)
+    if exc is not None:
+        raise ClusterctlError(f"job {name} failed: {error_line(exc)}")
+    rows = sum(p.input_rows for p in seen.values())
+    busy_s = (last_data_end - query_start) if last_data_end else None
+    return RunResult(
+        job=name,
+        kind="streaming",
+        connector=ctx.connector,
+        master=master,
+        bootstrap=ctx.bootstrap,
+        checkpoint=None if temp_checkpoint else str(cp),
+        stopped=stopped,
+        wall_s=time.monotonic() - start,
+        batches=len(seen),
+        input_rows=rows,
+        busy_s=busy_s,
+        records_per_s=rows / busy_s if busy_s and rows else None,
+        progress=[seen[k] for k in sorted(seen)],
+    )
