@@ -223,8 +223,9 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
             "env": {
                 "ZK_HOSTS": spec.internal_zk_connect,
                 "APPLICATION_SECRET": f"${{{SECRET_VAR}:?missing: run clusterctl render to create .env}}",
-                "KM_ARGS": "-Djava.net.preferIPv4Stack=true",
             },
+            # CMAK's play server leaves RUNNING_PID behind and then refuses to start after a restart
+            "command": ["-Dpidfile.path=/dev/null", "-Djava.net.preferIPv4Stack=true"],
             "port": f"{bind}:{spec.kafka_manager.port}:{CMAK_PORT}",
             "labels": _labels(spec, "manager", 1),
         }

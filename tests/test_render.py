@@ -291,3 +291,14 @@ def test_render_cli_json_and_table(tmp_path: Path) -> None:
     assert table.returncode == 0, table.stderr
     assert "kafka1" in table.stdout and "10.77.0.21" in table.stdout and "elsewhere/docker-compose.yml" in table.stderr
     shutil.rmtree(tmp_path / "elsewhere")
+
+
+def test_kafka_manager_service() -> None:
+    m = services(render_compose(spec_of("default")))["kafka-manager"]
+    assert m["image"] == "hlebalbau/kafka-manager:stable"
+    assert m["environment"]["ZK_HOSTS"] == "zk1:2181,zk2:2181,zk3:2181"
+    assert m["environment"]["APPLICATION_SECRET"].startswith("${CMAK_APPLICATION_SECRET:?")  # from .env, never inline
+    assert "-Dpidfile.path=/dev/null" in m["command"]
+    assert m["ports"] == ["127.0.0.1:9000:9000"]
+    assert m["labels"]["io.clusterctl.role"] == "manager"
+    assert services(render_compose(spec_of("wurstmeister")))["kafka-manager"]["image"].startswith("sheepkiller/")
