@@ -152,9 +152,9 @@ class PublishSpec(_Model):
     @classmethod
     def _ip(cls, v: str) -> str:
         try:
-            ipaddress.ip_address(v)
+            ipaddress.IPv4Address(v)
         except ValueError:
-            raise ValueError(f"publish.bind_address {v!r} is not an IP address") from None
+            raise ValueError(f"publish.bind_address {v!r} is not an IPv4 address") from None
         return v
 
 
@@ -365,7 +365,7 @@ class ClusterSpec(_Model):
     def host(self) -> str:
         """Where clients on the host reach published ports."""
         b = self.publish.bind_address
-        return "127.0.0.1" if b in ("0.0.0.0", "::") else b
+        return "127.0.0.1" if b == "0.0.0.0" else b
 
     @property
     def bootstrap_servers(self) -> str:

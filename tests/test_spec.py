@@ -131,6 +131,7 @@ BAD_SPECS: list[tuple[str, str | dict[str, Any], str]] = [
         "kafka_manager needs kafka.engine=kafka",
     ),
     ("bind-not-ip", {"publish": {"bind_address": "localhost"}}, "publish.bind_address 'localhost'"),
+    ("bind-ipv6", {"publish": {"bind_address": "::1"}}, "is not an IPv4 address"),
     ("heap", {"kafka": {"defaults": {"heap": "lots"}}}, "kafka.defaults.heap"),
     ("short-grace", {"kafka": {"stop_grace_seconds": 10}}, "kafka.stop_grace_seconds"),
     ("image-with-space", {"images": {"kafka": "my image"}}, "images.kafka"),
