@@ -1,9 +1,197 @@
-"""CLI for the 'perf' noun (thin: parse, call the domain layer, render through output)."""
+"""CLI for the 'perf' noun: `perf produce` / `perf consume` (kafka-*-perf-test.sh on confluent-kafka)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from clusterctl import diskguard
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
+from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_
+from clusterctl.kafka import perf
+from clusterctl.output import Column, emit, err_console, info
+
+perf_app = typer.Typer(name="perf", help="Producer and consumer throughput/latency tests.", no_args_is_help=True)
+
+
+def _ms(v: float) -> str:
+    return f"{v:.2f} ms"
+
+
+PRODUCE_FIELDS = [
+    Column("Topic", "topic"),
+    Column("Records sent", "delivered"),
+    Column("Failed", "failed"),
+    Column("Records/sec", "records_per_sec", fmt=lambda v: f"{v:,.1f}"),
+    Column("MB/sec", "mb_per_sec", fmt=lambda v: f"{v:.2f}"),
+    Column("Avg latency", "avg_latency_ms", fmt=_ms),
+    Column("Max latency", "max_latency_ms", fmt=_ms),
+    Column("50th", "p50_ms", fmt=_ms),
+    Column("95th", "p95_ms", fmt=_ms),
+    Column("99th", "p99_ms", fmt=_ms),
+    Column("99.9th", "p999_ms", fmt=_ms),
+    Column("Elapsed", "elapsed_s", fmt=lambda v: f"{v:.3f} s"),
+    Column("Record size", "record_size", fmt=lambda v: f"{v} B"),
+    Column("Acks / compression", lambda r: f"{r.acks} / {r.compression}"),
+    Column("Target", "target_throughput", fmt=lambda v: "unthrottled" if v < 0 else f"{v:g} records/sec"),
+    Column("Queue-full waits", "queue_full_waits"),
+    Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
+    Column("Disk", "disk", fmt=lambda d: _disk_line(d)),
+]
+CONSUME_FIELDS = [
+    Column("start.time", "start_time"),
+    Column("end.time", "end_time"),
+    Column("data.consumed.in.MB", "data_consumed_mb", fmt=lambda v: f"{v:.4f}"),
+    Column("MB.sec", "mb_per_sec", fmt=lambda v: f"{v:.4f}"),
+    Column("data.consumed.in.nMsg", "records"),
+    Column("nMsg.sec", "records_per_sec", fmt=lambda v: f"{v:.4f}"),
+    Column("rebalance.time.ms", "rebalance_time_ms", fmt=lambda v: f"{v:.0f}"),
+    Column("fetch.time.ms", "fetch_time_ms", fmt=lambda v: f"{v:.0f}"),
+    Column("fetch.MB.sec", "fetch_mb_per_sec", fmt=lambda v: f"{v:.4f}"),
+    Column("fetch.nMsg.sec", "fetch_records_per_sec", fmt=lambda v: f"{v:.4f}"),
+    Column("group / threads", lambda r: f"{r.group} / {r.threads}"),
+    Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
+]
+
+
+def _disk_line(d: diskguard.DiskCheck | None) -> str:
+    if d is None:
+        return "-"
+    est = f"~{diskguard.fmt_bytes(d.estimated_bytes)} estimated (RF {d.replication_factor})"
+    if d.free_bytes is None:
+        return f"{est}; {d.note}"
+    line = f"{est}; {diskguard.fmt_bytes(d.free_bytes)} free at {d.path} ({d.source})"
+    return f"{line}; {d.note}" if d.note else line
+
+
+def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
+    """(partitions, RF, local) for a topic perf creates: the spec's defaults when a spec is at hand."""
+    try:
+        spec = get_spec()
+    except SpecError:
+        return 1, 1, False
+    local = explicit_bootstrap is None or explicit_bootstrap == spec.bootstrap_servers
+    d = spec.kafka.defaults
+    return d.partitions, d.replication_factor, local
+
+
+@perf_app.command("produce")
+def produce_cmd(
+    topic: Annotated[str, typer.Argument(help="topic to produce to")],
+    num_records: Annotated[int, typer.Option("--num-records", "-n", help="records to send")],
+    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value")] = 100,
+    throughput: Annotated[
+        float, typer.Option("--throughput", help="records/sec to hold (token bucket); -1 = as fast as possible")
+    ] = -1,
+    acks: Annotated[str, typer.Option("--acks", help="0, 1 or all")] = "1",
+    compression: Annotated[str, typer.Option("--compression", help="none, gzip, snappy, lz4 or zstd")] = "none",
+    batch_size: Annotated[int | None, typer.Option("--batch-size", help="producer batch.size (bytes)")] = None,
+    linger_ms: Annotated[float | None, typer.Option("--linger-ms", help="producer linger.ms (default 5)")] = None,
+    producer_prop: Annotated[
+        list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
+    ] = None,
+    payload_file: Annotated[
+        Path | None, typer.Option("--payload-file", help="newline-separated record values to cycle through")
+    ] = None,
+    create_topic: Annotated[
+        bool, typer.Option("--create-topic/--no-create-topic", help="create the topic if it does not exist")
+    ] = True,
+    partitions: Annotated[
+        int | None, typer.Option("--partitions", help="partitions of a created topic (default: spec, else 1)")
+    ] = None,
+    replication_factor: Annotated[
+        int | None,
+        typer.Option("--replication-factor", help="RF of a created topic (default: spec, else 1)"),
+    ] = None,
+    retention_bytes: Annotated[
+        int | None,
+        typer.Option("--retention-bytes", help="set retention.bytes on the test topic (caps repeated runs)"),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="produce even if the disk guard refuses")] = False,
+    disk_path: Annotated[
+        str | None,
+        typer.Option(
+            "--disk-path",
+            help="filesystem the brokers write to, for the disk guard (default: $CLUSTERCTL_DISK_PATH, "
+            "else the Docker data root for the spec's cluster)",
+            show_default=False,
+        ),
+    ] = None,
+    reporting_interval: Annotated[
+        float, typer.Option("--reporting-interval", help="seconds between progress lines")
+    ] = perf.PROGRESS_INTERVAL_S,
+    bootstrap: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Send N records of B bytes and report throughput and send-to-ack latency percentiles."""
+    extra = parse_kv(producer_prop, "--producer-prop")
+    if retention_bytes is not None and retention_bytes < 1:
+        raise ClusterctlError("--retention-bytes must be at least 1", exit_code=2)
+    payloads = perf.build_payloads(record_size, payload_file)
+    perf.perf_producer_config("", acks, compression, batch_size, linger_ms, {})  # validate before touching anything
+    servers = bootstrap_servers(bootstrap)
+    def_parts, def_rf, local = _topic_defaults(bootstrap)
+    plan = perf.plan_topic(servers, topic, partitions or def_parts, replication_factor or def_rf)
+    size = sum(len(p) for p in payloads) // len(payloads)
+    path, source = diskguard.resolve_path(disk_path, local)
+    disk = diskguard.check(num_records, size, plan.replication_factor, path=path, source=source, force=force)
+    created, note = perf.prepare_topic(servers, plan, create=create_topic, retention_bytes=retention_bytes)
+    if created:
+        info(f"created topic {topic} ({plan.partitions} partitions, RF {plan.replication_factor})")
+    if note:
+        info(note)
+    result = perf.run_produce(
+        servers,
+        topic,
+        num_records,
+        payloads,
+        throughput=throughput,
+        acks=acks,
+        compression=compression,
+        batch_size=batch_size,
+        linger_ms=linger_ms,
+        extra_config=extra,
+        progress=lambda w: err_console.print(w.line(), soft_wrap=True, highlight=False),
+        progress_interval=reporting_interval,
+    )
+    result.disk, result.topic_created, result.retention_bytes = disk, created, retention_bytes
+    emit(result, as_json=as_json, kv=PRODUCE_FIELDS, title=f"perf produce {topic}")
+    if result.failed:
+        errs = ", ".join(f"{k}: {v}" for k, v in result.errors.items())
+        raise ClusterctlError(f"{result.failed} of {num_records} records failed ({errs})")
+
+
+@perf_app.command("consume")
+def consume_cmd(
+    topic: Annotated[str, typer.Argument(help="topic to consume from")],
+    messages: Annotated[int, typer.Option("--messages", "-n", help="records to consume")],
+    group: Annotated[
+        str | None, typer.Option("--group", "-g", help="consumer group (default: perf-consumer-*)")
+    ] = None,
+    threads: Annotated[int, typer.Option("--threads", help="consumers in the group, one thread each")] = 1,
+    timeout: Annotated[float, typer.Option("--timeout", help="stop after this many seconds without a record")] = 10.0,
+    consumer_prop: Annotated[
+        list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
+    ] = None,
+    bootstrap: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read N records with T consumers in one group; report kafka-consumer-perf-test.sh's columns."""
+    extra = parse_kv(consumer_prop, "--consumer-prop")
+    servers = bootstrap_servers(bootstrap)
+    from clusterctl.kafka.clients import check_topic
+
+    check_topic(servers, topic)
+    result = perf.run_consume(
+        servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra
+    )
+    emit(result, as_json=as_json, kv=CONSUME_FIELDS, title=f"perf consume {topic}")
+    if not result.complete:
+        raise TimeoutError_(f"consumed {result.records} of {messages} records; none arrived for {timeout:g}s")
 
 
 def register(app: typer.Typer) -> None:
     """Attach this noun's commands to the root app."""
+    app.add_typer(perf_app)

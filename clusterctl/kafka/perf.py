@@ -1,0 +1,521 @@
+"""Producer and consumer perf engines: what kafka-producer-perf-test.sh / kafka-consumer-perf-test.sh measure.
+
+Producer hot path: records are pre-built once (one payload, or a small pool from --payload-file) into a
+list of message dicts that `Producer.produce_batch` enqueues in C, so no Python object is created per
+record on the send side. Latency is send-to-ack per record: librdkafka stamps each message when it
+is enqueued and `Message.latency()` reads that stamp back when its delivery report is served, so the
+one Python call per record is the delivery callback, which appends a float to a preallocated
+`array('d')`. The array is drained into an HDR histogram (µs, 3 significant digits) every progress
+tick, in bulk with numpy. Like Java's tool, the latency includes the wait until the application
+serves the report; the loop polls after every chunk and sleeps in `poll()`, so that wait stays small.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from hdrh.histogram import HdrHistogram
+
+from clusterctl.diskguard import DiskCheck
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.kafka.clients import JOIN_TIMEOUT_S, consumer_config, kafka_error, producer_config
+
+MB = 1024 * 1024  # Kafka's perf tools print MiB and call it MB
+CHUNK = 1000  # records per produce_batch call on the unthrottled path
+POOL_MAX = 1000  # payload-file lines kept (Java's tool picks a random line per record)
+HIST_MAX_US = 600_000_000  # 10 min: anything slower is clamped and still counted
+PROGRESS_INTERVAL_S = 5.0
+COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+@dataclass
+class ProduceWindow:
+    """One progress line: the records acked in the last window."""
+
+    records: int
+    records_per_sec: float
+    mb_per_sec: float
+    avg_latency_ms: float
+    max_latency_ms: float
+
+    def line(self) -> str:
+        return (
+            f"{self.records} records sent, {self.records_per_sec:.1f} records/sec ({self.mb_per_sec:.2f} MB/sec), "
+            f"{self.avg_latency_ms:.1f} ms avg latency, {self.max_latency_ms:.1f} ms max latency."
+        )
+
+
+@dataclass
+class ProduceResult:
+    """The final summary (kafka-producer-perf-test.sh's last line, plus failures and settings)."""
+
+    topic: str
+    records: int
+    delivered: int
+    failed: int
+    record_size: int
+    elapsed_s: float
+    records_per_sec: float
+    mb_per_sec: float
+    avg_latency_ms: float
+    max_latency_ms: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    p999_ms: float
+    acks: str
+    compression: str
+    target_throughput: float
+    queue_full_waits: int
+    errors: dict[str, int] = field(default_factory=dict)
+    producer_config: dict[str, str] = field(default_factory=dict)
+    topic_created: bool = False
+    retention_bytes: int | None = None
+    disk: DiskCheck | None = None
+
+
+@dataclass
+class ConsumeResult:
+    """kafka-consumer-perf-test.sh's columns (times in ms, MB = MiB)."""
+
+    topic: str
+    group: str
+    threads: int
+    start_time: str
+    end_time: str
+    data_consumed_mb: float
+    mb_per_sec: float
+    records: int
+    records_per_sec: float
+    rebalance_time_ms: float
+    fetch_time_ms: float
+    fetch_mb_per_sec: float
+    fetch_records_per_sec: float
+    expected: int
+    complete: bool
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- payloads
+
+
+def build_payloads(record_size: int, payload_file: Path | None = None, delimiter: str = "\n") -> list[bytes]:
+    """One random A-Z payload of `record_size` bytes (as Java's tool does), or the lines of `payload_file`."""
+    if payload_file is None:
+        if record_size < 0:
+            raise UsageError(f"--record-size must be at least 0, got {record_size}")
+        rng = np.random.default_rng()
+        return [bytes(rng.integers(65, 91, size=record_size, dtype=np.uint8))]
+    try:
+        text = payload_file.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read --payload-file {payload_file}: {exc.strerror or exc}") from None
+    lines = [x for x in text.split(delimiter.encode()) if x][:POOL_MAX]
+    if not lines:
+        raise UsageError(f"--payload-file {payload_file} has no non-empty records")
+    return lines
+
+
+# ---------------------------------------------------------------- latency bookkeeping
+
+
+class LatencyRecorder:
+    """Collects delivery reports: a float per acked record in a flat array, error names counted."""
+
+    def __init__(self) -> None:
+        self.pending = array("d")
+        self.hist = HdrHistogram(1, HIST_MAX_US, 3)
+        self.delivered = 0
+        self.failed = 0
+        self.errors: dict[str, int] = {}
+        self.max_us = 0
+        self.sum_us = 0
+        self.window_count = 0
+        self.window_sum_us = 0
+        self.window_max_us = 0
+
+    def callback(self) -> Callable[[KafkaError | None, Any], None]:
+        append = self.pending.append
+        errors = self.errors
+
+        def on_delivery(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                append(msg.latency())
+            else:
+                name = err.name()
+                errors[name] = errors.get(name, 0) + 1
+
+        return on_delivery
+
+    def count_failures(self, name: str, n: int) -> None:
+        if n > 0:
+            self.errors[name] = self.errors.get(name, 0) + n
+
+    def drain(self) -> None:
+        """Move pending latencies into the histogram and the window counters (bulk, with numpy)."""
+        n = len(self.pending)
+        if n:
+            us = np.rint(np.frombuffer(self.pending, dtype=np.float64) * 1e6).astype(np.int64)
+            np.clip(us, 1, HIST_MAX_US, out=us)
+            del self.pending[:]
+            values, counts = np.unique(us, return_counts=True)
+            record = self.hist.record_value
+            for v, c in zip(values.tolist(), counts.tolist(), strict=True):
+                record(v, c)
+            total = int(us.sum())
+            top = int(values[-1])
+            self.delivered += n
+            self.sum_us += total
+            self.max_us = max(self.max_us, top)
+            self.window_count += n
+            self.window_sum_us += total
+            self.window_max_us = max(self.window_max_us, top)
+        self.failed = sum(self.errors.values())
+
+    def take_window(self, seconds: float, record_size: int) -> ProduceWindow:
+        n = self.window_count
+        rate = n / seconds if seconds > 0 else 0.0
+        w = ProduceWindow(
+            n,
+            rate,
+            rate * record_size / MB,
+            self.window_sum_us / n / 1000 if n else 0.0,
+            self.window_max_us / 1000,
+        )
+        self.window_count = self.window_sum_us = self.window_max_us = 0
+        return w
+
+    def percentile_ms(self, p: float) -> float:
+        if self.hist.get_total_count() == 0:
+            return 0.0
+        # HDR reports the highest value equivalent to the bucket; never beyond the exact max seen
+        return min(self.hist.get_value_at_percentile(p), self.max_us) / 1000
+
+
+# ---------------------------------------------------------------- producer
+
+
+def perf_producer_config(
+    bootstrap: str,
+    acks: str,
+    compression: str,
+    batch_size: int | None,
+    linger_ms: float | None,
+    extra: dict[str, str],
+) -> dict[str, Any]:
+    if compression not in COMPRESSIONS:
+        raise UsageError(f"--compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+    overrides: dict[str, Any] = {"compression.type": compression}
+    if batch_size is not None:
+        overrides["batch.size"] = batch_size
+    if linger_ms is not None:
+        overrides["linger.ms"] = linger_ms
+    conf = producer_config(bootstrap, acks)
+    conf.update(overrides)
+    conf.update(extra)
+    return conf
+
+
+def run_produce(
+    bootstrap: str,
+    topic: str,
+    num_records: int,
+    payloads: list[bytes],
+    *,
+    throughput: float = -1,
+    acks: str = "1",
+    compression: str = "none",
+    batch_size: int | None = None,
+    linger_ms: float | None = None,
+    extra_config: dict[str, str] | None = None,
+    progress: Callable[[ProduceWindow], None] | None = None,
+    progress_interval: float = PROGRESS_INTERVAL_S,
+    flush_timeout: float | None = None,
+) -> ProduceResult:
+    """Send `num_records` records as fast as allowed (or at `throughput` records/s); summary with percentiles."""
+    if num_records < 1:
+        raise UsageError(f"--num-records must be at least 1, got {num_records}")
+    if throughput == 0 or (throughput < 0 and throughput != -1):
+        raise UsageError(f"--throughput must be positive or -1 (unthrottled), got {throughput:g}")
+    conf = perf_producer_config(bootstrap, acks, compression, batch_size, linger_ms, dict(extra_config or {}))
+    rec = LatencyRecorder()
+    conf["on_delivery"] = rec.callback()
+    try:
+        producer = Producer(conf)
+    except KafkaException as exc:
+        raise ClusterctlError(f"invalid producer settings: {exc.args[0].str() if exc.args else exc}") from None
+    record_size = sum(len(p) for p in payloads) // len(payloads)
+    # built once and reused for every call: produce_batch reads the dicts, nothing is allocated per record
+    chunk = [{"value": payloads[i % len(payloads)]} for i in range(CHUNK)]
+    produce_batch = producer.produce_batch
+    poll = producer.poll
+    queue_full = 0
+    sent = 0  # records enqueued or failed at enqueue
+    start = time.monotonic()
+    next_tick = start + progress_interval
+    window_start = start
+    throttled = throughput > 0
+
+    def enqueue(n: int) -> int:
+        """Try to enqueue n records; returns how many were dealt with (queued or failed at enqueue)."""
+        nonlocal queue_full
+        batch = chunk if n == len(chunk) else chunk[:n]
+        try:
+            queued = produce_batch(topic, batch)
+        except BufferError:
+            queued = 0
+        except KafkaException as exc:
+            raise kafka_error(exc, bootstrap) from None
+        if queued == n:
+            return n
+        # produce_batch marks each dict it could not enqueue with '_error'; clear them for the next call
+        err: Any = None
+        for d in batch:
+            e = d.pop("_error", None)
+            err = err or e
+        if err is None or (hasattr(err, "code") and err.code() == KafkaError._QUEUE_FULL):
+            queue_full += 1
+            poll(0.005)  # let librdkafka drain; retry the rest on the next round
+            return queued
+        name = err.name() if hasattr(err, "name") else str(err)
+        rec.count_failures(name, n - queued)
+        return n
+
+    try:
+        while sent < num_records:
+            now = time.monotonic()
+            if throttled:
+                due = min(num_records, int((now - start) * throughput) + 1) - sent
+                if due <= 0:
+                    wait = start + (sent / throughput) - now
+                    # poll() takes whole milliseconds; spin on poll(0) for the last one
+                    poll(wait - 0.001 if wait > 0.002 else 0)
+                    continue
+                n = min(due, CHUNK)
+            else:
+                n = min(CHUNK, num_records - sent)
+            sent += enqueue(n)
+            poll(0)
+            if now >= next_tick:
+                rec.drain()
+                if progress is not None:
+                    progress(rec.take_window(now - window_start, record_size))
+                window_start = now
+                next_tick = now + progress_interval
+        timeout = flush_timeout
+        if timeout is None:
+            timeout = float(conf.get("message.timeout.ms", 30000)) / 1000 + 10
+        left = producer.flush(timeout)
+    except KeyboardInterrupt:
+        producer.purge()
+        producer.flush(1)
+        raise
+    end = time.monotonic()
+    rec.count_failures("not delivered before flush timeout", left)
+    rec.drain()
+    elapsed = end - start
+    delivered = rec.delivered
+    rate = delivered / elapsed if elapsed > 0 else 0.0
+    shown = {k: str(v) for k, v in conf.items() if k not in ("on_delivery", "logger")}
+    return ProduceResult(
+        topic=topic,
+        records=num_records,
+        delivered=delivered,
+        failed=rec.failed,
+        record_size=record_size,
+        elapsed_s=round(elapsed, 3),
+        records_per_sec=round(rate, 1),
+        mb_per_sec=round(rate * record_size / MB, 2),
+        avg_latency_ms=round(rec.sum_us / delivered / 1000, 2) if delivered else 0.0,
+        max_latency_ms=round(rec.max_us / 1000, 2),
+        p50_ms=round(rec.percentile_ms(50), 2),
+        p95_ms=round(rec.percentile_ms(95), 2),
+        p99_ms=round(rec.percentile_ms(99), 2),
+        p999_ms=round(rec.percentile_ms(99.9), 2),
+        acks=acks,
+        compression=compression,
+        target_throughput=throughput,
+        queue_full_waits=queue_full,
+        errors=dict(rec.errors),
+        producer_config=shown,
+    )
+
+
+# ---------------------------------------------------------------- consumer
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def run_consume(
+    bootstrap: str,
+    topic: str,
+    messages: int,
+    *,
+    group: str | None = None,
+    threads: int = 1,
+    timeout: float = 10.0,
+    extra_config: dict[str, str] | None = None,
+    batch: int = 500,
+) -> ConsumeResult:
+    """T consumers in one group read until `messages` records arrived or `timeout` s passed with none."""
+    if messages < 1:
+        raise UsageError(f"--messages must be at least 1, got {messages}")
+    if threads < 1:
+        raise UsageError(f"--threads must be at least 1, got {threads}")
+    group = group or f"perf-consumer-{uuid.uuid4().hex[:6]}"
+    lock = threading.Lock()
+    done = threading.Event()
+    state = {"records": 0, "bytes": 0}
+    errors: dict[str, int] = {}
+    assigned_at: list[float] = []
+    last_record = [time.monotonic()]
+    failures: list[BaseException] = []
+
+    def worker() -> None:
+        conf = consumer_config(bootstrap, group, auto_offset_reset="earliest")
+        conf.update(extra_config or {})
+        c = Consumer(conf)
+
+        def on_assign(_c: Any, _parts: Any) -> None:
+            with lock:
+                now = time.monotonic()
+                if len(assigned_at) < threads:
+                    assigned_at.append(now)
+                if state["records"] == 0:
+                    last_record[0] = now  # the idle timeout counts from assignment, not from the join
+
+        try:
+            c.subscribe([topic], on_assign=on_assign)
+            while not done.is_set():
+                msgs = c.consume(num_messages=batch, timeout=0.2)
+                if not msgs:
+                    limit = timeout if assigned_at else max(timeout, JOIN_TIMEOUT_S)
+                    if time.monotonic() - last_record[0] > limit:
+                        done.set()
+                    continue
+                n = size = 0
+                for m in msgs:
+                    err = m.error()
+                    if err is None:
+                        n += 1
+                        size += len(m)
+                    else:
+                        with lock:
+                            errors[err.name()] = errors.get(err.name(), 0) + 1
+                with lock:
+                    state["records"] += n
+                    state["bytes"] += size
+                    last_record[0] = time.monotonic()
+                    if state["records"] >= messages:
+                        done.set()
+        except BaseException as exc:
+            failures.append(exc)
+            done.set()
+        finally:
+            c.close()
+
+    start_wall = _now_iso()
+    start = time.monotonic()
+    last_record[0] = start
+    pool = [threading.Thread(target=worker, name=f"perf-consumer-{i}", daemon=True) for i in range(threads)]
+    for t in pool:
+        t.start()
+    try:
+        for t in pool:
+            while t.is_alive():
+                t.join(0.2)
+    except KeyboardInterrupt:
+        done.set()
+        raise
+    end = time.monotonic()
+    if failures:
+        exc = failures[0]
+        if isinstance(exc, KafkaException):
+            raise kafka_error(exc, bootstrap)
+        raise exc
+    elapsed = end - start
+    # an idle tail (waiting out --timeout for records that never came) is not fetch time
+    active_end = min(end, last_record[0]) if state["records"] else end
+    rebalance = (max(assigned_at) - start) if assigned_at else elapsed
+    fetch = max(active_end - start - rebalance, 0.0)
+    mb = state["bytes"] / MB
+    n = state["records"]
+    return ConsumeResult(
+        topic=topic,
+        group=group,
+        threads=threads,
+        start_time=start_wall,
+        end_time=_now_iso(),
+        data_consumed_mb=round(mb, 4),
+        mb_per_sec=round(mb / elapsed, 4) if elapsed > 0 else 0.0,
+        records=n,
+        records_per_sec=round(n / elapsed, 1) if elapsed > 0 else 0.0,
+        rebalance_time_ms=round(rebalance * 1000, 1),
+        fetch_time_ms=round(fetch * 1000, 1),
+        fetch_mb_per_sec=round(mb / fetch, 4) if fetch > 0 else 0.0,
+        fetch_records_per_sec=round(n / fetch, 1) if fetch > 0 else 0.0,
+        expected=messages,
+        complete=n >= messages,
+        errors=errors,
+    )
+
+
+# ---------------------------------------------------------------- the test topic
+
+
+@dataclass
+class TopicPlan:
+    """The perf topic as found (or to be created): its RF feeds the disk estimate."""
+
+    topic: str
+    exists: bool
+    partitions: int
+    replication_factor: int
+
+
+def plan_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int) -> TopicPlan:
+    """Look the topic up; an existing topic's own partition count and RF win over the defaults."""
+    from clusterctl.kafka.admin import fetch_metadata
+
+    md = fetch_metadata(bootstrap)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None or not t.partitions:
+        return TopicPlan(topic, False, partitions, replication_factor)
+    rf = max(len(p.replicas) for p in t.partitions.values())
+    return TopicPlan(topic, True, len(t.partitions), max(rf, 1))
+
+
+def prepare_topic(
+    bootstrap: str, plan: TopicPlan, *, create: bool, retention_bytes: int | None
+) -> tuple[bool, str | None]:
+    """Create the topic (with retention.bytes when asked) or cap an existing one; returns (created, note)."""
+    from clusterctl.kafka.admin import alter_topic_configs, create_topic
+
+    configs = {"retention.bytes": str(retention_bytes)} if retention_bytes is not None else {}
+    if not plan.exists:
+        if not create:
+            raise NotFoundError(f"unknown topic {plan.topic!r} on {bootstrap}", hint="drop --no-create-topic")
+        create_topic(bootstrap, plan.topic, plan.partitions, plan.replication_factor, configs, if_not_exists=True)
+        return True, None
+    if configs:
+        try:
+            alter_topic_configs(bootstrap, plan.topic, configs)
+        except ClusterctlError as exc:
+            raise ClusterctlError(
+                f"cannot set retention.bytes on existing topic {plan.topic!r}: {exc.message}",
+                hint="use a new topic (it is created with the cap) or drop --retention-bytes",
+            ) from None
+        return False, f"retention.bytes={retention_bytes} set"
+    return False, None
