@@ -4,12 +4,31 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import ClusterctlError
 
 DEFAULT_MASTER = "local[*]"
 BUILTIN_KAFKA_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+# Spark logs every failed task with a Java stack trace; clusterctl reports one line per failure instead
+QUIET_LOG4J2 = """\
+rootLogger.level = fatal
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _quiet_log_config() -> str:
+    path = Path(tempfile.gettempdir()) / f"clusterctl-spark-log4j2-{os.getuid()}.properties"
+    if not path.exists() or path.read_text() != QUIET_LOG4J2:
+        path.write_text(QUIET_LOG4J2)
+    return str(path)
 
 
 def register(spark: Any) -> None:
@@ -43,6 +62,7 @@ def get_session(
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
@@ -51,7 +71,7 @@ def get_session(
     except Exception as exc:  # JVM missing or failing to start
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ClusterctlError(f"could not start Spark ({master}): {first}", hint="PySpark needs Java 17+") from None
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("FATAL")
     register(spark)
     return spark
 

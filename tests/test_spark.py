@@ -1,0 +1,191 @@
+"""Spark jobs on tansu through the clusterctl-kafka data source (real Spark local mode, one session)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from clusterctl.kafka.admin import create_topic
+from clusterctl.kafka.clients import producer_config
+from clusterctl.spark.runner import error_line, run_job
+from clusterctl.spark.source import cap_offsets
+from clusterctl.testing.tansu import free_port
+
+pytestmark = [pytest.mark.spark, pytest.mark.tansu]
+
+FORMAT = "clusterctl-kafka"
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    from clusterctl.spark.session import get_session
+
+    session = get_session("local[2]", app_name="clusterctl-tests", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+def topics(bootstrap: str, *names: str, partitions: int = 2) -> None:
+    for name in names:
+        create_topic(bootstrap, name, partitions, 1)
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[str | None, str, int | None]]) -> None:
+    """(key, value, timestamp ms or None), round-robin over 2 partitions."""
+    p = Producer(producer_config(bootstrap))
+    for i, (key, value, ts) in enumerate(records):
+        kwargs: dict[str, Any] = {"timestamp": ts} if ts is not None else {}
+        p.produce(topic, value=value.encode(), key=key.encode() if key else None, partition=i % 2, **kwargs)
+    assert p.flush(30) == 0
+
+
+def read_all(spark: Any, bootstrap: str, topic: str) -> list[Any]:
+    df = spark.read.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    return sorted(df.option("startingOffsets", "earliest").load().collect(), key=lambda r: (r.partition, r.offset))
+
+
+def last_per_key(rows: list[Any]) -> dict[str, str]:
+    """The value a compacted topic would keep per key (per-key order is within one partition)."""
+    return {r.key.decode(): r.value.decode() for r in rows}
+
+
+def word_totals(lines: list[str]) -> dict[str, str]:
+    return {w: str(n) for w, n in Counter(w for line in lines for w in line.split()).items()}
+
+
+def test_word_count_resumes_from_checkpoint_exactly(spark: Any, bootstrap: str, unique_name: str, tmp_path: Path):
+    src, out = f"{unique_name}-in", f"{unique_name}-out"
+    topics(bootstrap, src, out)
+    first = [f"kafka spark w{i % 13} w{i % 7}" for i in range(600)]
+    produce(bootstrap, src, [(None, line, None) for line in first])
+    opts = {"input": src, "output": out, "maxOffsetsPerTrigger": "400"}
+    cp = tmp_path / "checkpoint"
+
+    run1 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, until_idle_s=2.5, trigger_s=0.5, options=opts)
+    assert run1.input_rows == 600
+    assert run1.batches >= 2 and max(p.input_rows for p in run1.progress) <= 400  # maxOffsetsPerTrigger held
+    assert last_per_key(read_all(spark, bootstrap, out)) == word_totals(first)
+
+    second = [f"spark late{i % 5}" for i in range(250)]
+    produce(bootstrap, src, [(None, line, None) for line in second])
+    run2 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, until_idle_s=2.5, trigger_s=0.5, options=opts)
+    # the restarted query read exactly the new records: none twice, none skipped
+    assert run2.input_rows == 250
+    assert last_per_key(read_all(spark, bootstrap, out)) == word_totals(first + second)
+
+
+def test_windowed_counts_match_reference(spark: Any, bootstrap: str, unique_name: str):
+    src, out = f"{unique_name}-in", f"{unique_name}-out"
+    topics(bootstrap, src, out)
+    t0 = 1_700_000_000_000  # a multiple of 10 s
+    events = [(f"k{i % 3}", f"e{i}", t0 + (i * 7_919) % 60_000) for i in range(300)]
+    events.append(("sentinel", "advance the watermark", t0 + 120_000))
+    produce(bootstrap, src, events)
+
+    result = run_job(
+        "windowed_counts", bootstrap, spark=spark, until_idle_s=3, trigger_s=0.5, options={"input": src, "output": out}
+    )
+    assert result.input_rows == len(events)
+
+    watermark = max(ts for _, _, ts in events) - 10_000
+    expected: Counter[tuple[str, int]] = Counter()
+    for key, _, ts in events:
+        start = ts - ts % 10_000
+        if start + 10_000 <= watermark:  # append mode emits a window once the watermark passes its end
+            expected[(key, start)] += 1
+    got = {}
+    for row in read_all(spark, bootstrap, out):
+        v = json.loads(row.value)
+        start_ms = int(dt.datetime.fromisoformat(v["window_start"].replace("Z", "+00:00")).timestamp()) * 1000
+        assert (v["key"], start_ms) not in got, "append mode wrote a window twice"
+        got[(v["key"], start_ms)] = v["count"]
+    assert got == dict(expected)
+    assert ("sentinel", t0 + 120_000) not in got  # its window is still open
+
+
+def test_sink_delivery_failure_fails_the_batch(spark: Any, bootstrap: str, unique_name: str):
+    src = f"{unique_name}-in"
+    topics(bootstrap, src)
+    produce(bootstrap, src, [("k", "v", None)] * 4)
+    dead = f"127.0.0.1:{free_port()}"  # nothing listens: every delivery times out
+    stream = spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", src)
+    stream = stream.option("startingOffsets", "earliest").load().select("key", "value")
+    query = (
+        stream.writeStream.format(FORMAT)
+        .option("kafka.bootstrap.servers", dead)
+        .option("topic", "anything")
+        .option("kafka.message.timeout.ms", "1500")
+        .option("checkpointLocation", str(Path(spark.conf.get("spark.local.dir", "/tmp")) / f"cp-{unique_name}"))
+        .start()
+    )
+    try:
+        with pytest.raises(Exception) as failed:
+            query.awaitTermination(90)
+        assert not query.isActive
+        line = error_line(failed.value)
+        assert line.startswith("Kafka delivery failed for 2 records"), line  # per task: 2 partitions
+        assert "timed out" in line.lower()
+    finally:
+        query.stop()
+
+
+def test_batch_reader_starting_and_ending_offsets(spark: Any, bootstrap: str, unique_name: str):
+    src = f"{unique_name}-in"
+    topics(bootstrap, src)
+    produce(bootstrap, src, [(f"k{i}", f"v{i}", 1_700_000_000_000 + i) for i in range(20)])  # 10 per partition
+    df = (
+        spark.read.format(FORMAT)
+        .option("bootstrap.servers", bootstrap)
+        .option("subscribe", src)
+        .option("startingOffsets", json.dumps({src: {"0": 3, "1": -2}}))
+        .option("endingOffsets", json.dumps({src: {"0": 7, "1": -1}}))
+        .load()
+    )
+    rows = df.collect()
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, o) for o in range(3, 7)] + [(1, o) for o in range(10)]
+    by = {(r.partition, r.offset): r for r in rows}
+    r = by[(0, 3)]  # partition 0 holds the even records: offset 3 is record 6
+    assert (r.key, r.value, r.topic, r.timestampType) == (b"k6", b"v6", src, 0)
+    assert int(r.timestamp.timestamp() * 1000) == 1_700_000_000_006
+
+
+def test_cap_offsets_spreads_the_limit_by_lag():
+    start = {("t", 0): 0, ("t", 1): 100}
+    end = {("t", 0): 300, ("t", 1): 200}
+    assert cap_offsets(start, end, 1000) == end
+    assert cap_offsets(start, end, 40) == {("t", 0): 30, ("t", 1): 110}
+    assert cap_offsets({("t", 0): 0, ("t", 1): 0}, {("t", 0): 1, ("t", 1): 1}, 1) in (
+        {("t", 0): 1, ("t", 1): 0},
+        {("t", 0): 0, ("t", 1): 1},
+    )
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "clusterctl", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_cli_errors_are_one_line_before_spark_starts(bootstrap: str, unique_name: str):
+    bad = cli("spark", "run", "no_such_job", "-b", bootstrap)
+    assert bad.returncode == 3 and "valid jobs:" in bad.stderr and "word_count" in bad.stderr
+
+    missing = cli("spark", "run", "word_count", "-b", bootstrap, "--option", f"input={unique_name}")
+    assert missing.returncode == 3
+    assert f"unknown topic '{unique_name}'" in missing.stderr and "Traceback" not in missing.stderr
+
+    down = cli("spark", "run", "word_count", "-b", f"127.0.0.1:{free_port()}")
+    assert down.returncode == 4 and "no Kafka broker answered" in down.stderr
+
+    listed = cli("spark", "list", "--json")
+    assert listed.returncode == 0
+    assert {"word_count", "windowed_counts"} <= {j["name"] for j in json.loads(listed.stdout)}
