@@ -11,6 +11,8 @@ import pytest
 from clusterctl.testing.tansu import TansuBroker, start_tansu
 
 REPO = Path(__file__).resolve().parent.parent
+# no Ryuk reaper container: it would need a pull, and tests clean up after themselves
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 NO_REAL_KAFKA = (
     f"needs real Apache Kafka: set {KAFKA_DIST_ENV} to a Kafka 3.x distribution tarball "
