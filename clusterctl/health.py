@@ -6,11 +6,17 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from clusterctl import zk
 from clusterctl.errors import ClusterctlError, TimeoutError_
 from clusterctl.runtime.docker import container_states
 from clusterctl.spec import ClusterSpec
+
+# librdkafka's connection-refused lines while a broker starts are expected, not news
+_QUIET = logging.getLogger("clusterctl.health.rdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 @dataclass
@@ -35,10 +41,8 @@ def tansu_metadata_ok(bootstrap: str, timeout: float = 2.0) -> tuple[bool, str |
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    quiet = logging.getLogger("clusterctl.health.rdkafka")
-    quiet.addHandler(logging.NullHandler())
-    quiet.propagate = False
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "logger": quiet})
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "logger": _QUIET}
+    admin = AdminClient(conf)
     try:
         md = admin.list_topics(timeout=timeout)
     except KafkaException as exc:
