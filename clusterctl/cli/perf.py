@@ -9,7 +9,7 @@ import typer
 
 from clusterctl import diskguard
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
-from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_
+from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
 from clusterctl.kafka import perf
 from clusterctl.output import Column, emit, err_console, info
 
@@ -37,6 +37,7 @@ PRODUCE_FIELDS = [
     Column("Acks / compression", lambda r: f"{r.acks} / {r.compression}"),
     Column("Target", "target_throughput", fmt=lambda v: "unthrottled" if v < 0 else f"{v:g} records/sec"),
     Column("Queue-full waits", "queue_full_waits"),
+    Column("Engine", lambda r: f"{r.engine} (send stamp window {r.send_stamp_window_ms:.3f} ms)"),
     Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
     Column("Disk", "disk", fmt=lambda d: _disk_line(d)),
 ]
@@ -119,6 +120,14 @@ def produce_cmd(
             show_default=False,
         ),
     ] = None,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="native: librdkafka's batch API via ctypes (fastest); client: confluent-kafka's Producer; "
+            "auto: native when the wheel's librdkafka loads",
+        ),
+    ] = "auto",
     reporting_interval: Annotated[
         float, typer.Option("--reporting-interval", help="seconds between progress lines")
     ] = perf.PROGRESS_INTERVAL_S,
@@ -128,9 +137,11 @@ def produce_cmd(
     """Send N records of B bytes and report throughput and send-to-ack latency percentiles."""
     extra = parse_kv(producer_prop, "--producer-prop")
     if retention_bytes is not None and retention_bytes < 1:
-        raise ClusterctlError("--retention-bytes must be at least 1", exit_code=2)
+        raise UsageError("--retention-bytes must be at least 1")
     payloads = perf.build_payloads(record_size, payload_file)
     perf.perf_producer_config("", acks, compression, batch_size, linger_ms, {})  # validate before touching anything
+    if engine not in perf.ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(perf.ENGINES)}, got {engine!r}")
     servers = bootstrap_servers(bootstrap)
     def_parts, def_rf, local = _topic_defaults(bootstrap)
     plan = perf.plan_topic(servers, topic, partitions or def_parts, replication_factor or def_rf)
@@ -155,6 +166,7 @@ def produce_cmd(
         extra_config=extra,
         progress=lambda w: err_console.print(w.line(), soft_wrap=True, highlight=False),
         progress_interval=reporting_interval,
+        engine=engine,
     )
     result.disk, result.topic_created, result.retention_bytes = disk, created, retention_bytes
     emit(result, as_json=as_json, kv=PRODUCE_FIELDS, title=f"perf produce {topic}")

@@ -1,13 +1,18 @@
 """Producer and consumer perf engines: what kafka-producer-perf-test.sh / kafka-consumer-perf-test.sh measure.
 
-Producer hot path: records are pre-built once (one payload, or a small pool from --payload-file) into a
-list of message dicts that `Producer.produce_batch` enqueues in C, so no Python object is created per
-record on the send side. Latency is send-to-ack per record: librdkafka stamps each message when it
-is enqueued and `Message.latency()` reads that stamp back when its delivery report is served, so the
-one Python call per record is the delivery callback, which appends a float to a preallocated
-`array('d')`. The array is drained into an HDR histogram (µs, 3 significant digits) every progress
-tick, in bulk with numpy. Like Java's tool, the latency includes the wait until the application
-serves the report; the loop polls after every chunk and sleeps in `poll()`, so that wait stays small.
+Two produce engines share the driver (`run_produce`: token-bucket throttling, progress windows, HDR
+percentiles) and differ in how records reach librdkafka:
+
+- `native` (perf_native.py): librdkafka's batch API through ctypes; Python works per batch, never per
+  record. Send time is interpolated within each batch call; acks come as DR events.
+- `client`: confluent-kafka's Producer. Records are pre-built once (one payload, or a small pool from
+  --payload-file) into message dicts that `produce_batch` enqueues in C. Latency is stamped per record by
+  librdkafka at enqueue and read back with `Message.latency()` in the one Python delivery callback,
+  which appends a float to a flat `array('d')`.
+
+Either way latencies land in an HDR histogram (µs, 3 significant digits) in bulk, with numpy, once per
+progress tick. Like Java's tool, a latency ends when the application serves the ack; the driver serves
+acks after every chunk and sleeps inside the poll, so that wait stays small.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ POOL_MAX = 1000  # payload-file lines kept (Java's tool picks a random line per 
 HIST_MAX_US = 600_000_000  # 10 min: anything slower is clamped and still counted
 PROGRESS_INTERVAL_S = 5.0
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+ENGINES = ("auto", "native", "client")
 
 
 @dataclass
@@ -77,6 +83,8 @@ class ProduceResult:
     compression: str
     target_throughput: float
     queue_full_waits: int
+    engine: str
+    send_stamp_window_ms: float
     errors: dict[str, int] = field(default_factory=dict)
     producer_config: dict[str, str] = field(default_factory=dict)
     topic_created: bool = False
@@ -133,7 +141,8 @@ class LatencyRecorder:
     """Collects delivery reports: a float per acked record in a flat array, error names counted."""
 
     def __init__(self) -> None:
-        self.pending = array("d")
+        self.pending = array("d")  # seconds, one per acked record (client engine)
+        self.pending_ns: list[np.ndarray] = []  # int64 nanosecond arrays (native engine)
         self.hist = HdrHistogram(1, HIST_MAX_US, 3)
         self.delivered = 0
         self.failed = 0
@@ -157,17 +166,23 @@ class LatencyRecorder:
 
         return on_delivery
 
+    def add_ns(self, latencies_ns: np.ndarray) -> None:
+        self.pending_ns.append(latencies_ns)
+
     def count_failures(self, name: str, n: int) -> None:
         if n > 0:
             self.errors[name] = self.errors.get(name, 0) + n
 
     def drain(self) -> None:
         """Move pending latencies into the histogram and the window counters (bulk, with numpy)."""
-        n = len(self.pending)
+        parts = [np.rint(np.frombuffer(self.pending, dtype=np.float64) * 1e6).astype(np.int64)]
+        parts += [(a + 500) // 1000 for a in self.pending_ns]
+        us = np.concatenate(parts)
+        del self.pending[:]
+        self.pending_ns.clear()
+        n = len(us)
         if n:
-            us = np.rint(np.frombuffer(self.pending, dtype=np.float64) * 1e6).astype(np.int64)
             np.clip(us, 1, HIST_MAX_US, out=us)
-            del self.pending[:]
             values, counts = np.unique(us, return_counts=True)
             record = self.hist.record_value
             for v, c in zip(values.tolist(), counts.tolist(), strict=True):
@@ -226,6 +241,77 @@ def perf_producer_config(
     return conf
 
 
+class ClientEngine:
+    """confluent-kafka's Producer: produce_batch over pre-built dicts, one Python delivery callback per record."""
+
+    name = "client"
+
+    def __init__(
+        self, conf: dict[str, Any], topic: str, payloads: list[bytes], rec: LatencyRecorder, records: int
+    ) -> None:
+        self.bootstrap = str(conf.get("bootstrap.servers", ""))
+        self.topic = topic
+        self.rec = rec
+        self.queue_full = 0
+        self.max_call_s = 0.0  # latency is stamped by librdkafka per record: no interpolation window
+        try:
+            self.producer = Producer({**conf, "on_delivery": rec.callback()})
+        except KafkaException as exc:
+            raise UsageError(f"invalid producer settings: {exc.args[0].str() if exc.args else exc}") from None
+        # built once and reused for every call: produce_batch reads the dicts, nothing is allocated per record
+        self.chunk = [{"value": payloads[i % len(payloads)]} for i in range(CHUNK)]
+        self.poll = self.producer.poll
+
+    def enqueue(self, n: int) -> int:
+        """Try to enqueue n records; returns how many were dealt with (queued, or failed at enqueue)."""
+        batch = self.chunk if n == len(self.chunk) else self.chunk[:n]
+        try:
+            queued = self.producer.produce_batch(self.topic, batch)
+        except BufferError:
+            queued = 0
+        except KafkaException as exc:
+            raise kafka_error(exc, self.bootstrap) from None
+        if queued == n:
+            return n
+        # produce_batch marks each dict it could not enqueue with '_error'; clear them for the next call
+        err: Any = None
+        for d in batch:
+            e = d.pop("_error", None)
+            err = err or e
+        if err is None or (hasattr(err, "code") and err.code() == KafkaError._QUEUE_FULL):
+            self.queue_full += 1
+            self.poll(0.005)  # let librdkafka drain; the rest is retried on the next round
+            return queued
+        self.rec.count_failures(err.name() if hasattr(err, "name") else str(err), n - queued)
+        return n
+
+    def flush(self, timeout: float) -> int:
+        return int(self.producer.flush(timeout))
+
+    def abort(self) -> None:
+        self.producer.purge()
+        self.producer.flush(1)
+
+    def close(self) -> None:
+        pass
+
+
+def make_engine(
+    engine: str, conf: dict[str, Any], topic: str, payloads: list[bytes], rec: LatencyRecorder, records: int
+) -> ClientEngine | Any:
+    """`native` (librdkafka's batch API, the default when the wheel's librdkafka loads) or `client`."""
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine in ("native", "auto"):
+        from clusterctl.kafka import perf_native
+
+        if perf_native.available():
+            return perf_native.NativeEngine(conf, topic, payloads, rec, records)
+        if engine == "native":
+            raise ClusterctlError(f"--engine native: {perf_native.unavailable_reason()}", hint="use --engine client")
+    return ClientEngine(conf, topic, payloads, rec, records)
+
+
 def run_produce(
     bootstrap: str,
     topic: str,
@@ -241,56 +327,27 @@ def run_produce(
     progress: Callable[[ProduceWindow], None] | None = None,
     progress_interval: float = PROGRESS_INTERVAL_S,
     flush_timeout: float | None = None,
+    engine: str = "auto",
 ) -> ProduceResult:
-    """Send `num_records` records as fast as allowed (or at `throughput` records/s); summary with percentiles."""
+    """Send `num_records` records as fast as allowed (or at `throughput` records/s); summary with percentiles.
+
+    Throttling is a token bucket on the monotonic clock: record k may go at start + k/throughput, so the
+    average rate is exact however coarse the sleeps are; waits are spent serving delivery reports.
+    """
     if num_records < 1:
         raise UsageError(f"--num-records must be at least 1, got {num_records}")
     if throughput == 0 or (throughput < 0 and throughput != -1):
         raise UsageError(f"--throughput must be positive or -1 (unthrottled), got {throughput:g}")
     conf = perf_producer_config(bootstrap, acks, compression, batch_size, linger_ms, dict(extra_config or {}))
     rec = LatencyRecorder()
-    conf["on_delivery"] = rec.callback()
-    try:
-        producer = Producer(conf)
-    except KafkaException as exc:
-        raise ClusterctlError(f"invalid producer settings: {exc.args[0].str() if exc.args else exc}") from None
+    eng = make_engine(engine, conf, topic, payloads, rec, num_records)
     record_size = sum(len(p) for p in payloads) // len(payloads)
-    # built once and reused for every call: produce_batch reads the dicts, nothing is allocated per record
-    chunk = [{"value": payloads[i % len(payloads)]} for i in range(CHUNK)]
-    produce_batch = producer.produce_batch
-    poll = producer.poll
-    queue_full = 0
+    enqueue, poll = eng.enqueue, eng.poll
     sent = 0  # records enqueued or failed at enqueue
     start = time.monotonic()
     next_tick = start + progress_interval
     window_start = start
     throttled = throughput > 0
-
-    def enqueue(n: int) -> int:
-        """Try to enqueue n records; returns how many were dealt with (queued or failed at enqueue)."""
-        nonlocal queue_full
-        batch = chunk if n == len(chunk) else chunk[:n]
-        try:
-            queued = produce_batch(topic, batch)
-        except BufferError:
-            queued = 0
-        except KafkaException as exc:
-            raise kafka_error(exc, bootstrap) from None
-        if queued == n:
-            return n
-        # produce_batch marks each dict it could not enqueue with '_error'; clear them for the next call
-        err: Any = None
-        for d in batch:
-            e = d.pop("_error", None)
-            err = err or e
-        if err is None or (hasattr(err, "code") and err.code() == KafkaError._QUEUE_FULL):
-            queue_full += 1
-            poll(0.005)  # let librdkafka drain; retry the rest on the next round
-            return queued
-        name = err.name() if hasattr(err, "name") else str(err)
-        rec.count_failures(name, n - queued)
-        return n
-
     try:
         while sent < num_records:
             now = time.monotonic()
@@ -298,7 +355,7 @@ def run_produce(
                 due = min(num_records, int((now - start) * throughput) + 1) - sent
                 if due <= 0:
                     wait = start + (sent / throughput) - now
-                    # poll() takes whole milliseconds; spin on poll(0) for the last one
+                    # both engines wait in whole milliseconds; spin on poll(0) for the last one
                     poll(wait - 0.001 if wait > 0.002 else 0)
                     continue
                 n = min(due, CHUNK)
@@ -315,18 +372,19 @@ def run_produce(
         timeout = flush_timeout
         if timeout is None:
             timeout = float(conf.get("message.timeout.ms", 30000)) / 1000 + 10
-        left = producer.flush(timeout)
+        left = eng.flush(timeout)
+        end = time.monotonic()
     except KeyboardInterrupt:
-        producer.purge()
-        producer.flush(1)
+        eng.abort()
         raise
-    end = time.monotonic()
+    finally:
+        eng.close()
     rec.count_failures("not delivered before flush timeout", left)
     rec.drain()
     elapsed = end - start
     delivered = rec.delivered
     rate = delivered / elapsed if elapsed > 0 else 0.0
-    shown = {k: str(v) for k, v in conf.items() if k not in ("on_delivery", "logger")}
+    shown = {k: str(v) for k, v in conf.items() if k != "logger"}
     return ProduceResult(
         topic=topic,
         records=num_records,
@@ -345,7 +403,9 @@ def run_produce(
         acks=acks,
         compression=compression,
         target_throughput=throughput,
-        queue_full_waits=queue_full,
+        queue_full_waits=eng.queue_full,
+        engine=eng.name,
+        send_stamp_window_ms=round(eng.max_call_s * 1000, 3),
         errors=dict(rec.errors),
         producer_config=shown,
     )
