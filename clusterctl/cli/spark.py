@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -79,7 +79,6 @@ def run_cmd(
     def progress(p: BatchProgress) -> None:
         info(f"batch {p.batch_id}: {p.input_rows} input rows in {p.duration_ms} ms")
 
-    info(f"running {job} on {servers} (Spark {master}, connector {connector})")
     result = run_job(
         job,
         servers,
@@ -92,12 +91,12 @@ def run_cmd(
         options=parse_kv(option, "--option"),
         spark_conf=parse_kv(conf, "--conf"),
         on_progress=None if as_json else progress,
+        on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
     )
     if result.kind == "batch":
-        data = result.result or {}
-        emit(
-            result, as_json=as_json, title=f"spark job {job}", kv=[Column(k, lambda r, k=k: data.get(k)) for k in data]
-        )
+        data: dict[str, Any] = result.result or {}
+        fields = [Column(k, lambda _r, k=k: data.get(k)) for k in data]  # type: ignore[misc]
+        emit(result, as_json=as_json, title=f"spark job {job}", kv=fields)
         if data.get("ok") is False:
             raise VerificationError(f"spark job {job}: {data.get('summary', 'check failed')}")
         return

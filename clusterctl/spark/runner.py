@@ -228,8 +228,13 @@ def run_job(
     spark_conf: dict[str, str] | None = None,
     spark: Any = None,
     on_progress: Callable[[BatchProgress], None] | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> RunResult:
-    """Run job `name`; streaming jobs stop after `until_idle_s` without input (or `timeout_s`, or Ctrl-C)."""
+    """Run job `name`; streaming jobs stop after `until_idle_s` without input (or `timeout_s`, or Ctrl-C).
+
+    Bad names, options, topics and an unreachable cluster fail before Spark starts; `on_start` is
+    called just before it does.
+    """
     if connector not in CONNECTORS:
         raise UsageError(f"--connector must be python or builtin, got {connector!r}")
     job = load_job(name)
@@ -240,6 +245,8 @@ def run_job(
         )
     opts = {**job.OPTIONS, **(options or {})}
     preflight(bootstrap, job, opts)
+    if on_start:
+        on_start()
 
     own_session = spark is None
     if spark is None:
@@ -332,13 +339,13 @@ def _run_streaming(
     except KeyboardInterrupt:
         stopped = "interrupted"
     finally:
-        exc = query.exception()
+        failure = query.exception()
         with contextlib.suppress(Exception):
             query.stop()
         if temp_checkpoint:
             shutil.rmtree(cp, ignore_errors=True)
-    if exc is not None:
-        raise ClusterctlError(f"job {name} failed: {error_line(exc)}")
+    if failure is not None:
+        raise ClusterctlError(f"job {name} failed: {error_line(failure)}")
     rows = sum(p.input_rows for p in seen.values())
     busy_s = (last_data_end - query_start) if last_data_end else None
     return RunResult(

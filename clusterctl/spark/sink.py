@@ -106,7 +106,7 @@ class KafkaBatchWriter(DataSourceArrowWriter):
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return write_batches(self.opts, iterator)
 
 
@@ -116,7 +116,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
 
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:  # type: ignore[override]
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return write_batches(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -260,12 +260,11 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
             ("timestampType", pa.int32()),
         ]
     )
-    conf = consumer_config(
-        opts.bootstrap,
-        auto_offset_reset="earliest" if not opts.fail_on_data_loss else "error",
-        **{"enable.partition.eof": True, "fetch.max.bytes": 52_428_800},
-    )
+    conf = consumer_config(opts.bootstrap, auto_offset_reset="earliest" if not opts.fail_on_data_loss else "error")
+    # end offsets are high watermarks, so read up to them (librdkafka defaults to read_committed)
+    conf.update({"enable.partition.eof": True, "fetch.max.bytes": 52_428_800, "isolation.level": "read_uncommitted"})
     conf.update(opts.client)
+    committed_only = conf["isolation.level"] == "read_committed"
     consumer = Consumer(conf)
     cols: dict[str, list[Any]] = {n: [] for n in schema.names}
 
@@ -288,17 +287,19 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
                         # the log ends before the planned end offset: records were truncated away
-                        if msg.offset() < part.end and opts.fail_on_data_loss:
-                            raise RuntimeError(
-                                f"data loss on {where}: the log ends at {msg.offset()} (failOnDataLoss=true)"
-                            )
-                        if msg.offset() < part.end:
+                        # (under read_committed the end may be an open transaction's start: wait instead)
+                        log_end = msg.offset() or 0
+                        if log_end < part.end and not committed_only:
+                            if opts.fail_on_data_loss:
+                                raise RuntimeError(
+                                    f"data loss on {where}: the log ends at {log_end} (failOnDataLoss=true)"
+                                )
                             next_offset = part.end
                         continue
                     if err.code() == KafkaError._AUTO_OFFSET_RESET:
                         raise RuntimeError(f"data loss on {where}: {err.str()} (failOnDataLoss=true)")
                     raise KafkaException(err)
-                offset = msg.offset()
+                offset = msg.offset() or 0
                 if offset >= part.end:
                     next_offset = part.end
                     break
@@ -317,7 +318,7 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
                 yield batch()
             if next_offset < part.end:
                 # transaction markers and compacted-away offsets never arrive as records; position says where we are
-                pos = consumer.position([TopicPartition(part.topic, part.partition)])[0].offset
+                pos = consumer.position([TopicPartition(part.topic, part.partition)])[0].offset or 0
                 if pos >= part.end:
                     break
                 if time.monotonic() - last_progress > opts.poll_timeout_ms / 1000:
@@ -340,7 +341,7 @@ class KafkaBatchReader(DataSourceReader):
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
 
-    def partitions(self) -> list[KafkaInputPartition]:  # type: ignore[override]
+    def partitions(self) -> list[KafkaInputPartition]:
         tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
         starting = "earliest" if self.opts.starting == "latest" else self.opts.starting
         start = resolve_offsets(starting, tps, self.opts.bootstrap)
@@ -366,7 +367,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         n = self.opts.max_offsets_per_trigger
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # type: ignore[override]
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
         end = latest_offsets(self.opts.bootstrap, tps)
         begin = _flat(start)
@@ -383,7 +384,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
         return _nest(latest_offsets(self.opts.bootstrap, tps))
 
-    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:  # type: ignore[override]
+    def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
         begin = _flat(start)
         stop = _flat(end)
         new = [tp for tp in stop if tp not in begin]
