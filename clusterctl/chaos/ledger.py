@@ -1,0 +1,323 @@
+"""The drill ledger: every acknowledged write, and the check that none of them was lost.
+
+File format (JSON Lines, UTF-8), written by `LedgerWriter`, read by `read_ledger`:
+
+    line 1 (header): {"ledger": 1, "topic": "drill", "started": 1718000000.123, ...extra metadata}
+    line 2..n:       {"topic": "drill", "partition": 0, "offset": 41, "key": "p0", "value": "seq=17|...",
+                      "seq": 17, "ts": 1718000001.5}
+
+One entry line per write the broker ACKNOWLEDGED (delivery report without error, acks=all), in
+acknowledgement order. `seq` is unique per drill; `ts` is the epoch time of the acknowledgement.
+A record's identity is (key, seq); consumers recover `seq` from the value with `parse_seq`
+(values are written by `encode_value` as "seq=<n>|<padding>").
+
+`verify(acked, consumed)` is pure (no Kafka, no I/O), so the Spark verifier can reuse it: it takes
+ledger entries and consumed records (anything with topic, partition, offset, key, value) and
+reports lost (acked, never consumed: a failure), duplicated (consumed more than once: counted,
+allowed), unacked-but-present (consumed but never acknowledged: allowed, e.g. the ack was lost in a
+failover), reordered (per partition, acked seqs not increasing in log order: a failure) and acked
+records found at a different offset than the ack reported.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from clusterctl.errors import NotFoundError, VerificationError
+
+LEDGER_VERSION = 1
+SAMPLE_LIMIT = 20  # how many examples of each violation a result keeps
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One acknowledged write."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: str
+    value: str
+    seq: int
+    ts: float
+
+
+@dataclass
+class Ledger:
+    """A ledger file: its header fields and the acknowledged writes in ack order."""
+
+    topic: str
+    started: float
+    entries: list[LedgerEntry]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class ConsumedLike(Protocol):
+    """What `verify` needs from a consumed record (clients.ConsumedRecord fits, so does a Spark Row)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+def encode_value(seq: int, size: int = 0) -> str:
+    """The drill's record value: 'seq=<n>|' padded with 'x' to `size` characters (if larger)."""
+    head = f"seq={seq}|"
+    return head + "x" * max(0, size - len(head))
+
+
+def parse_seq(value: str | None) -> int | None:
+    """The seq in a drill value, or None when the value is not a drill record."""
+    if not value or not value.startswith("seq="):
+        return None
+    end = value.find("|", 4)
+    digits = value[4:] if end < 0 else value[4:end]
+    return int(digits) if digits.isdigit() else None
+
+
+class LedgerWriter:
+    """Appends acknowledged writes to a ledger file; use as a context manager."""
+
+    def __init__(self, path: str | Path, topic: str, **meta: Any) -> None:
+        self.path = Path(path)
+        self.topic = topic
+        self.count = 0
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[str] = self.path.open("w", encoding="utf-8")
+        header = {"ledger": LEDGER_VERSION, "topic": topic, "started": time.time(), **meta}
+        self._fh.write(json.dumps(header, separators=(",", ":")) + "\n")
+
+    def append(self, entry: LedgerEntry) -> None:
+        self._fh.write(json.dumps(asdict(entry), separators=(",", ":")) + "\n")
+        self.count += 1
+
+    def flush(self) -> None:
+        self._fh.flush()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+    def __enter__(self) -> LedgerWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_ledger(path: str | Path) -> Ledger:
+    """Parse a ledger file. A missing file or a malformed line raises a one-line error."""
+    p = Path(path)
+    if not p.is_file():
+        raise NotFoundError(f"ledger {p} does not exist")
+    entries: list[LedgerEntry] = []
+    header: dict[str, Any] | None = None
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                if lineno == 1 and "ledger" in obj:
+                    header = obj
+                    continue
+                entries.append(
+                    LedgerEntry(
+                        topic=str(obj["topic"]),
+                        partition=int(obj["partition"]),
+                        offset=int(obj["offset"]),
+                        key=str(obj["key"]),
+                        value=str(obj["value"]),
+                        seq=int(obj["seq"]),
+                        ts=float(obj["ts"]),
+                    )
+                )
+            except (ValueError, KeyError, TypeError) as exc:
+                # A torn last line (the writer was killed mid-write) is not an acknowledged write.
+                if not line.endswith("\n"):
+                    break
+                raise VerificationError(f"ledger {p} line {lineno} is malformed: {exc}") from None
+    if header is None:
+        raise VerificationError(f"ledger {p} has no header line (expected {{'ledger': {LEDGER_VERSION}, ...}})")
+    meta = {k: v for k, v in header.items() if k not in ("ledger", "topic", "started")}
+    return Ledger(topic=str(header["topic"]), started=float(header["started"]), entries=entries, meta=meta)
+
+
+@dataclass(frozen=True)
+class Reorder:
+    """Acked seq `seq` appears in the log (at `offset`) after a later acked seq `after_seq`."""
+
+    topic: str
+    partition: int
+    offset: int
+    seq: int
+    after_seq: int
+
+
+@dataclass(frozen=True)
+class Moved:
+    """An acked record found in the log, but not at the offset its acknowledgement reported."""
+
+    topic: str
+    partition: int
+    seq: int
+    acked_offset: int
+    found_offset: int
+
+
+@dataclass
+class PartitionVerdict:
+    topic: str
+    partition: int
+    acked: int
+    consumed: int
+    lost: int
+    duplicated: int
+    unacked_present: int
+    reordered: int
+
+
+@dataclass
+class VerifyResult:
+    """The outcome of `verify`; `ok` is False on any loss or reorder. Lists hold samples only."""
+
+    ok: bool
+    acked: int
+    consumed: int
+    lost_count: int
+    duplicated_count: int
+    unacked_present_count: int
+    reordered_count: int
+    moved_count: int
+    foreign_count: int  # consumed records without a drill seq (not ours; ignored)
+    lost: list[LedgerEntry]
+    duplicated: list[tuple[str, int]]  # (key, seq) consumed more than once
+    unacked_present: list[tuple[str, int]]
+    reordered: list[Reorder]
+    moved: list[Moved]
+    partitions: list[PartitionVerdict]
+
+    def summary(self) -> str:
+        return (
+            f"acked {self.acked}, consumed {self.consumed}, lost {self.lost_count}, "
+            f"duplicated {self.duplicated_count}, unacked-but-present {self.unacked_present_count}, "
+            f"reordered {self.reordered_count}"
+        )
+
+    def raise_on_failure(self) -> None:
+        """VerificationError (exit 6) when an acknowledged write was lost or reordered."""
+        if self.ok:
+            return
+        first = (
+            f"; first lost: {self.lost[0].topic}-{self.lost[0].partition} seq {self.lost[0].seq}" if self.lost else ""
+        )
+        raise VerificationError(f"drill verification failed: {self.summary()}{first}")
+
+
+def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> VerifyResult:
+    """Check acked ⊆ consumed and per-partition order of acked seqs; count duplicates and extras."""
+    acked_list = list(acked)
+    acked_ids: dict[tuple[str, int], LedgerEntry] = {(e.key, e.seq): e for e in acked_list}
+
+    seen: Counter[tuple[str, int]] = Counter()
+    first_at: dict[tuple[str, int], tuple[str, int, int]] = {}  # identity -> (topic, partition, offset)
+    by_partition: dict[tuple[str, int], list[tuple[int, tuple[str, int]]]] = defaultdict(list)
+    consumed_n = 0
+    foreign = 0
+    consumed_per_tp: Counter[tuple[str, int]] = Counter()
+    for rec in consumed:
+        consumed_n += 1
+        seq = parse_seq(rec.value)
+        if seq is None:
+            foreign += 1
+            continue
+        ident = (rec.key or "", seq)
+        tp = (rec.topic, rec.partition)
+        consumed_per_tp[tp] += 1
+        seen[ident] += 1
+        if ident not in first_at or rec.offset < first_at[ident][2]:
+            first_at[ident] = (rec.topic, rec.partition, rec.offset)
+        by_partition[tp].append((rec.offset, ident))
+
+    lost = [e for e in acked_list if (e.key, e.seq) not in seen]
+    dup_ids = sorted(i for i, n in seen.items() if n > 1)
+    dup_extra = sum(n - 1 for n in seen.values() if n > 1)
+    unacked = sorted(i for i in seen if i not in acked_ids)
+
+    moved: list[Moved] = []
+    for e in acked_list:
+        where = first_at.get((e.key, e.seq))
+        if where is not None and (where[0], where[1], where[2]) != (e.topic, e.partition, e.offset):
+            moved.append(Moved(e.topic, e.partition, e.seq, e.offset, where[2]))
+
+    reorders: list[Reorder] = []
+    reorder_per_tp: Counter[tuple[str, int]] = Counter()
+    for tp, recs in by_partition.items():
+        recs.sort()
+        high: int | None = None
+        counted: set[tuple[str, int]] = set()
+        for offset, ident in recs:
+            if ident not in acked_ids or ident in counted:
+                continue  # only the first copy of an acked record takes part in the order check
+            counted.add(ident)
+            seq = ident[1]
+            if high is not None and seq < high:
+                reorders.append(Reorder(tp[0], tp[1], offset, seq, high))
+                reorder_per_tp[tp] += 1
+            else:
+                high = seq
+
+    lost_per_tp = Counter((e.topic, e.partition) for e in lost)
+    acked_per_tp = Counter((e.topic, e.partition) for e in acked_list)
+    dup_per_tp: Counter[tuple[str, int]] = Counter()
+    unacked_per_tp: Counter[tuple[str, int]] = Counter()
+    for ident, n in seen.items():
+        t, p, _ = first_at[ident]
+        if n > 1:
+            dup_per_tp[(t, p)] += n - 1
+        if ident not in acked_ids:
+            unacked_per_tp[(t, p)] += 1
+    tps = sorted(set(acked_per_tp) | set(consumed_per_tp))
+    partitions = [
+        PartitionVerdict(
+            topic=t,
+            partition=p,
+            acked=acked_per_tp[(t, p)],
+            consumed=consumed_per_tp[(t, p)],
+            lost=lost_per_tp[(t, p)],
+            duplicated=dup_per_tp[(t, p)],
+            unacked_present=unacked_per_tp[(t, p)],
+            reordered=reorder_per_tp[(t, p)],
+        )
+        for t, p in tps
+    ]
+    return VerifyResult(
+        ok=not lost and not reorders,
+        acked=len(acked_list),
+        consumed=consumed_n,
+        lost_count=len(lost),
+        duplicated_count=dup_extra,
+        unacked_present_count=len(unacked),
+        reordered_count=len(reorders),
+        moved_count=len(moved),
+        foreign_count=foreign,
+        lost=lost[:SAMPLE_LIMIT],
+        duplicated=dup_ids[:SAMPLE_LIMIT],
+        unacked_present=unacked[:SAMPLE_LIMIT],
+        reordered=reorders[:SAMPLE_LIMIT],
+        moved=moved[:SAMPLE_LIMIT],
+        partitions=partitions,
+    )

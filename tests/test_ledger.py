@@ -1,0 +1,153 @@
+"""Ledger format round trip and `verify` on constructed histories (loss, duplicate, reorder, clean)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusterctl.chaos.ledger import (
+    LedgerEntry,
+    LedgerWriter,
+    encode_value,
+    parse_seq,
+    read_ledger,
+    verify,
+)
+from clusterctl.errors import NotFoundError, VerificationError
+from clusterctl.kafka.clients import ConsumedRecord
+
+TOPIC = "drill"
+
+
+def history(n_per_partition: int = 5, partitions: int = 2) -> list[LedgerEntry]:
+    """Acked writes: seq is global, offsets dense per partition, key stable per partition."""
+    out: list[LedgerEntry] = []
+    seq = 0
+    offsets = [0] * partitions
+    for _ in range(n_per_partition):
+        for p in range(partitions):
+            out.append(LedgerEntry(TOPIC, p, offsets[p], f"p{p}", encode_value(seq, 32), seq, 1000.0 + seq))
+            offsets[p] += 1
+            seq += 1
+    return out
+
+
+def as_consumed(entries: list[LedgerEntry]) -> list[ConsumedRecord]:
+    return [ConsumedRecord(e.topic, e.partition, e.offset, e.key, e.value, None) for e in entries]
+
+
+def test_clean_history_passes() -> None:
+    acked = history()
+    result = verify(acked, as_consumed(acked))
+    assert result.ok
+    assert (result.acked, result.consumed, result.lost_count, result.duplicated_count) == (10, 10, 0, 0)
+    assert result.reordered_count == 0 and result.unacked_present_count == 0 and result.moved_count == 0
+    result.raise_on_failure()
+    assert [(p.partition, p.acked, p.consumed) for p in result.partitions] == [(0, 5, 5), (1, 5, 5)]
+
+
+def test_loss_is_caught() -> None:
+    acked = history()
+    consumed = as_consumed([e for e in acked if e.seq != 7])
+    result = verify(acked, consumed)
+    assert not result.ok
+    assert result.lost_count == 1 and result.lost[0].seq == 7 and result.lost[0].partition == 1
+    assert [p.lost for p in result.partitions] == [0, 1]
+    with pytest.raises(VerificationError, match="lost 1") as exc:
+        result.raise_on_failure()
+    assert exc.value.exit_code == 6
+
+
+def test_truncation_and_overwrite_is_loss() -> None:
+    """Unclean election: the new leader's log overwrote acked offsets with other records."""
+    acked = history(partitions=1)
+    consumed = as_consumed(acked[:3])
+    consumed += [ConsumedRecord(TOPIC, 0, 3, "p0", encode_value(100, 32), None)]
+    result = verify(acked, consumed)
+    assert not result.ok
+    assert [e.seq for e in result.lost] == [3, 4]
+    assert result.unacked_present == [("p0", 100)]
+
+
+def test_duplicate_is_counted_but_not_a_failure() -> None:
+    acked = history()
+    consumed = as_consumed(acked)
+    dup = acked[4]
+    consumed.append(ConsumedRecord(TOPIC, dup.partition, 99, dup.key, dup.value, None))
+    result = verify(acked, consumed)
+    assert result.ok
+    assert result.duplicated_count == 1 and result.duplicated == [(dup.key, dup.seq)]
+    assert result.reordered_count == 0  # the later copy does not take part in the order check
+
+
+def test_reorder_is_caught() -> None:
+    acked = history(partitions=1)  # seqs 0..4 at offsets 0..4
+    consumed = as_consumed(acked)
+    # swap the records at offsets 2 and 3: the log now holds seq 3 before seq 2
+    consumed[2], consumed[3] = (
+        ConsumedRecord(TOPIC, 0, 2, "p0", acked[3].value, None),
+        ConsumedRecord(TOPIC, 0, 3, "p0", acked[2].value, None),
+    )
+    result = verify(acked, consumed)
+    assert not result.ok
+    assert result.reordered_count == 1
+    r = result.reordered[0]
+    assert (r.partition, r.offset, r.seq, r.after_seq) == (0, 3, 2, 3)
+    assert result.moved_count == 2
+
+
+def test_unacked_but_present_is_reported_not_failed() -> None:
+    acked = history()
+    extra = ConsumedRecord(TOPIC, 0, 5, "p0", encode_value(500), None)
+    result = verify(acked, [*as_consumed(acked), extra])
+    assert result.ok and result.unacked_present_count == 1
+
+
+def test_foreign_records_are_ignored() -> None:
+    acked = history()
+    result = verify(acked, [*as_consumed(acked), ConsumedRecord(TOPIC, 0, 9, None, "hello", None)])
+    assert result.ok and result.foreign_count == 1 and result.consumed == 11
+
+
+def test_value_encoding() -> None:
+    assert encode_value(42, 20) == "seq=42|" + "x" * 13
+    assert parse_seq(encode_value(42, 20)) == 42
+    assert parse_seq("seq=7") == 7
+    assert parse_seq("hello") is None and parse_seq(None) is None and parse_seq("seq=x|") is None
+
+
+def test_ledger_file_round_trip(tmp_path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    acked = history()
+    with LedgerWriter(path, TOPIC, partitions=2) as w:
+        for e in acked:
+            w.append(e)
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["ledger"] == 1 and header["topic"] == TOPIC and header["partitions"] == 2
+    assert set(json.loads(lines[1])) == {"topic", "partition", "offset", "key", "value", "seq", "ts"}
+    ledger = read_ledger(path)
+    assert ledger.topic == TOPIC and ledger.meta == {"partitions": 2} and ledger.entries == acked
+
+
+def test_ledger_torn_last_line_is_dropped(tmp_path) -> None:
+    path = tmp_path / "ledger.jsonl"
+    with LedgerWriter(path, TOPIC) as w:
+        w.append(history()[0])
+    with path.open("a") as fh:
+        fh.write('{"topic": "drill", "partit')
+    assert len(read_ledger(path).entries) == 1
+
+
+def test_ledger_errors(tmp_path) -> None:
+    with pytest.raises(NotFoundError):
+        read_ledger(tmp_path / "nope.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"ledger": 1, "topic": "t", "started": 1}\n{"topic": "t"}\n')
+    with pytest.raises(VerificationError, match="line 2"):
+        read_ledger(bad)
+    headless = tmp_path / "headless.jsonl"
+    headless.write_text("")
+    with pytest.raises(VerificationError, match="no header"):
+        read_ledger(headless)
