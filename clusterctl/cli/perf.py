@@ -10,7 +10,7 @@ import typer
 from clusterctl import diskguard
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
-from clusterctl.kafka import perf
+from clusterctl.kafka import perf, perf_native
 from clusterctl.output import Column, emit, err_console, info
 
 perf_app = typer.Typer(name="perf", help="Producer and consumer throughput/latency tests.", no_args_is_help=True)
@@ -139,9 +139,9 @@ def produce_cmd(
     if retention_bytes is not None and retention_bytes < 1:
         raise UsageError("--retention-bytes must be at least 1")
     payloads = perf.build_payloads(record_size, payload_file)
-    perf.perf_producer_config("", acks, compression, batch_size, linger_ms, {})  # validate before touching anything
-    if engine not in perf.ENGINES:
-        raise UsageError(f"--engine must be one of {', '.join(perf.ENGINES)}, got {engine!r}")
+    # validate everything before touching the cluster: a refused run leaves no topic behind
+    perf_native.check_config(perf.perf_producer_config("x:1", acks, compression, batch_size, linger_ms, extra))
+    perf.check_produce_args(num_records, throughput, engine)
     servers = bootstrap_servers(bootstrap)
     def_parts, def_rf, local = _topic_defaults(bootstrap)
     plan = perf.plan_topic(servers, topic, partitions or def_parts, replication_factor or def_rf)

@@ -312,6 +312,15 @@ def make_engine(
     return ClientEngine(conf, topic, payloads, rec, records)
 
 
+def check_produce_args(num_records: int, throughput: float, engine: str) -> None:
+    if num_records < 1:
+        raise UsageError(f"--num-records must be at least 1, got {num_records}")
+    if throughput == 0 or (throughput < 0 and throughput != -1):
+        raise UsageError(f"--throughput must be positive or -1 (unthrottled), got {throughput:g}")
+    if engine not in ENGINES:
+        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+
+
 def run_produce(
     bootstrap: str,
     topic: str,
@@ -334,10 +343,7 @@ def run_produce(
     Throttling is a token bucket on the monotonic clock: record k may go at start + k/throughput, so the
     average rate is exact however coarse the sleeps are; waits are spent serving delivery reports.
     """
-    if num_records < 1:
-        raise UsageError(f"--num-records must be at least 1, got {num_records}")
-    if throughput == 0 or (throughput < 0 and throughput != -1):
-        raise UsageError(f"--throughput must be positive or -1 (unthrottled), got {throughput:g}")
+    check_produce_args(num_records, throughput, engine)
     conf = perf_producer_config(bootstrap, acks, compression, batch_size, linger_ms, dict(extra_config or {}))
     rec = LatencyRecorder()
     eng = make_engine(engine, conf, topic, payloads, rec, num_records)
@@ -391,7 +397,7 @@ def run_produce(
         delivered=delivered,
         failed=rec.failed,
         record_size=record_size,
-        elapsed_s=round(elapsed, 3),
+        elapsed_s=round(elapsed, 6),
         records_per_sec=round(rate, 1),
         mb_per_sec=round(rate * record_size / MB, 2),
         avg_latency_ms=round(rec.sum_us / delivered / 1000, 2) if delivered else 0.0,

@@ -139,6 +139,23 @@ def _conf_value(v: Any) -> str:
     return str(v)
 
 
+def check_config(conf: dict[str, Any]) -> None:
+    """Reject unknown or invalid librdkafka properties before anything is created (no handle, no connection)."""
+    lib = _load()
+    if lib is None:
+        return
+    errstr = ctypes.create_string_buffer(512)
+    rconf = lib.rd_kafka_conf_new()
+    try:
+        for key, value in conf.items():
+            if callable(value) or key in ("logger", "on_delivery"):
+                continue
+            if lib.rd_kafka_conf_set(rconf, key.encode(), _conf_value(value).encode(), errstr, 512) != 0:
+                raise UsageError(f"invalid producer setting {key}={value}: {errstr.value.decode(errors='replace')}")
+    finally:
+        lib.rd_kafka_conf_destroy(rconf)
+
+
 class NativeEngine:
     """One librdkafka producer handle driven batch by batch (see the module docstring)."""
 

@@ -1,0 +1,154 @@
+"""perf produce / perf consume against a real Kafka-protocol broker (tansu), through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clusterctl.kafka import admin, perf
+from clusterctl.testing.tansu import start_tansu
+
+pytestmark = pytest.mark.tansu
+
+CLI = [sys.executable, "-m", "clusterctl"]
+ENGINES = ["native", "client"]
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=Path(__file__).parent)
+
+
+def assert_ordered(r: dict) -> None:
+    assert 0 < r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"] <= r["p999_ms"] <= r["max_latency_ms"]
+    assert 0 < r["avg_latency_ms"] <= r["max_latency_ms"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_produce_json_summary(bootstrap: str, unique_name: str, engine: str) -> None:
+    proc = run_cli("perf", "produce", unique_name, "-n", "3000", "--record-size", "200", "--engine", engine,
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["engine"] == engine
+    assert (r["records"], r["delivered"], r["failed"], r["errors"]) == (3000, 3000, 0, {})
+    assert r["record_size"] == 200 and r["acks"] == "1" and r["topic_created"] is True
+    assert_ordered(r)
+    assert r["records_per_sec"] == pytest.approx(3000 / r["elapsed_s"], rel=0.01)
+    assert r["mb_per_sec"] == pytest.approx(r["records_per_sec"] * 200 / 2**20, abs=0.01)
+    assert r["disk"]["estimated_bytes"] == 3000 * (200 + 24) and r["disk"]["free_bytes"] is None
+
+
+def test_produce_table_and_progress_lines(bootstrap: str, unique_name: str) -> None:
+    proc = run_cli("perf", "produce", unique_name, "-n", "6000", "--throughput", "4000", "--reporting-interval", "0.4",
+                   "--compression", "lz4", "-b", bootstrap)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    for label in ("Records sent", "Records/sec", "MB/sec", "Avg latency", "Max latency", "50th", "95th", "99th",
+                  "99.9th"):  # fmt: skip
+        assert label in proc.stdout
+    assert "6000" in proc.stdout and "lz4" in proc.stdout
+    progress = [line for line in proc.stderr.splitlines() if "records sent" in line]
+    assert progress, proc.stderr
+    assert "records/sec" in progress[0] and "ms avg latency" in progress[0] and "ms max latency" in progress[0]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_throttled_rate_holds(bootstrap: str, unique_name: str, engine: str) -> None:
+    perf.prepare_topic(bootstrap, perf.TopicPlan(unique_name, False, 1, 1), create=True, retention_bytes=None)
+    r = perf.run_produce(bootstrap, unique_name, 6000, perf.build_payloads(100), throughput=3000, engine=engine)
+    assert r.delivered == 6000 and r.failed == 0
+    # 6000 records at 3000/s: never faster than asked, within a few percent of it
+    assert r.elapsed_s >= 1.95
+    assert 0.93 * 3000 <= r.records_per_sec <= 1.01 * 3000
+    assert r.p50_ms <= r.p99_ms <= r.max_latency_ms
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_oversized_records_are_counted_failures(bootstrap: str, unique_name: str, engine: str) -> None:
+    proc = run_cli("perf", "produce", unique_name, "-n", "20", "--record-size", "2000000", "--engine", engine,
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 1
+    r = json.loads(proc.stdout)
+    assert (r["delivered"], r["failed"]) == (0, 20)
+    assert r["errors"] == {"MSG_SIZE_TOO_LARGE": 20}
+    err_lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert err_lines == ["error: 20 of 20 records failed (MSG_SIZE_TOO_LARGE: 20)"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_broker_going_away_counts_failures(unique_name: str, engine: str) -> None:
+    broker = start_tansu()
+    try:
+        proc = subprocess.Popen(
+            [*CLI, "perf", "produce", unique_name, "-n", "8000", "--throughput", "2000", "--engine", engine,
+             "--producer-prop", "message.timeout.ms=2000", "-b", broker.bootstrap, "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(2.0)  # CLI start-up + ~1 s of records acknowledged
+        broker.process.kill()  # abrupt loss: SIGTERM lets tansu drain its connections first
+    finally:
+        broker.stop()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    r = json.loads(out)
+    assert r["delivered"] > 0 and r["failed"] > 0
+    assert r["delivered"] + r["failed"] == 8000
+    assert "records failed" in err
+
+
+def test_consume_reads_n_records(bootstrap: str, unique_name: str) -> None:
+    made = run_cli("perf", "produce", unique_name, "-n", "5000", "--record-size", "100", "--partitions", "2",
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    proc = run_cli("perf", "consume", unique_name, "--messages", "5000", "--threads", "2", "--timeout", "5",
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["records"] == 5000 and r["complete"] is True and r["threads"] == 2
+    assert r["data_consumed_mb"] == pytest.approx(5000 * 100 / 2**20, abs=1e-3)
+    assert r["rebalance_time_ms"] > 0 and r["fetch_time_ms"] >= 0
+    assert r["start_time"] < r["end_time"]
+    human = run_cli("perf", "consume", unique_name, "--messages", "5000", "--timeout", "5", "-b", bootstrap)
+    for col in ("start.time", "data.consumed.in.MB", "MB.sec", "nMsg.sec", "rebalance.time.ms", "fetch.time.ms",
+                "fetch.MB.sec", "fetch.nMsg.sec"):  # fmt: skip
+        assert col in human.stdout
+
+
+def test_consume_short_of_n_exits_nonzero(bootstrap: str, unique_name: str) -> None:
+    made = run_cli("perf", "produce", unique_name, "-n", "100", "-b", bootstrap, "--json")
+    assert made.returncode == 0, made.stderr
+    proc = run_cli("perf", "consume", unique_name, "--messages", "500", "--timeout", "1", "-b", bootstrap, "--json")
+    assert proc.returncode == 5
+    r = json.loads(proc.stdout)
+    assert (r["records"], r["expected"], r["complete"]) == (100, 500, False)
+    assert "consumed 100 of 500 records" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--acks", "2"], "--acks must be 0, 1 or all"),
+        (["--compression", "brotli"], "--compression must be one of"),
+        (["--engine", "turbo"], "--engine must be one of"),
+        (["--throughput", "0"], "--throughput must be positive or -1"),
+        (["--producer-prop", "nokey"], "--producer-prop expects key=value"),
+        (["--producer-prop", "no.such.property=1"], "no.such.property"),
+    ],
+)
+def test_bad_input_is_one_line(bootstrap: str, unique_name: str, args: list[str], message: str) -> None:
+    proc = run_cli("perf", "produce", unique_name, "-n", "10", "-b", bootstrap, *args)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    # refused before anything was created
+    assert unique_name not in [t.name for t in admin.list_topics(bootstrap)]
+
+
+def test_no_create_topic_refuses_unknown_topic(bootstrap: str, unique_name: str) -> None:
+    proc = run_cli("perf", "produce", unique_name, "-n", "10", "--no-create-topic", "-b", bootstrap)
+    assert proc.returncode == 3
+    assert f"unknown topic '{unique_name}'" in proc.stderr
