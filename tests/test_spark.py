@@ -70,16 +70,16 @@ def test_word_count_resumes_from_checkpoint_exactly(spark: Any, bootstrap: str, 
     opts = {"input": src, "output": out, "maxOffsetsPerTrigger": "400"}
     cp = tmp_path / "checkpoint"
 
-    run1 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, until_idle_s=2.5, trigger_s=0.5, options=opts)
-    assert run1.input_rows == 600
+    run1 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, available_now=True, options=opts)
+    assert run1.input_rows == 600 and run1.stopped == "caught up"
     assert run1.batches >= 2 and max(p.input_rows for p in run1.progress) <= 400  # maxOffsetsPerTrigger held
     assert last_per_key(read_all(spark, bootstrap, out)) == word_totals(first)
 
     second = [f"spark late{i % 5}" for i in range(250)]
     produce(bootstrap, src, [(None, line, None) for line in second])
-    run2 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, until_idle_s=2.5, trigger_s=0.5, options=opts)
+    run2 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, until_idle_s=2, trigger_s=0.5, options=opts)
     # the restarted query read exactly the new records: none twice, none skipped
-    assert run2.input_rows == 250
+    assert run2.input_rows == 250 and run2.stopped == "idle"
     assert last_per_key(read_all(spark, bootstrap, out)) == word_totals(first + second)
 
 
@@ -92,9 +92,9 @@ def test_windowed_counts_match_reference(spark: Any, bootstrap: str, unique_name
     produce(bootstrap, src, events)
 
     result = run_job(
-        "windowed_counts", bootstrap, spark=spark, until_idle_s=3, trigger_s=0.5, options={"input": src, "output": out}
+        "windowed_counts", bootstrap, spark=spark, available_now=True, options={"input": src, "output": out}
     )
-    assert result.input_rows == len(events)
+    assert result.input_rows == len(events) and result.stopped == "caught up"
 
     watermark = max(ts for _, _, ts in events) - 10_000
     expected: Counter[tuple[str, int]] = Counter()

@@ -55,6 +55,12 @@ def run_cmd(
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="stop a streaming job after this many seconds")
     ] = None,
+    available_now: Annotated[
+        bool,
+        typer.Option(
+            "--available-now", help="process what the topics hold now (in maxOffsetsPerTrigger batches), then stop"
+        ),
+    ] = False,
     connector: Annotated[
         str, typer.Option("--connector", help="python (built in, offline) or builtin (Spark's spark-sql-kafka)")
     ] = "python",
@@ -87,6 +93,7 @@ def run_cmd(
         trigger_s=trigger,
         until_idle_s=until_idle,
         timeout_s=timeout,
+        available_now=available_now,
         connector=connector,
         options=parse_kv(option, "--option"),
         spark_conf=parse_kv(conf, "--conf"),

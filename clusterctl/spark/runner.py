@@ -223,6 +223,7 @@ def run_job(
     trigger_s: float = 1.0,
     until_idle_s: float | None = None,
     timeout_s: float | None = None,
+    available_now: bool = False,
     connector: str = "python",
     options: dict[str, str] | None = None,
     spark_conf: dict[str, str] | None = None,
@@ -271,7 +272,7 @@ def run_job(
                 name, "batch", connector, master, bootstrap, None, "finished", time.monotonic() - start, result=result
             )
         return _run_streaming(
-            name, job, ctx, master, checkpoint, trigger_s, until_idle_s, timeout_s, start, on_progress
+            name, job, ctx, master, checkpoint, trigger_s, until_idle_s, timeout_s, available_now, start, on_progress
         )
     finally:
         if own_session:
@@ -293,13 +294,17 @@ def _run_streaming(
     trigger_s: float,
     until_idle_s: float | None,
     timeout_s: float | None,
+    available_now: bool,
     start: float,
     on_progress: Callable[[BatchProgress], None] | None,
 ) -> RunResult:
     temp_checkpoint = checkpoint is None
     cp = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix=f"clusterctl-{name}-"))
     writer = job.build(ctx).option("checkpointLocation", str(cp))
-    writer = writer.trigger(processingTime=f"{trigger_s} seconds") if trigger_s > 0 else writer
+    if available_now:  # everything up to the end offsets at start, in maxOffsetsPerTrigger batches, then stop
+        writer = writer.trigger(availableNow=True)
+    elif trigger_s > 0:
+        writer = writer.trigger(processingTime=f"{trigger_s} seconds")
     query_start = time.time()
     try:
         query = writer.queryName(f"clusterctl_{name}_{os.getpid()}").start()
@@ -311,9 +316,7 @@ def _run_streaming(
     stopped = "stopped"
     try:
         while True:
-            if not query.isActive:
-                stopped = "terminated"
-                break
+            active = query.isActive
             for p in query.recentProgress:
                 bid = int(p["batchId"])
                 if bid in seen:
@@ -327,9 +330,13 @@ def _run_streaming(
                     last_data_end = _parse_ts(bp.started) + bp.duration_ms / 1000
                 if on_progress:
                     on_progress(bp)
+            if not active:
+                stopped = "caught up" if available_now else "terminated"
+                break
             now = time.monotonic()
             busy = bool(query.status.get("isTriggerActive"))
-            if until_idle_s is not None and now - last_input >= until_idle_s and not busy:
+            # idle counts only once a batch has run: a slow first plan is not idleness
+            if until_idle_s is not None and seen and now - last_input >= until_idle_s and not busy:
                 stopped = "idle"
                 break
             if timeout_s is not None and now - start >= timeout_s:

@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
 )
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 FORMAT = "clusterctl-kafka"
@@ -353,11 +353,17 @@ class KafkaBatchReader(DataSourceReader):
         return read_range(self.opts, partition) if isinstance(partition, KafkaInputPartition) else iter(())
 
 
-class KafkaStreamReader(DataSourceStreamReader):
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """`spark.readStream.format("clusterctl-kafka")`: micro-batches bounded by per-partition end offsets."""
 
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
+        self.target: dict[tuple[str, int], int] | None = None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Trigger.AvailableNow: read up to today's end offsets, in limit-sized batches, then stop."""
+        tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
+        self.target = latest_offsets(self.opts.bootstrap, tps)
 
     def initialOffset(self) -> dict:
         tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
@@ -368,8 +374,11 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
-        end = latest_offsets(self.opts.bootstrap, tps)
+        if self.target is not None:
+            tps, end = list(self.target), dict(self.target)
+        else:
+            tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
+            end = latest_offsets(self.opts.bootstrap, tps)
         begin = _flat(start)
         new = [tp for tp in tps if tp not in begin]
         if new:  # partitions added since the query started are read from their beginning
