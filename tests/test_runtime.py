@@ -77,6 +77,8 @@ def test_up_healthy_status_logs_down(spec_path: Path) -> None:
         res = cli(spec_path, "down", "--volumes")
         assert res.returncode == 0, res.stderr
     assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
+    after = cli(spec_path, "status")
+    assert after.returncode == 0 and "is not running" in after.stdout
 
 
 def test_failed_up_tears_down_what_it_started(spec_path: Path) -> None:

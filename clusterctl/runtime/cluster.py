@@ -163,7 +163,9 @@ def status(spec: ClusterSpec) -> ClusterStatus:
     controller: int | None = None
     reachable: bool | None = None
     lines = [q.summary]
-    if spec.kafka.engine == "tansu":
+    if all(c.state == "missing" for c in containers):
+        lines = [f"cluster {spec.name} is not running: no containers (start it with `clusterctl up`)"]
+    elif spec.kafka.engine == "tansu":
         reachable, _ = health.tansu_metadata_ok(spec.bootstrap_servers)
         lines.append(f"broker (tansu) {'answers' if reachable else 'does not answer'} on {spec.bootstrap_servers}")
     elif q.has_quorum:
