@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from clusterctl.chaos.ledger import LedgerEntry, LedgerWriter, encode_value, parse_seq
 from clusterctl.kafka.admin import create_topic
 from clusterctl.kafka.clients import producer_config
 from clusterctl.spark.runner import error_line, run_job
@@ -167,6 +169,47 @@ def test_cap_offsets_spreads_the_limit_by_lag():
         {("t", 0): 1, ("t", 1): 0},
         {("t", 0): 0, ("t", 1): 1},
     )
+
+
+def test_verify_drill_catches_a_lost_acknowledged_write(spark: Any, bootstrap: str, unique_name: str, tmp_path: Path):
+    topic = f"{unique_name}-drill"
+    topics(bootstrap, topic)
+    acked: list[LedgerEntry] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        assert err is None
+        value = msg.value().decode()
+        seq = parse_seq(value)
+        assert seq is not None
+        acked.append(LedgerEntry(topic, msg.partition(), msg.offset(), msg.key().decode(), value, seq, time.time()))
+
+    p = Producer(producer_config(bootstrap))
+    for seq in range(200):
+        p.produce(topic, key=f"p{seq % 2}", value=encode_value(seq, 32), partition=seq % 2, on_delivery=on_delivery)
+    assert p.flush(30) == 0
+    good, lossy = tmp_path / "good.jsonl", tmp_path / "lossy.jsonl"
+    with LedgerWriter(good, topic) as w:
+        for e in acked:
+            w.append(e)
+    # the same drill, plus one write the ledger says was acknowledged but the topic never got
+    ghost = LedgerEntry(topic, 1, 100, "p1", encode_value(200, 32), 200, time.time())
+    with LedgerWriter(lossy, topic) as w:
+        for e in [*acked, ghost]:
+            w.append(e)
+
+    clean = run_job("verify_drill", bootstrap, spark=spark, options={"ledger": str(good)}).result
+    assert clean is not None
+    assert (clean["ok"], clean["acked"], clean["consumed"], clean["lost"]) == (True, 200, 200, 0)
+
+    lost = run_job("verify_drill", bootstrap, spark=spark, options={"ledger": str(lossy)}).result
+    assert lost is not None
+    assert (lost["ok"], lost["acked"], lost["consumed"], lost["lost"]) == (False, 201, 200, 1)
+    assert lost["first_lost"] == [f"{topic}-1@100 key=p1 seq=200"]
+
+    # end to end through the CLI: a loss is exit code 6 with one line naming it
+    proc = cli("spark", "run", "verify_drill", "-b", bootstrap, "--option", f"ledger={lossy}", "--master", "local[1]")
+    assert proc.returncode == 6, proc.stderr
+    assert "lost 1" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

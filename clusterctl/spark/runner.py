@@ -5,6 +5,7 @@ A job is a module `spark_jobs/<name>.py` with:
 - `DESCRIPTION` (one line), `KIND` ("streaming" or "batch");
 - `OPTIONS`: its options and their defaults (overridden with `--option k=v`);
 - `INPUT_TOPICS` / `OUTPUT_TOPICS`: the option names that hold topic names (checked before Spark starts);
+- optionally `resolve_options(opts) -> opts`: validate/complete options before anything starts;
 - streaming: `build(ctx: JobContext) -> DataStreamWriter` (not started; the runner sets checkpoint and trigger);
 - batch: `run(ctx: JobContext) -> dict` (the job's result, printed by the CLI).
 
@@ -245,6 +246,8 @@ def run_job(
             f"job {name} has no option {', '.join(unknown)}; its options: {', '.join(job.OPTIONS) or 'none'}"
         )
     opts = {**job.OPTIONS, **(options or {})}
+    if hasattr(job, "resolve_options"):  # e.g. a default taken from an input file
+        opts = job.resolve_options(opts)
     preflight(bootstrap, job, opts)
     if on_start:
         on_start()
