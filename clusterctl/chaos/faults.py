@@ -1,0 +1,362 @@
+"""Faults on the real containers of a cluster, through the Docker SDK.
+
+Every action returns a `FaultResult` (what was done, to which container, state before/after, how
+long it took). Targets come from the spec (`spec.broker_container(i)`, `spec.zk_container(i)`,
+`spec.network_name`); an unknown id, a missing container or a container in the wrong state is one
+`ClusterctlError` line. Timed faults (pause, network partition) always heal in a `finally`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from docker.errors import APIError, NotFound
+from docker.models.containers import Container
+
+from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
+from clusterctl.spec import ClusterSpec
+
+
+@dataclass
+class FaultResult:
+    """One fault (or heal) action and its effect on the container."""
+
+    action: str
+    target: str  # broker 2 | zk 1 | kafka1 ...
+    container: str
+    before: str
+    after: str
+    started: float  # epoch seconds
+    took_s: float
+    note: str | None = None
+
+
+@dataclass
+class Detached:
+    """A container taken off the cluster network, with what is needed to put it back unchanged."""
+
+    container: str
+    network: str
+    ipv4: str | None
+    aliases: list[str] = field(default_factory=list)
+
+
+def _docker() -> object:
+    from clusterctl.runtime.docker import client
+
+    return client()
+
+
+def _container(name: str) -> Container:
+    from clusterctl.runtime.docker import get_container
+
+    c = get_container(name)
+    c.reload()
+    return c
+
+
+def _state(c: Container) -> str:
+    c.reload()
+    return str(c.attrs.get("State", {}).get("Status", "unknown"))
+
+
+def broker_target(spec: ClusterSpec, broker_id: int) -> tuple[str, str]:
+    if broker_id not in spec.broker_ids:
+        raise NotFoundError(f"unknown broker id {broker_id}; the spec has brokers {_ids(spec.broker_ids)}")
+    return f"broker {broker_id}", spec.broker_container(broker_id)
+
+
+def zk_target(spec: ClusterSpec, zk_id: int) -> tuple[str, str]:
+    if zk_id not in spec.zk_ids:
+        raise NotFoundError(f"unknown ZooKeeper id {zk_id}; the spec has nodes {_ids(spec.zk_ids)}")
+    return f"zk {zk_id}", spec.zk_container(zk_id)
+
+
+def node_target(spec: ClusterSpec, name: str) -> tuple[str, str]:
+    """A service ('kafka2', 'zk1') or container name of the spec."""
+    services = [spec.zk_service(i) for i in spec.zk_ids] + [spec.broker_service(i) for i in spec.broker_ids]
+    if spec.kafka_manager.enabled:
+        services.append(spec.manager_service)
+    for s in services:
+        if name in (s, spec.container_name(s)):
+            return s, spec.container_name(s)
+    raise NotFoundError(f"unknown node {name!r}; the spec has {', '.join(services)}")
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(str(i) for i in ids)
+
+
+def _require(c: Container, target: str, *states: str) -> str:
+    st = _state(c)
+    if st not in states:
+        raise ClusterctlError(f"{target} ({c.name}) is {st}, expected {' or '.join(states)}")
+    return st
+
+
+def _act(action: str, target: str, name: str, need: tuple[str, ...], fn: Callable[[Container], None]) -> FaultResult:
+    c = _container(name)
+    before = _require(c, target, *need)
+    started = time.time()
+    t0 = time.monotonic()
+    try:
+        fn(c)
+    except APIError as exc:
+        raise ClusterctlError(f"{action} {target} ({name}) failed: {exc.explanation or exc}") from None
+    return FaultResult(action, target, name, before, _state(c), started, round(time.monotonic() - t0, 3))
+
+
+def kill(action: str, target: str, name: str) -> FaultResult:
+    """SIGKILL (like kill -9): no controlled shutdown, the ZK session expires on its own."""
+    return _act(action, target, name, ("running",), lambda c: c.kill(signal="SIGKILL"))
+
+
+def stop(action: str, target: str, name: str, grace_s: int) -> FaultResult:
+    """SIGTERM then wait up to `grace_s` (a broker's controlled shutdown) before SIGKILL."""
+    return _act(action, target, name, ("running",), lambda c: c.stop(timeout=grace_s))
+
+
+def start(action: str, target: str, name: str) -> FaultResult:
+    return _act(action, target, name, ("exited", "created"), lambda c: c.start())
+
+
+def restart(action: str, target: str, name: str, grace_s: int) -> FaultResult:
+    return _act(action, target, name, ("running", "exited", "created"), lambda c: c.restart(timeout=grace_s))
+
+
+def pause(target: str, name: str) -> FaultResult:
+    """SIGSTOP every process of the container (docker pause: the cgroup freezer)."""
+    return _act("pause", target, name, ("running",), lambda c: c.pause())
+
+
+def unpause(target: str, name: str) -> FaultResult:
+    return _act("unpause", target, name, ("paused",), lambda c: c.unpause())
+
+
+def kill_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
+    return kill("kill-broker", *broker_target(spec, broker_id))
+
+
+def stop_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
+    return stop("stop-broker", *broker_target(spec, broker_id), grace_s=spec.kafka.stop_grace_seconds)
+
+
+def start_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
+    return start("start-broker", *broker_target(spec, broker_id))
+
+
+def restart_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
+    return restart("restart-broker", *broker_target(spec, broker_id), grace_s=spec.kafka.stop_grace_seconds)
+
+
+def kill_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
+    return kill("kill-zk", *zk_target(spec, zk_id))
+
+
+def stop_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
+    return stop("stop-zk", *zk_target(spec, zk_id), grace_s=10)
+
+
+def start_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
+    return start("start-zk", *zk_target(spec, zk_id))
+
+
+def current_leader(bootstrap: str, topic: str, partition: int) -> int:
+    """The broker that leads `topic`-`partition` now, from metadata; one line if there is none."""
+    from clusterctl.kafka.admin import describe_topic
+
+    desc = describe_topic(bootstrap, topic)
+    for p in desc.partitions:
+        if p.partition == partition:
+            if p.leader < 0:
+                raise ClusterctlError(f"{topic}-{partition} has no leader right now (Leader: -1)")
+            return p.leader
+    raise NotFoundError(f"topic {topic!r} has partitions 0..{desc.partition_count - 1}; no partition {partition}")
+
+
+def kill_leader(spec: ClusterSpec, bootstrap: str, topic: str, partition: int) -> FaultResult:
+    """SIGKILL the broker currently leading the partition (seed 002: `kill -9` the leader)."""
+    leader = current_leader(bootstrap, topic, partition)
+    res = kill("kill-leader", *broker_target(spec, leader))
+    res.note = f"leader of {topic}-{partition} was broker {leader}"
+    return res
+
+
+# ---------------------------------------------------------------- network partition
+
+
+def disconnect(spec: ClusterSpec, name: str) -> tuple[FaultResult, Detached]:
+    """Take a node off the cluster network, remembering its static IP and aliases."""
+    target, cname = node_target(spec, name)
+    c = _container(cname)
+    before = _require(c, target, "running", "paused")
+    nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
+    entry = nets.get(spec.network_name)
+    if entry is None:
+        raise ClusterctlError(f"{target} ({cname}) is not attached to {spec.network_name} (already partitioned?)")
+    ipv4 = (entry.get("IPAMConfig") or {}).get("IPv4Address") or entry.get("IPAddress") or None
+    aliases = [a for a in (entry.get("Aliases") or []) if a not in (c.id, c.id[:12], c.name)]
+    if target not in aliases:
+        aliases.append(target)
+    detached = Detached(cname, spec.network_name, ipv4, aliases)
+    started = time.time()
+    t0 = time.monotonic()
+    try:
+        _docker().networks.get(spec.network_name).disconnect(c)  # type: ignore[attr-defined]
+    except (APIError, NotFound) as exc:
+        raise ClusterctlError(f"disconnecting {target} from {spec.network_name} failed: {exc}") from None
+    res = FaultResult(
+        "partition-node", target, cname, before, "disconnected", started, round(time.monotonic() - t0, 3),
+        note=f"off {spec.network_name} (was {ipv4})",
+    )  # fmt: skip
+    return res, detached
+
+
+def reconnect(d: Detached) -> FaultResult:
+    """Put a node back on its network with the same static IP and aliases."""
+    started = time.time()
+    t0 = time.monotonic()
+    try:
+        _docker().networks.get(d.network).connect(d.container, ipv4_address=d.ipv4, aliases=d.aliases)  # type: ignore[attr-defined]
+    except APIError as exc:
+        if "already exists" not in str(exc):
+            raise ClusterctlError(f"reconnecting {d.container} to {d.network} failed: {exc}") from None
+    return FaultResult(
+        "reconnect", d.container, d.container, "disconnected", "connected", started, round(time.monotonic() - t0, 3),
+        note=f"on {d.network} as {d.ipv4}",
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _always(heal: Callable[[], FaultResult], out: list[FaultResult]) -> Iterator[None]:
+    """Run `heal` on exit, whatever happened (Ctrl-C included)."""
+    try:
+        yield
+    finally:
+        out.append(heal())
+
+
+def _sleep(seconds: float, stop_event: threading.Event | None) -> None:
+    if stop_event is None:
+        time.sleep(seconds)
+    else:
+        stop_event.wait(seconds)
+
+
+def pause_for(
+    spec: ClusterSpec, target: str, name: str, seconds: float, stop_event: threading.Event | None = None
+) -> list[FaultResult]:
+    """Pause a container for `seconds`, then unpause (also on Ctrl-C or error)."""
+    if seconds <= 0:
+        raise UsageError(f"--for must be positive, got {seconds}")
+    out = [pause(target, name)]
+    with _always(lambda: unpause(target, name), out):
+        _sleep(seconds, stop_event)
+    return out
+
+
+def pause_broker(
+    spec: ClusterSpec, broker_id: int, seconds: float, stop_event: threading.Event | None = None
+) -> list[FaultResult]:
+    return pause_for(spec, *broker_target(spec, broker_id), seconds=seconds, stop_event=stop_event)
+
+
+def partition_node(
+    spec: ClusterSpec, name: str, seconds: float, stop_event: threading.Event | None = None
+) -> list[FaultResult]:
+    """Disconnect a node from the cluster network for `seconds`, then reconnect it (also on error)."""
+    if seconds <= 0:
+        raise UsageError(f"--for must be positive, got {seconds}")
+    res, detached = disconnect(spec, name)
+    out = [res]
+    with _always(lambda: reconnect(detached), out):
+        _sleep(seconds, stop_event)
+    return out
+
+
+# ---------------------------------------------------------------- heal everything
+
+
+def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
+    """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
+    out: list[FaultResult] = [reconnect(d) for d in detached or []]
+    for service, target in [(spec.zk_service(i), f"zk {i}") for i in spec.zk_ids] + [
+        (spec.broker_service(i), f"broker {i}") for i in spec.broker_ids
+    ]:
+        name = spec.container_name(service)
+        from clusterctl.runtime.docker import find_container
+
+        c = find_container(name)
+        if c is None:
+            continue
+        st = _state(c)
+        if st == "paused":
+            out.append(unpause(target, name))
+        elif st in ("exited", "created"):
+            out.append(start("start", target, name))
+        nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
+        if spec.network_name not in nets and st in ("running", "paused"):
+            ip = spec.zk_ip(int(service[2:])) if service.startswith("zk") else spec.broker_ip(int(service[5:]))
+            out.append(reconnect(Detached(name, spec.network_name, ip, [service])))
+    return out
+
+
+# ---------------------------------------------------------------- rolling restart
+
+
+@dataclass
+class RollingStep:
+    broker: int
+    restart: FaultResult
+    isr_full_after_s: float
+
+
+def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5) -> float:
+    """Wait until every partition of every topic has its full replica set in sync; seconds waited."""
+    from clusterctl.kafka.admin import describe_topics
+
+    t0 = time.monotonic()
+    missing = "no metadata yet"
+    while time.monotonic() - t0 < timeout:
+        try:
+            topics = describe_topics(bootstrap, include_internal=True, timeout=min(5.0, timeout))
+            bad = [
+                f"{p.topic}-{p.partition}"
+                for t in topics
+                for p in t.partitions
+                if p.leader < 0 or set(p.isr) != set(p.replicas)
+            ]
+            if not bad:
+                return round(time.monotonic() - t0, 3)
+            missing = f"{len(bad)} partitions not fully in sync (e.g. {', '.join(bad[:3])})"
+        except ClusterctlError as exc:
+            missing = str(exc)
+        time.sleep(poll)
+    raise TimeoutError_(f"ISR not full after {timeout:.0f}s: {missing}")
+
+
+def rolling_restart(
+    spec: ClusterSpec,
+    bootstrap: str,
+    timeout: float = 300.0,
+    brokers: list[int] | None = None,
+    on_step: Callable[[RollingStep], None] | None = None,
+) -> list[RollingStep]:
+    """Restart brokers one at a time, waiting for full ISR on all partitions before the next."""
+    ids = brokers or spec.broker_ids
+    for b in ids:
+        broker_target(spec, b)
+    wait_full_isr(bootstrap, timeout)
+    steps: list[RollingStep] = []
+    for b in ids:
+        res = restart_broker(spec, b)
+        waited = wait_full_isr(bootstrap, timeout)
+        step = RollingStep(b, res, waited)
+        steps.append(step)
+        if on_step:
+            on_step(step)
+    return steps

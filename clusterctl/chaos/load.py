@@ -1,0 +1,260 @@
+"""The drill's load generator and its verification.
+
+`DrillLoad` produces sequence-numbered records (acks=all, enable.idempotence=true) round-robin over
+a topic's partitions, with key "p<partition>" and value `encode_value(seq)`, and appends every
+acknowledged write to a ledger (see ledger.py). It keeps per-interval throughput and error counts
+for the observer's timeline. `consume_all` reads a topic from the beginning up to its end offsets;
+`verify_drill` compares that with the ledger (acked ⊆ consumed, per-partition order).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer, TopicPartition
+
+from clusterctl.chaos.ledger import (
+    LedgerEntry,
+    LedgerWriter,
+    VerifyResult,
+    encode_value,
+    parse_seq,
+    read_ledger,
+    verify,
+)
+from clusterctl.errors import ClusterctlError, TimeoutError_
+from clusterctl.kafka.clients import ConsumedRecord, check_topic, consumer_config, producer_config
+
+INTERVAL_S = 0.5
+
+
+@dataclass
+class LoadInterval:
+    """Producer activity in one interval: acknowledged writes, failed deliveries, error names."""
+
+    t: float  # epoch seconds, interval start
+    acked: int = 0
+    errors: int = 0
+    error_names: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class LoadSummary:
+    topic: str
+    ledger: str
+    sent: int
+    acked: int
+    failed: int
+    pending: int  # sent but never reported (delivery timed out at shutdown)
+    seconds: float
+    errors: dict[str, int]
+    intervals: list[LoadInterval]
+
+
+class DrillLoad:
+    """A background producer writing numbered records and a ledger of acknowledged ones."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        ledger_path: str | Path,
+        rate: float = 500.0,
+        value_size: int = 64,
+        partitions: int | None = None,
+        **producer_overrides: Any,
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.rate = rate
+        self.value_size = value_size
+        self.partitions = partitions or check_topic(bootstrap, topic)
+        conf = producer_config(bootstrap, "all", **producer_overrides)
+        conf["enable.idempotence"] = True
+        self._producer = Producer(conf)
+        self._ledger = LedgerWriter(
+            ledger_path, topic, partitions=self.partitions, acks="all", idempotence=True, bootstrap=bootstrap
+        )
+        self.ledger_path = str(ledger_path)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.sent = 0
+        self.acked = 0
+        self.failed = 0
+        self.errors: Counter[str] = Counter()
+        self.intervals: list[LoadInterval] = []
+        self._started = 0.0
+        self._fatal: str | None = None
+
+    # -- delivery reports run on the producer thread inside poll()/flush()
+    def _interval(self, now: float) -> LoadInterval:
+        if not self.intervals or now - self.intervals[-1].t >= INTERVAL_S:
+            start = self._started + INTERVAL_S * int((now - self._started) / INTERVAL_S)
+            while self.intervals and self.intervals[-1].t + INTERVAL_S < start - 1e-9:
+                self.intervals.append(LoadInterval(self.intervals[-1].t + INTERVAL_S))
+            self.intervals.append(LoadInterval(start))
+        return self.intervals[-1]
+
+    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        now = time.time()
+        with self._lock:
+            iv = self._interval(now)
+            if err is not None:
+                self.failed += 1
+                iv.errors += 1
+                iv.error_names[err.name()] = iv.error_names.get(err.name(), 0) + 1
+                self.errors[err.name()] += 1
+                if err.fatal():
+                    self._fatal = f"{err.name()}: {err.str()}"
+                return
+            self.acked += 1
+            iv.acked += 1
+            value = msg.value().decode()
+            seq = parse_seq(value)
+            self._ledger.append(
+                LedgerEntry(
+                    msg.topic(),
+                    msg.partition(),
+                    msg.offset(),
+                    msg.key().decode(),
+                    value,
+                    -1 if seq is None else seq,
+                    now,
+                )
+            )
+
+    def _run(self) -> None:
+        try:
+            self._produce_loop()
+        except Exception as exc:  # surfaced through `fatal` and stop()
+            self._fatal = f"{type(exc).__name__}: {exc}"
+
+    def _produce_loop(self) -> None:
+        seq = 0
+        t0 = time.monotonic()
+        while not self._stop.is_set():
+            if self.rate > 0:
+                due = t0 + seq / self.rate
+                delay = due - time.monotonic()
+                if delay > 0:
+                    self._producer.poll(min(delay, 0.05))
+                    continue
+            p = seq % self.partitions
+            try:
+                self._producer.produce(
+                    self.topic,
+                    key=f"p{p}".encode(),
+                    value=encode_value(seq, self.value_size).encode(),
+                    partition=p,
+                    on_delivery=self._on_delivery,
+                )
+                seq += 1
+                self.sent = seq
+            except BufferError:
+                self._producer.poll(0.05)
+                continue
+            self._producer.poll(0)
+            if self._fatal:
+                break
+
+    def start(self) -> DrillLoad:
+        self._started = time.time()
+        self._thread = threading.Thread(target=self._run, name="drill-load", daemon=True)
+        self._thread.start()
+        return self
+
+    def stats(self) -> tuple[int, int, int]:
+        with self._lock:
+            return self.sent, self.acked, self.failed
+
+    def stop(self, flush_timeout: float = 60.0) -> LoadSummary:
+        """Stop producing, wait for outstanding deliveries, close the ledger."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        pending = self._producer.flush(flush_timeout)
+        self._ledger.close()
+        if self._fatal and self.sent == 0:
+            raise ClusterctlError(f"drill producer failed: {self._fatal}")
+        with self._lock:
+            return LoadSummary(
+                topic=self.topic,
+                ledger=self.ledger_path,
+                sent=self.sent,
+                acked=self.acked,
+                failed=self.failed,
+                pending=pending,
+                seconds=round(time.time() - self._started, 3),
+                errors=dict(self.errors),
+                intervals=list(self.intervals),
+            )
+
+    @property
+    def fatal(self) -> str | None:
+        return self._fatal
+
+
+def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[ConsumedRecord]:
+    """Every record of `topic` from the beginning up to the end offsets taken now (read_committed off)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer
+
+    from clusterctl.kafka.admin import log_end_offsets
+
+    partitions = check_topic(bootstrap, topic)
+    ends = log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])
+    remaining = {p for (_t, p), end in ends.items() if end > 0}
+    out: list[ConsumedRecord] = []
+    if not remaining:
+        return out
+    consumer = Consumer(consumer_config(bootstrap, enable_partition_eof=True))
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        deadline = time.monotonic() + timeout
+        while remaining:
+            if time.monotonic() > deadline:
+                raise TimeoutError_(
+                    f"consumed {len(out)} records of {topic!r} but partitions {sorted(remaining)} did not reach "
+                    f"their end offsets within {timeout:.0f}s"
+                )
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                eof = msg.error().code() == KafkaError._PARTITION_EOF
+                if eof and msg.offset() >= ends[(topic, msg.partition())]:
+                    remaining.discard(msg.partition())
+                continue
+            key = msg.key()
+            value = msg.value()
+            ts = msg.timestamp()[1]
+            out.append(
+                ConsumedRecord(
+                    msg.topic(),
+                    msg.partition(),
+                    msg.offset(),
+                    None if key is None else key.decode("utf-8", "replace"),
+                    None if value is None else value.decode("utf-8", "replace"),
+                    ts,
+                )
+            )
+            if msg.offset() + 1 >= ends[(topic, msg.partition())]:
+                remaining.discard(msg.partition())
+    finally:
+        consumer.close()
+    return out
+
+
+def verify_drill(bootstrap: str, ledger_path: str | Path, timeout: float = 120.0) -> VerifyResult:
+    """Read the ledger, consume its topic from the beginning, and compare."""
+    ledger = read_ledger(ledger_path)
+    try:
+        consumed = consume_all(bootstrap, ledger.topic, timeout)
+    except ClusterctlError:
+        raise
+    return verify(ledger.entries, consumed)

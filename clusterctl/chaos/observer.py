@@ -1,0 +1,514 @@
+"""Watch a cluster while a fault runs and turn what happened into a timeline and failover times.
+
+Sources (each on its own thread, all optional):
+- Kafka metadata polled every `interval` (default 200 ms): per partition leader / replicas / ISR,
+  the controller id and the live broker list.
+- ZooKeeper watches (kazoo): /controller, /brokers/ids and each observed partition's state znode,
+  plus the session state of the watching client.
+- ZK Mode per node from `srvr` (four-letter word) every `zk_interval`, and the quorum it implies.
+- The drill producer's per-interval acks and errors (attached at the end).
+
+Only changes are stored (plus one sample at start and end), so a long drill stays small.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.spec import ClusterSpec
+
+HEAL_ACTIONS = {"unpause", "reconnect", "start", "start-broker", "start-zk", "restart-broker", "heal"}
+
+
+@dataclass
+class Event:
+    """Something that changed, with where we saw it."""
+
+    t: float  # epoch seconds
+    source: str  # metadata | zk-watch | zk-mode | fault | step | load
+    kind: str  # leader | isr | controller | brokers | mode | quorum | session | fault | heal | error ...
+    subject: str  # "drill-0", "zk2", "broker 3", ...
+    detail: str
+    value: Any = None
+
+
+@dataclass
+class PartitionSample:
+    t: float
+    topic: str
+    partition: int
+    leader: int  # -1: no leader
+    replicas: list[int]
+    isr: list[int]
+    source: str = "metadata"
+
+
+@dataclass
+class ZkModeSample:
+    t: float
+    zk_id: int
+    mode: str
+
+
+@dataclass
+class Marker:
+    """A fault or heal on the timeline (what the drill did)."""
+
+    t: float
+    action: str
+    target: str
+    heal: bool = False
+    note: str | None = None
+
+
+@dataclass
+class Timeline:
+    started: float
+    ended: float
+    topics: list[str]
+    events: list[Event] = field(default_factory=list)
+    partitions: list[PartitionSample] = field(default_factory=list)
+    zk_modes: list[ZkModeSample] = field(default_factory=list)
+    markers: list[Marker] = field(default_factory=list)
+    load: list[Any] = field(default_factory=list)  # LoadInterval rows
+
+
+class Observer:
+    """Start with `start()`, mark faults with `mark()`, stop with `stop()` → Timeline."""
+
+    def __init__(
+        self,
+        spec: ClusterSpec | None,
+        bootstrap: str | None,
+        topics: list[str] | None = None,
+        interval: float = 0.2,
+        zk_interval: float = 0.25,
+        zk_connect: str | None = None,
+        watch_zk: bool = True,
+        poll_metadata: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.bootstrap = bootstrap
+        self.topics = list(topics or [])
+        self.interval = interval
+        self.zk_interval = zk_interval
+        self.zk_connect = zk_connect or (spec.zk_connect if spec else None)
+        self.watch_zk = watch_zk and self.zk_connect is not None
+        self.poll_metadata = poll_metadata and bootstrap is not None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._zk: Any = None
+        self.timeline = Timeline(time.time(), 0.0, self.topics)
+        self._last_part: dict[tuple[str, int], tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
+        self._last_zk_part: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
+        self._last_mode: dict[int, str] = {}
+        self._last_quorum: bool | None = None
+        self._last_controller: int | None = None
+        self._last_brokers: tuple[int, ...] | None = None
+        self._last_zk_brokers: tuple[int, ...] | None = None
+        self._last_zk_controller: Any = "unset"
+        self._metadata_ok: bool | None = None
+
+    # ------------------------------------------------------------ recording
+
+    def event(self, source: str, kind: str, subject: str, detail: str, value: Any = None) -> None:
+        with self._lock:
+            self.timeline.events.append(Event(time.time(), source, kind, subject, detail, value))
+
+    def mark(
+        self, action: str, target: str, heal: bool | None = None, note: str | None = None, t: float | None = None
+    ) -> Marker:
+        """Record a fault or heal the drill performed (at `t`, default now)."""
+        m = Marker(t or time.time(), action, target, action in HEAL_ACTIONS if heal is None else heal, note)
+        with self._lock:
+            self.timeline.markers.append(m)
+            kind = "heal" if m.heal else "fault"
+            self.timeline.events.append(Event(m.t, "fault", kind, target, f"{action} {target}", note))
+        return m
+
+    def add_topic(self, topic: str) -> None:
+        with self._lock:
+            if topic not in self.topics:
+                self.topics.append(topic)
+        if self._zk is not None:
+            self._watch_topic_states(topic)
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> Observer:
+        if self.poll_metadata:
+            self._spawn(self._metadata_loop, "observe-metadata")
+        if self.spec is not None:
+            self._spawn(self._zk_mode_loop, "observe-zk-mode")
+        if self.watch_zk:
+            self._start_zk_watches()
+        return self
+
+    def _spawn(self, fn: Any, name: str) -> None:
+        t = threading.Thread(target=fn, name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def stop(self, load_intervals: list[Any] | None = None) -> Timeline:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=10)
+        if self._zk is not None:
+            with contextlib.suppress(Exception):
+                self._zk.stop()
+                self._zk.close()
+        with self._lock:
+            self.timeline.ended = time.time()
+            if load_intervals is not None:
+                self.timeline.load = list(load_intervals)
+            # a closing sample per partition so step plots reach the end
+            for (topic, p), (leader, replicas, isr) in self._last_part.items():
+                self.timeline.partitions.append(
+                    PartitionSample(self.timeline.ended, topic, p, leader, list(replicas), list(isr))
+                )
+            for zk_id, mode in self._last_mode.items():
+                self.timeline.zk_modes.append(ZkModeSample(self.timeline.ended, zk_id, mode))
+        return self.timeline
+
+    def __enter__(self) -> Observer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._stop.is_set():
+            self.stop()
+
+    # ------------------------------------------------------------ Kafka metadata
+
+    def _metadata_loop(self) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        from clusterctl.kafka.clients import admin_config
+
+        assert self.bootstrap is not None
+        client = AdminClient(admin_config(self.bootstrap))
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            try:
+                md = client.list_topics(timeout=max(1.0, self.interval * 5))
+            except Exception as exc:  # KafkaException: no broker answered in time
+                if self._metadata_ok is not False:
+                    self.event("metadata", "error", "metadata", f"metadata request failed: {exc}")
+                self._metadata_ok = False
+            else:
+                if self._metadata_ok is False:
+                    self.event("metadata", "recovered", "metadata", "metadata answers again")
+                self._metadata_ok = True
+                self._record_metadata(md)
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - t0)))
+
+    def _record_metadata(self, md: Any) -> None:
+        now = time.time()
+        brokers = tuple(sorted(md.brokers))
+        if brokers != self._last_brokers:
+            gone = sorted(set(self._last_brokers or ()) - set(brokers))
+            back = sorted(set(brokers) - set(self._last_brokers or ()))
+            detail = f"live brokers {','.join(map(str, brokers)) or '-'}"
+            if self._last_brokers is not None:
+                detail += f" (lost {gone})" if gone else f" (joined {back})"
+            self.event("metadata", "brokers", "cluster", detail, list(brokers))
+            self._last_brokers = brokers
+        if md.controller_id != self._last_controller:
+            self.event("metadata", "controller", "cluster", f"controller {md.controller_id}", md.controller_id)
+            self._last_controller = md.controller_id
+        with self._lock:
+            topics = list(self.topics)
+        for name in topics:
+            t = md.topics.get(name)
+            if t is None or (t.error is not None and not t.partitions):
+                continue
+            for pid, p in sorted(t.partitions.items()):
+                key = (name, pid)
+                state = (int(p.leader), tuple(p.replicas), tuple(sorted(p.isrs)))
+                prev = self._last_part.get(key)
+                if state == prev:
+                    continue
+                self._last_part[key] = state
+                with self._lock:
+                    self.timeline.partitions.append(
+                        PartitionSample(now, name, pid, state[0], list(state[1]), list(state[2]))
+                    )
+                subject = f"{name}-{pid}"
+                if prev is None:
+                    self.event("metadata", "partition", subject, _describe(state), _state_dict(state))
+                    continue
+                if prev[0] != state[0]:
+                    self.event("metadata", "leader", subject, f"leader {prev[0]} -> {state[0]}", state[0])
+                if prev[2] != state[2]:
+                    self.event("metadata", "isr", subject, f"isr {_ids(prev[2])} -> {_ids(state[2])}", list(state[2]))
+
+    # ------------------------------------------------------------ ZooKeeper Mode per node
+
+    def _zk_mode_loop(self) -> None:
+        from clusterctl import zk
+
+        assert self.spec is not None
+        spec = self.spec
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            statuses = zk.node_statuses(spec, timeout=min(1.0, self.zk_interval * 4))
+            now = time.time()
+            for s in statuses:
+                if self._last_mode.get(s.id) != s.mode:
+                    prev = self._last_mode.get(s.id)
+                    self._last_mode[s.id] = s.mode
+                    with self._lock:
+                        self.timeline.zk_modes.append(ZkModeSample(now, s.id, s.mode))
+                    detail = f"mode {prev or '?'} -> {s.mode}" + (f" ({s.error})" if s.error else "")
+                    self.event("zk-mode", "mode", f"zk{s.id}", detail, s.mode)
+            q = zk.summarize(statuses)
+            if q.has_quorum != self._last_quorum:
+                self._last_quorum = q.has_quorum
+                self.event("zk-mode", "quorum", "ensemble", q.summary, q.has_quorum)
+            self._stop.wait(max(0.0, self.zk_interval - (time.monotonic() - t0)))
+
+    # ------------------------------------------------------------ ZooKeeper watches
+
+    def _start_zk_watches(self) -> None:
+        from kazoo.client import KazooClient
+
+        from clusterctl.zk import _KAZOO_LOG
+
+        client = KazooClient(hosts=self.zk_connect, timeout=10.0, logger=_KAZOO_LOG, connection_retry={"max_tries": -1})
+        client.add_listener(lambda state: self.event("zk-watch", "session", "observer", f"session {state}", state))
+        self._zk = client
+        # watches are registered once the session exists; start_async so a lost quorum does not block us
+        client.start_async()
+        self._spawn(self._register_watches, "observe-zk-watch")
+
+    def _register_watches(self) -> None:
+        client = self._zk
+        while not self._stop.is_set() and not client.connected:
+            self._stop.wait(0.2)
+        if self._stop.is_set():
+            return
+
+        def on_controller(data: bytes | None, stat: Any) -> None:
+            value = _decode(data)
+            cid = value.get("brokerid") if isinstance(value, dict) else None
+            if cid != self._last_zk_controller:
+                self._last_zk_controller = cid
+                self.event(
+                    "zk-watch", "controller", "/controller", f"controller {cid if cid is not None else '-'}", cid
+                )
+
+        def on_brokers(children: list[str]) -> None:
+            ids = tuple(sorted(int(c) for c in children if c.isdigit()))
+            if ids != self._last_zk_brokers:
+                gone = sorted(set(self._last_zk_brokers or ()) - set(ids))
+                detail = f"registered {_ids(ids)}" + (f" (lost {gone})" if gone and self._last_zk_brokers else "")
+                self._last_zk_brokers = ids
+                self.event("zk-watch", "brokers", "/brokers/ids", detail, list(ids))
+
+        with contextlib.suppress(Exception):
+            client.DataWatch("/controller", on_controller)
+            self._watch_when_created("/brokers/ids", on_brokers)
+        with self._lock:
+            topics = list(self.topics)
+        for topic in topics:
+            self._watch_topic_states(topic)
+
+    def _watch_when_created(self, path: str, fn: Any) -> None:
+        """ChildrenWatch needs the node; wait for it with an exists-watch (a ZK-only ensemble has none)."""
+        client = self._zk
+
+        def on_exists(data: bytes | None, stat: Any) -> bool | None:
+            if stat is not None:
+                client.ChildrenWatch(path, fn, allow_session_lost=True)
+                return False  # stop this DataWatch
+            return None
+
+        client.DataWatch(path, on_exists)
+
+    def _watch_topic_states(self, topic: str) -> None:
+        client = self._zk
+        base = f"/brokers/topics/{topic}/partitions"
+
+        def watch_partition(pid: int) -> None:
+            path = f"{base}/{pid}/state"
+
+            def on_state(data: bytes | None, stat: Any) -> None:
+                value = _decode(data)
+                if not isinstance(value, dict):
+                    return
+                state = (int(value.get("leader", -1)), tuple(sorted(value.get("isr", []))))
+                key = (topic, pid)
+                prev = self._last_zk_part.get(key)
+                if state == prev:
+                    return
+                self._last_zk_part[key] = state
+                self.event(
+                    "zk-watch",
+                    "partition-state",
+                    f"{topic}-{pid}",
+                    f"leader {state[0]} isr {_ids(state[1])} (epoch {value.get('leader_epoch')})",
+                    {"leader": state[0], "isr": list(state[1])},
+                )
+
+            client.DataWatch(path, on_state)
+
+        watched: set[int] = set()
+
+        def on_partitions(children: list[str]) -> None:
+            for c in children:
+                if c.isdigit() and int(c) not in watched:
+                    watched.add(int(c))
+                    watch_partition(int(c))
+
+        with contextlib.suppress(Exception):
+            self._watch_when_created(base, on_partitions)
+
+
+def _decode(data: bytes | None) -> Any:
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode("utf-8", "replace")
+
+
+def _ids(ids: Any) -> str:
+    return ",".join(str(i) for i in ids) or "-"
+
+
+def _describe(state: tuple[int, tuple[int, ...], tuple[int, ...]]) -> str:
+    return f"leader {state[0]} replicas {_ids(state[1])} isr {_ids(state[2])}"
+
+
+def _state_dict(state: tuple[int, tuple[int, ...], tuple[int, ...]]) -> dict[str, Any]:
+    return {"leader": state[0], "replicas": list(state[1]), "isr": list(state[2])}
+
+
+# ---------------------------------------------------------------- analysis
+
+
+@dataclass
+class PartitionFailover:
+    topic: str
+    partition: int
+    leader_before: int
+    led_by_target: bool
+    new_leader: int | None
+    time_to_new_leader_s: float | None  # fault → a live leader other than the failed broker
+    isr_shrunk_s: float | None  # fault → the failed broker left the ISR
+    isr_full_s: float | None  # heal → ISR == replicas again
+    unavailable_s: float | None  # leaderless (or led by the dead broker) after the fault
+
+
+@dataclass
+class FaultMetrics:
+    action: str
+    target: str
+    t: float
+    broker: int | None
+    zk: int | None
+    detected_s: float | None  # broker: gone from /brokers/ids or metadata; zk: node not serving
+    detected_by: str | None
+    controller_change_s: float | None
+    quorum_lost_s: float | None
+    quorum_ok_after_heal_s: float | None
+    heal_t: float | None
+    partitions: list[PartitionFailover]
+
+
+def _target_ids(m: Marker) -> tuple[int | None, int | None]:
+    words = m.target.replace("-", " ").split()
+    if m.note and m.note.startswith("leader of") and "broker" in m.note:
+        return int(m.note.rsplit(" ", 1)[-1]), None
+    if len(words) == 2 and words[1].isdigit():
+        return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
+    if m.target.startswith("kafka") and m.target[5:].isdigit():
+        return int(m.target[5:]), None
+    if m.target.startswith("zk") and m.target[2:].isdigit():
+        return None, int(m.target[2:])
+    return None, None
+
+
+def analyze(tl: Timeline) -> list[FaultMetrics]:
+    """Failover times for every fault marker (heals are paired with the next heal after the fault)."""
+    out: list[FaultMetrics] = []
+    faults = [m for m in tl.markers if not m.heal]
+    for m in faults:
+        broker, zk_id = _target_ids(m)
+        heals = [h for h in tl.markers if h.heal and h.t >= m.t]
+        heal = next((h for h in heals if h.target == m.target), heals[0] if heals else None)
+        nxt = next((f.t for f in faults if f.t > m.t), tl.ended)
+        detected_s, detected_by = None, None
+        if broker is not None:
+            for e in tl.events:
+                if e.t >= m.t and e.kind == "brokers" and isinstance(e.value, list) and broker not in e.value:
+                    detected_s, detected_by = round(e.t - m.t, 3), e.source
+                    break
+        if zk_id is not None:
+            for s in tl.zk_modes:
+                if s.t >= m.t and s.zk_id == zk_id and s.mode in ("down", "not serving"):
+                    detected_s, detected_by = round(s.t - m.t, 3), "zk-mode"
+                    break
+        ctrl = next((e.t for e in tl.events if e.t >= m.t and e.kind == "controller" and e.source == "metadata"), None)
+        q_lost = next((e.t for e in tl.events if e.t >= m.t and e.kind == "quorum" and e.value is False), None)
+        q_ok = None
+        if heal is not None:
+            q_ok = next((e.t for e in tl.events if e.t >= heal.t and e.kind == "quorum" and e.value is True), None)
+        parts = _partition_failovers(tl, m, broker, heal, nxt) if broker is not None else []
+        out.append(
+            FaultMetrics(
+                action=m.action,
+                target=m.target,
+                t=m.t,
+                broker=broker,
+                zk=zk_id,
+                detected_s=detected_s,
+                detected_by=detected_by,
+                controller_change_s=None if ctrl is None or ctrl > nxt else round(ctrl - m.t, 3),
+                quorum_lost_s=None if q_lost is None or q_lost > nxt else round(q_lost - m.t, 3),
+                quorum_ok_after_heal_s=None if q_ok is None or heal is None else round(q_ok - heal.t, 3),
+                heal_t=heal.t if heal else None,
+                partitions=parts,
+            )
+        )
+    return out
+
+
+def _partition_failovers(
+    tl: Timeline, m: Marker, broker: int, heal: Marker | None, until: float
+) -> list[PartitionFailover]:
+    out: list[PartitionFailover] = []
+    keys = sorted({(s.topic, s.partition) for s in tl.partitions})
+    for topic, pid in keys:
+        samples = [s for s in tl.partitions if (s.topic, s.partition) == (topic, pid)]
+        before = [s for s in samples if s.t <= m.t]
+        after = [s for s in samples if m.t < s.t <= until]
+        if not before:
+            continue
+        b = before[-1]
+        led = b.leader == broker
+        new_leader, ttnl, unavailable = None, None, None
+        if led:
+            for s in after:
+                if s.leader not in (-1, broker):
+                    new_leader, ttnl = s.leader, round(s.t - m.t, 3)
+                    break
+            unavailable = ttnl
+        shrunk = next((round(s.t - m.t, 3) for s in after if broker not in s.isr), None)
+        full = None
+        if heal is not None:
+            at_heal = [s for s in samples if s.t <= heal.t]
+            if at_heal and set(at_heal[-1].isr) == set(at_heal[-1].replicas) and at_heal[-1].leader >= 0:
+                full = 0.0
+            for s in samples if full is None else []:
+                if s.t >= heal.t and s.t <= until and set(s.isr) == set(s.replicas) and s.leader >= 0:
+                    full = round(s.t - heal.t, 3)
+                    break
+        out.append(PartitionFailover(topic, pid, b.leader, led, new_leader, ttnl, shrunk, full, unavailable))
+    return out
