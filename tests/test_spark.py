@@ -19,7 +19,7 @@ from clusterctl.chaos.ledger import LedgerEntry, LedgerWriter, encode_value, par
 from clusterctl.kafka.admin import create_topic
 from clusterctl.kafka.clients import producer_config
 from clusterctl.spark.runner import error_line, run_job
-from clusterctl.spark.source import cap_offsets
+from clusterctl.spark.source import KafkaOptions, cap_offsets
 from clusterctl.testing.tansu import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.tansu]
@@ -158,6 +158,26 @@ def test_batch_reader_starting_and_ending_offsets(spark: Any, bootstrap: str, un
     r = by[(0, 3)]  # partition 0 holds the even records: offset 3 is record 6
     assert (r.key, r.value, r.topic, r.timestampType) == (b"k6", b"v6", src, 0)
     assert int(r.timestamp.timestamp() * 1000) == 1_700_000_000_006
+
+
+def test_options_are_validated_with_one_clear_line():
+    ok = KafkaOptions.parse(
+        {"bootstrap.servers": "h:1", "subscribe": "a, b", "startingOffsets": '{"a": {"0": 5}}', "kafka.acks": "1"},
+        need_topics=True,
+    )
+    assert (ok.topics, ok.starting, ok.client) == (("a", "b"), {"a": {"0": 5}}, {"acks": "1"})
+    for bad, message in [
+        ({"subscribe": "a"}, "kafka.bootstrap.servers is required"),
+        ({"kafka.bootstrap.servers": "h:1"}, "option subscribe"),
+        ({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "startingOffsets": "soon"}, "startingOffsets must be"),
+        (
+            {"kafka.bootstrap.servers": "h:1", "subscribe": "a", "startingOffsets": '{"b": {"0": 1}}'},
+            "not in subscribe",
+        ),
+        ({"kafka.bootstrap.servers": "h:1", "subscribe": "a", "maxOffsetsPerTrigger": "0"}, "must be positive"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            KafkaOptions.parse(bad, need_topics=True)
 
 
 def test_cap_offsets_spreads_the_limit_by_lag():

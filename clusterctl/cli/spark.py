@@ -38,9 +38,13 @@ def list_cmd(as_json: JsonOpt = False) -> None:
 @spark_app.command("run")
 def run_cmd(
     job: Annotated[str, typer.Argument(help="job name (see: clusterctl spark list)")],
-    master: Annotated[str, typer.Option("--master", help="Spark master: local[*], local[N] or spark://host:port")] = (
-        "local[*]"
-    ),
+    master: Annotated[
+        str,
+        typer.Option(
+            "--master",
+            help="Spark master: local[*], local[N] or spark://host:port (its workers need clusterctl installed)",
+        ),
+    ] = ("local[*]"),
     checkpoint: Annotated[
         Path | None,
         typer.Option("--checkpoint", help="checkpoint directory; rerun with the same one to resume (default: temp)"),

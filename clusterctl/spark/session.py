@@ -60,10 +60,11 @@ def get_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or _default_shuffle(master)))
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
     )
+    if master.startswith("local"):
+        # local mode needs no reachable driver address; executors on a real cluster must reach the driver
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     try:
