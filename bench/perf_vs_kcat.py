@@ -106,10 +106,10 @@ def run_kcat(kcat: str, env: dict[str, str], settings: dict[str, str], topic: st
 
 
 def run_clusterctl(
-    bootstrap: str, topic: str, size: int, records: int, engine: str, extra: list[str]
+    bootstrap: str, topic: str, size: int, records: int, engine: str, extra: list[str], batch_size: int = BATCH_SIZE
 ) -> tuple[dict, float]:
     cmd = [*clusterctl_cmd(), "perf", "produce", topic, "-n", str(records), "--record-size", str(size),
-           "--acks", "1", "--linger-ms", str(LINGER_MS), "--batch-size", str(BATCH_SIZE), "--engine", engine,
+           "--acks", "1", "--linger-ms", str(LINGER_MS), "--batch-size", str(batch_size), "--engine", engine,
            "--reporting-interval", "3600", "-b", bootstrap, "--json", *extra]  # fmt: skip
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -152,3 +152,30 @@ def test_no_create_topic_refuses_unknown_topic(bootstrap: str, unique_name: str)
     proc = run_cli("perf", "produce", unique_name, "-n", "10", "--no-create-topic", "-b", bootstrap)
     assert proc.returncode == 3
     assert f"unknown topic '{unique_name}'" in proc.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_payload_file_values_are_what_the_broker_stores(
+    bootstrap: str, unique_name: str, engine: str, tmp_path: Path
+) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    from clusterctl.kafka.clients import consumer_config
+
+    payloads = tmp_path / "payloads.txt"
+    payloads.write_text("alpha\nbeta\ngamma\n")
+    proc = run_cli("perf", "produce", unique_name, "-n", "30", "--payload-file", str(payloads), "--engine", engine,
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["delivered"] == 30 and r["record_size"] == (5 + 4 + 5) // 3
+    c = Consumer(consumer_config(bootstrap))
+    try:
+        c.assign([TopicPartition(unique_name, 0, 0)])
+        values: list[bytes] = []
+        deadline = time.monotonic() + 15
+        while len(values) < 30 and time.monotonic() < deadline:
+            values += [m.value() for m in c.consume(100, timeout=0.5) if m.error() is None]
+    finally:
+        c.close()
+    assert sorted(values) == sorted([b"alpha", b"beta", b"gamma"] * 10)

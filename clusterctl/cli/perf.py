@@ -10,7 +10,6 @@ import typer
 from clusterctl import diskguard
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
-from clusterctl.kafka import perf, perf_native
 from clusterctl.output import Column, emit, err_console, info
 
 perf_app = typer.Typer(name="perf", help="Producer and consumer throughput/latency tests.", no_args_is_help=True)
@@ -130,11 +129,13 @@ def produce_cmd(
     ] = "auto",
     reporting_interval: Annotated[
         float, typer.Option("--reporting-interval", help="seconds between progress lines")
-    ] = perf.PROGRESS_INTERVAL_S,
+    ] = 5.0,
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Send N records of B bytes and report throughput and send-to-ack latency percentiles."""
+    from clusterctl.kafka import perf, perf_native  # numpy and friends: loaded only when perf runs
+
     extra = parse_kv(producer_prop, "--producer-prop")
     if retention_bytes is not None and retention_bytes < 1:
         raise UsageError("--retention-bytes must be at least 1")
@@ -191,6 +192,8 @@ def consume_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Read N records with T consumers in one group; report kafka-consumer-perf-test.sh's columns."""
+    from clusterctl.kafka import perf
+
     extra = parse_kv(consumer_prop, "--consumer-prop")
     servers = bootstrap_servers(bootstrap)
     from clusterctl.kafka.clients import check_topic
