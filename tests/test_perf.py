@@ -179,3 +179,15 @@ def test_payload_file_values_are_what_the_broker_stores(
     finally:
         c.close()
     assert sorted(values) == sorted([b"alpha", b"beta", b"gamma"] * 10)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_backpressure_is_waited_out_not_dropped(bootstrap: str, unique_name: str, engine: str) -> None:
+    """A 500-message producer queue forces BufferError/queue-full on every chunk: records wait, none are lost."""
+    proc = run_cli("perf", "produce", unique_name, "-n", "20000", "--engine", engine,
+                   "--producer-prop", "queue.buffering.max.messages=500", "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert (r["delivered"], r["failed"]) == (20000, 0)
+    assert r["queue_full_waits"] > 0
+    assert_ordered(r)
