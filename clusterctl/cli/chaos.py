@@ -74,8 +74,11 @@ def pause_broker(broker: BrokerArg, seconds: ForOpt = 10.0, as_json: JsonOpt = F
     from clusterctl.chaos import faults
     from clusterctl.output import info
 
-    info(f"pausing broker {broker} for {seconds:g}s (Ctrl-C unpauses early)")
-    _emit_faults(faults.pause_broker(get_spec(), broker, seconds), as_json)
+    spec = get_spec()
+    faults.broker_target(spec, broker)
+    if seconds > 0:
+        info(f"pausing broker {broker} for {seconds:g}s (Ctrl-C unpauses early)")
+    _emit_faults(faults.pause_broker(spec, broker, seconds), as_json)
 
 
 @chaos_app.command("kill-leader")
@@ -102,8 +105,11 @@ def partition_node(
     from clusterctl.chaos import faults
     from clusterctl.output import info
 
-    info(f"disconnecting {node} for {seconds:g}s (Ctrl-C reconnects early)")
-    _emit_faults(faults.partition_node(get_spec(), node, seconds), as_json)
+    spec = get_spec()
+    faults.node_target(spec, node)
+    if seconds > 0:
+        info(f"disconnecting {node} for {seconds:g}s (Ctrl-C reconnects early)")
+    _emit_faults(faults.partition_node(spec, node, seconds), as_json)
 
 
 @chaos_app.command("kill-zk")

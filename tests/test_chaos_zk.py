@@ -1,0 +1,197 @@
+"""Faults and the observer against a real cluster: 3 ZooKeeper nodes (offline image) + a tansu broker container.
+
+Test-only spec: name ctlchaos-*, subnet 10.79.0.0/24, ZK host ports 23181-23183, broker 29392; brought up
+and torn down with the real CLI. The ZK side of the observer (Mode per node, quorum, session) and every
+container fault are checked for real; broker-side failover (ISR, leaders) needs real Kafka
+(tests/test_chaos_kafka.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _runtime_helpers import cli, cli_json, render, wait_for, write_spec
+
+from clusterctl import images, zk
+from clusterctl.chaos import faults
+from clusterctl.chaos.observer import Observer, analyze
+from clusterctl.runtime import docker as dk
+from clusterctl.spec import ClusterSpec, load_spec
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    images.build_images(["zookeeper", "tansu"])
+    work = tmp_path_factory.mktemp("chaos")
+    spec_path = write_spec(work, f"ctlchaos-{uuid.uuid4().hex[:6]}", "10.79.0.0/24", zk_port=23181, broker_port=29392)
+    render(spec_path)
+    try:
+        res = cli(spec_path, "up", "--timeout", "120")
+        assert res.returncode == 0, res.stderr
+        yield spec_path
+    finally:
+        cli(spec_path, "down", "--volumes")
+
+
+def state(name: str) -> str:
+    c = dk.get_container(name)
+    c.reload()
+    return str(c.attrs["State"]["Status"])
+
+
+def healthy(spec: ClusterSpec) -> bool:
+    return zk.quorum(spec, timeout=1.0).healthy
+
+
+def test_zk_quorum_holds_then_is_lost_then_reforms(cluster: Path) -> None:
+    spec = load_spec(cluster)
+    wait_for(lambda: healthy(spec), 60, "healthy ensemble")
+    leader = zk.quorum(spec).leaders[0]
+    followers = [i for i in spec.zk_ids if i != leader]
+    obs = Observer(spec, None).start()
+    try:
+        time.sleep(1)
+        r1 = faults.kill_zk(spec, followers[0])
+        obs.mark(r1.action, r1.target, t=r1.started)
+        assert (r1.before, r1.after) == ("running", "exited") and state(r1.container) == "exited"
+        wait_for(lambda: zk.quorum(spec, 1.0).serving == 2, 30, "2/3 serving")
+        assert zk.quorum(spec).has_quorum  # 2 of 3 is a quorum
+        time.sleep(1)
+        r2 = faults.kill_zk(spec, leader)
+        obs.mark(r2.action, r2.target, t=r2.started)
+        wait_for(lambda: not zk.quorum(spec, 1.0).has_quorum, 30, "quorum lost")
+        time.sleep(1)
+        heal_t = time.time()
+        for i in (followers[0], leader):
+            r = faults.start_zk(spec, i)
+            obs.mark(r.action, r.target, t=r.started)
+            assert r.after == "running"
+        wait_for(lambda: healthy(spec), 90, "ensemble re-formed")
+        reformed_s = time.time() - heal_t
+        time.sleep(0.5)
+    finally:
+        tl = obs.stop()
+        faults.heal_all(spec)
+    kinds = [(e.kind, e.value) for e in tl.events if e.kind == "quorum"]
+    assert kinds[0] == ("quorum", True) and ("quorum", False) in kinds and kinds[-1] == ("quorum", True)
+    m1, m2 = analyze(tl)
+    assert m1.zk == followers[0] and m1.detected_s is not None and m1.quorum_lost_s is None
+    assert m2.zk == leader and m2.quorum_lost_s is not None and m2.quorum_ok_after_heal_s is not None
+    # the watching kazoo client saw its session suspend while the ensemble had no quorum
+    assert any(e.kind == "session" and e.value == "SUSPENDED" for e in tl.events)
+    print(
+        f"\nZK drill: node loss detected {m1.detected_s:.2f}s, quorum loss observed {m2.quorum_lost_s:.2f}s after "
+        f"the 2nd kill, quorum back {m2.quorum_ok_after_heal_s:.2f}s after its start (healthy {reformed_s:.2f}s)"
+    )
+
+
+def test_broker_container_faults(cluster: Path) -> None:
+    spec = load_spec(cluster)
+    name = spec.broker_container(1)
+    out = cli_json(cluster, "chaos", "kill-broker", "1")
+    assert out[0]["action"] == "kill-broker" and out[0]["after"] == "exited" and state(name) == "exited"
+    assert dk.get_container(name).attrs["State"]["ExitCode"] == 137  # SIGKILL
+    res = cli(cluster, "chaos", "kill-broker", "1")
+    assert res.returncode == 1 and res.stderr.strip().splitlines() == [
+        f"error: broker 1 ({name}) is exited, expected running"
+    ]
+    assert cli_json(cluster, "chaos", "start-broker", "1")[0]["after"] == "running"
+    assert cli_json(cluster, "chaos", "stop-broker", "1")[0]["after"] == "exited"
+    assert cli_json(cluster, "chaos", "restart-broker", "1")[0]["after"] == "running"
+
+    # pause: frozen while it lasts, running again afterwards
+    t = _background(cluster, "chaos", "pause-broker", "1", "--for", "3", "--json")
+    wait_for(lambda: state(name) == "paused", 10, "paused", interval=0.1)
+    rows = _finish(t)
+    assert [r["action"] for r in rows] == ["pause", "unpause"] and state(name) == "running"
+
+    # network partition: off the cluster network, back with the same static IP
+    t = _background(cluster, "chaos", "partition-node", "kafka1", "--for", "3", "--json")
+    wait_for(lambda: spec.network_name not in _networks(name), 10, "disconnected", interval=0.1)
+    rows = _finish(t)
+    assert [r["action"] for r in rows] == ["partition-node", "reconnect"]
+    nets = _networks(name)
+    assert nets[spec.network_name]["IPAddress"] == spec.broker_ip(1)
+    assert "kafka1" in (nets[spec.network_name].get("Aliases") or [])
+
+
+def test_fault_errors_are_one_line(cluster: Path) -> None:
+    for args, expected in [
+        (("chaos", "kill-broker", "7"), "error: unknown broker id 7; the spec has brokers 1"),
+        (("chaos", "kill-zk", "9"), "error: unknown ZooKeeper id 9; the spec has nodes 1,2,3"),
+        (
+            ("chaos", "partition-node", "nope", "--for", "1"),
+            "error: unknown node 'nope'; the spec has zk1, zk2, zk3, kafka1",
+        ),
+        (("chaos", "pause-broker", "1", "--for", "0"), "error: --for must be positive, got 0.0"),
+    ]:
+        res = cli(cluster, *args)
+        assert res.returncode != 0 and res.stderr.strip().splitlines() == [expected], res.stderr
+
+
+def test_zk_node_loss_scenario_end_to_end(cluster: Path, tmp_path: Path) -> None:
+    spec = load_spec(cluster)
+    wait_for(lambda: healthy(spec), 60, "healthy ensemble")
+    report_dir = tmp_path / "report"
+    started = time.monotonic()
+    res = cli(cluster, "scenario", "run", "zk-node-loss", "--report-dir", str(report_dir), "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["ok"] is True and all(s["ok"] for s in data["steps"])
+    lost = [f for f in data["faults"] if f["quorum_lost_s"] is not None]
+    assert len(lost) == 1 and lost[0]["quorum_ok_after_heal_s"] is not None
+    print(f"\nzk-node-loss scenario: {time.monotonic() - started:.1f}s, faults {data['faults']}")
+    full = json.loads((report_dir / "report.json").read_text())
+    assert full["timeline"]["zk_modes"] and full["timeline"]["markers"]
+    # the HTML report renders in headless Chromium with its timeline plot
+    dom = _chromium(report_dir / "report.html", "--dump-dom")
+    assert "Scenario zk-node-loss" in dom and "PASS" in dom
+    assert '<div class="plot" id="timeline"><svg' in dom
+    assert healthy(spec)
+
+
+def test_kafka_scenarios_are_refused_on_tansu(cluster: Path) -> None:
+    res = cli(cluster, "scenario", "run", "kill-leader")
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: scenario kill-leader needs replication (real Apache Kafka)")
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def _networks(name: str) -> dict:
+    c = dk.get_container(name)
+    c.reload()
+    return dict(c.attrs["NetworkSettings"]["Networks"])
+
+
+def _background(spec_path: Path, *args: str) -> subprocess.Popen[str]:
+    from _runtime_helpers import CLI
+
+    return subprocess.Popen(
+        [CLI, "-s", str(spec_path), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _finish(proc: subprocess.Popen[str]) -> list[dict]:
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return list(json.loads(out))
+
+
+def _chromium(page: Path, *flags: str) -> str:
+    with tempfile.TemporaryDirectory() as profile:
+        res = subprocess.run(
+            ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--no-first-run", f"--user-data-dir={profile}", *flags, page.as_uri()],
+            capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-500:]
+    return res.stdout
