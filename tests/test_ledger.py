@@ -151,3 +151,23 @@ def test_ledger_errors(tmp_path) -> None:
     headless.write_text("")
     with pytest.raises(VerificationError, match="no header"):
         read_ledger(headless)
+
+
+def test_drill_load_and_verify_on_tansu(bootstrap: str, unique_name: str, tmp_path) -> None:
+    """The real produce → ledger → consume → verify path (no fault: tansu has no replication)."""
+    import time
+
+    from clusterctl.chaos.load import DrillLoad, verify_drill
+    from clusterctl.kafka.admin import create_topic
+
+    create_topic(bootstrap, unique_name, 3, 1)
+    load = DrillLoad(bootstrap, unique_name, tmp_path / "ledger.jsonl", rate=2000).start()
+    time.sleep(1.5)
+    summary = load.stop()
+    assert summary.failed == 0 and summary.pending == 0 and summary.acked == summary.sent > 1000
+    ledger = read_ledger(tmp_path / "ledger.jsonl")
+    assert ledger.meta["acks"] == "all" and ledger.meta["idempotence"] is True
+    assert len(ledger.entries) == summary.acked
+    assert {e.partition for e in ledger.entries} == {0, 1, 2}
+    result = verify_drill(bootstrap, tmp_path / "ledger.jsonl")
+    assert result.ok and result.acked == result.consumed == summary.acked and result.moved_count == 0
