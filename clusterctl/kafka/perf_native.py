@@ -188,7 +188,7 @@ class NativeEngine:
         # payloads stay referenced for the engine's lifetime: librdkafka reads them without copying
         self._buffers = [ctypes.create_string_buffer(p, len(p)) for p in payloads]
         self.msgs = (_Message * CHUNK)()
-        self.view = np.frombuffer(self.msgs, dtype=_MSG_DTYPE)
+        self.view = np.frombuffer(memoryview(self.msgs), dtype=_MSG_DTYPE)
         addrs = np.array([ctypes.addressof(b) for b in self._buffers], dtype=np.uint64)
         lens = np.array([len(p) for p in payloads], dtype=np.uint64)
         idx = np.arange(CHUNK) % len(payloads)
