@@ -63,7 +63,7 @@ def test_throttled_rate_holds(bootstrap: str, unique_name: str, engine: str) -> 
     assert r.delivered == 6000 and r.failed == 0
     # 6000 records at 3000/s: never faster than asked, within a few percent of it
     assert r.elapsed_s >= 1.95
-    assert 0.93 * 3000 <= r.records_per_sec <= 1.01 * 3000
+    assert 0.90 * 3000 <= r.records_per_sec <= 1.01 * 3000  # the tail (last acks) is inside the clock
     assert r.p50_ms <= r.p99_ms <= r.max_latency_ms
 
 
@@ -85,10 +85,15 @@ def test_broker_going_away_counts_failures(unique_name: str, engine: str) -> Non
     try:
         proc = subprocess.Popen(
             [*CLI, "perf", "produce", unique_name, "-n", "8000", "--throughput", "2000", "--engine", engine,
-             "--producer-prop", "message.timeout.ms=2000", "-b", broker.bootstrap, "--json"],
+             "--reporting-interval", "0.3", "--producer-prop", "message.timeout.ms=2000",
+             "-b", broker.bootstrap, "--json"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        time.sleep(2.0)  # CLI start-up + ~1 s of records acknowledged
+        assert proc.stderr is not None
+        # kill the broker once the first acknowledged records show in a progress line (load-independent)
+        for line in proc.stderr:
+            if "records sent" in line and not line.startswith("0 "):
+                break
         broker.process.kill()  # abrupt loss: SIGTERM lets tansu drain its connections first
     finally:
         broker.stop()
@@ -97,6 +102,7 @@ def test_broker_going_away_counts_failures(unique_name: str, engine: str) -> Non
     r = json.loads(out)
     assert r["delivered"] > 0 and r["failed"] > 0
     assert r["delivered"] + r["failed"] == 8000
+    assert "_MSG_TIMED_OUT" in r["errors"] or "_TRANSPORT" in r["errors"], r["errors"]
     assert "records failed" in err
 
 
