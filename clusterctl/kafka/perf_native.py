@@ -262,6 +262,7 @@ class NativeEngine:
         first = self.ptrs[0].contents
         last = self.ptrs[got - 1].contents
         a, b = first._private or 0, last._private or 0
+        # librdkafka acks or fails a partition's batch as a whole (one error for the DR op), in enqueue order
         if first.err == 0 and last.err == 0 and b - a + 1 == got:
             slots = np.arange(a, b + 1, dtype=np.int64) & self.mask
             self.rec.add_ns(now_ns - self.sent_ns[slots])
