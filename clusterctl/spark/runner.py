@@ -21,7 +21,9 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from clusterctl.spark.source import FORMAT
 Connector = Literal["python", "builtin"]
 CONNECTORS: tuple[str, ...] = ("python", "builtin")
 BUILTIN_FORMAT = "kafka"
+GRACEFUL_STOP_S = 60.0
 BUILTIN_HINT = (
     "add it with --conf spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, "
     "or use --connector python"
@@ -317,8 +320,21 @@ def _run_streaming(
     last_input = time.monotonic()
     last_data_end: float | None = None
     stopped = "stopped"
+    # PySpark's own SIGINT handler calls into the JVM from inside a py4j call; a flag stops the query cleanly
+    interrupts = [0]
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGINT, lambda *_: interrupts.__setitem__(0, interrupts[0] + 1))
     try:
         while True:
+            if interrupts[0]:
+                stopped = "interrupted"
+                # let a running micro-batch finish (stopping mid-batch makes Spark spill stack traces);
+                # a second Ctrl-C stops at once
+                deadline = time.monotonic() + GRACEFUL_STOP_S
+                while query.status.get("isTriggerActive") and interrupts[0] < 2 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                break
             active = query.isActive
             for p in query.recentProgress:
                 bid = int(p["batchId"])
@@ -349,6 +365,8 @@ def _run_streaming(
     except KeyboardInterrupt:
         stopped = "interrupted"
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
         failure = query.exception()
         with contextlib.suppress(Exception):
             query.stop()
