@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any
 
 import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, parse_kv
-from clusterctl.errors import UsageError, VerificationError
+from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.output import Column, emit, info
+
+
+def _runner() -> ModuleType:
+    """The runner module; without PySpark (the `spark` extra) a one-line error instead of a traceback."""
+    try:
+        from clusterctl.spark import runner
+    except ImportError as exc:
+        raise ClusterctlError(
+            f"Spark jobs need PySpark and pyarrow ({exc})", hint="pip install 'clusterctl[spark]'"
+        ) from None
+    return runner
+
 
 spark_app = typer.Typer(
     help="Run Spark Structured Streaming jobs (spark_jobs/) on the cluster's topics.", no_args_is_help=True
@@ -19,9 +32,7 @@ spark_app = typer.Typer(
 @spark_app.command("list")
 def list_cmd(as_json: JsonOpt = False) -> None:
     """List the jobs in spark_jobs/ with their kind and default options."""
-    from clusterctl.spark.runner import list_jobs
-
-    jobs = list_jobs()
+    jobs = _runner().list_jobs()
     emit(
         jobs,
         as_json=as_json,
@@ -77,19 +88,18 @@ def run_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a Spark job on the cluster's topics (streaming jobs run until idle, --timeout or Ctrl-C)."""
-    from clusterctl.spark.runner import BatchProgress, load_job, run_job
-
+    runner = _runner()
     if trigger < 0:
         raise UsageError(f"--trigger must be >= 0, got {trigger}")
     if until_idle is not None and until_idle <= 0:
         raise UsageError(f"--until-idle must be > 0, got {until_idle}")
-    load_job(job)  # a bad name fails here, before any cluster or Spark work
+    runner.load_job(job)  # a bad name fails here, before any cluster or Spark work
     servers = bootstrap_servers(bootstrap)
 
-    def progress(p: BatchProgress) -> None:
+    def progress(p: Any) -> None:  # runner.BatchProgress
         info(f"batch {p.batch_id}: {p.input_rows} input rows in {p.duration_ms} ms")
 
-    result = run_job(
+    result = runner.run_job(
         job,
         servers,
         master=master,
