@@ -114,21 +114,22 @@ def test_windowed_counts_match_reference(spark: Any, bootstrap: str, unique_name
     assert ("sentinel", t0 + 120_000) not in got  # its window is still open
 
 
-def test_sink_delivery_failure_fails_the_batch(spark: Any, bootstrap: str, unique_name: str):
-    src = f"{unique_name}-in"
-    topics(bootstrap, src)
-    produce(bootstrap, src, [("k", "v", None)] * 4)
-    dead = f"127.0.0.1:{free_port()}"  # nothing listens: every delivery times out
-    stream = spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", src)
-    stream = stream.option("startingOffsets", "earliest").load().select("key", "value")
-    query = (
-        stream.writeStream.format(FORMAT)
-        .option("kafka.bootstrap.servers", dead)
-        .option("topic", "anything")
-        .option("kafka.message.timeout.ms", "1500")
-        .option("checkpointLocation", str(Path(spark.conf.get("spark.local.dir", "/tmp")) / f"cp-{unique_name}"))
-        .start()
-    )
+def test_sink_delivery_failure_fails_the_batch_and_a_restart_redelivers(
+    spark: Any, bootstrap: str, unique_name: str, tmp_path: Path
+):
+    src, out = f"{unique_name}-in", f"{unique_name}-out"
+    topics(bootstrap, src, out)
+    produce(bootstrap, src, [(f"k{i}", f"v{i}", None) for i in range(4)])
+    checkpoint = str(tmp_path / "checkpoint")
+
+    def start(servers: str, **trigger: Any) -> Any:
+        stream = spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", src)
+        stream = stream.option("startingOffsets", "earliest").load().select("key", "value")
+        writer = stream.writeStream.format(FORMAT).option("kafka.bootstrap.servers", servers).option("topic", out)
+        writer = writer.option("kafka.message.timeout.ms", "1500").option("checkpointLocation", checkpoint)
+        return writer.trigger(**trigger).start() if trigger else writer.start()
+
+    query = start(f"127.0.0.1:{free_port()}")  # nothing listens there: every delivery times out
     try:
         with pytest.raises(Exception) as failed:
             query.awaitTermination(90)
@@ -138,6 +139,15 @@ def test_sink_delivery_failure_fails_the_batch(spark: Any, bootstrap: str, uniqu
         assert "timed out" in line.lower()
     finally:
         query.stop()
+    assert read_all(spark, bootstrap, out) == []
+
+    # the failed batch was never committed: the same checkpoint against a live broker delivers all of it
+    query = start(bootstrap, availableNow=True)
+    query.awaitTermination(90)
+    assert query.exception() is None
+    assert sorted((r.key, r.value) for r in read_all(spark, bootstrap, out)) == [
+        (f"k{i}".encode(), f"v{i}".encode()) for i in range(4)
+    ]
 
 
 def test_batch_reader_starting_and_ending_offsets(spark: Any, bootstrap: str, unique_name: str):
