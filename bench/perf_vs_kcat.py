@@ -59,7 +59,7 @@ def clusterctl_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "clusterctl"]
 
 
-def kcat_env(system_librdkafka: bool) -> dict[str, str]:
+def kcat_env(system_librdkafka: bool, shim: Path) -> dict[str, str]:
     """kcat on the wheel's librdkafka unless asked otherwise (Debian's 2.0.2 cannot parse tansu's ApiVersions)."""
     env = dict(os.environ)
     if system_librdkafka:
@@ -67,7 +67,6 @@ def kcat_env(system_librdkafka: bool) -> dict[str, str]:
     lib = perf_native._library_path()
     if lib is None:
         raise SystemExit("confluent-kafka wheel ships no librdkafka; rerun with --system-librdkafka")
-    shim = Path(tempfile.mkdtemp(prefix="bench-rdkafka-"))
     (shim / "librdkafka.so.1").symlink_to(lib)
     env["LD_LIBRARY_PATH"] = f"{shim}:{env.get('LD_LIBRARY_PATH', '')}".rstrip(":")
     return env
@@ -144,8 +143,8 @@ def main() -> int:
         print(f"kcat not found at {args.kcat} (apt-get install kcat)", file=sys.stderr)
         return 2
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    env = kcat_env(args.system_librdkafka)
     scratch = Path(tempfile.mkdtemp(prefix="bench-payload-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+    env = kcat_env(args.system_librdkafka, scratch)
     broker = start_tansu()
     rows: list[Row] = []
     throttled: dict = {}
