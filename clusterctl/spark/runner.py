@@ -208,7 +208,7 @@ def error_line(exc: BaseException) -> str:
         r"(Kafka produce to [^\n]*)",
         r"(data loss on [^\n]*)",
         r"(no records from [^\n]*)",
-        r"(clusterctl-kafka[^\n]*)",
+        r"(clusterctl-kafka(?: sink)?: [^\n]*)",
         r"(?:RuntimeError|ValueError|KafkaException|ClusterctlError|NotFoundError|\w+Error_?): ([^\n]+)",
     ):
         found = re.findall(pattern, text)
