@@ -159,6 +159,10 @@ class Observer:
         self._stop.set()
         for t in self._threads:
             t.join(timeout=10)
+        if self.spec is not None:
+            # a scenario may end the instant its own check passes, before the loop's next sample: take it now
+            with contextlib.suppress(Exception):
+                self._zk_mode_sample()
         if self._zk is not None:
             with contextlib.suppress(Exception):
                 self._zk.stop()
@@ -250,27 +254,29 @@ class Observer:
     # ------------------------------------------------------------ ZooKeeper Mode per node
 
     def _zk_mode_loop(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            self._zk_mode_sample()
+            self._stop.wait(max(0.0, self.zk_interval - (time.monotonic() - t0)))
+
+    def _zk_mode_sample(self) -> None:
         from clusterctl import zk
 
         assert self.spec is not None
-        spec = self.spec
-        while not self._stop.is_set():
-            t0 = time.monotonic()
-            statuses = zk.node_statuses(spec, timeout=min(1.0, self.zk_interval * 4))
-            now = time.time()
-            for s in statuses:
-                if self._last_mode.get(s.id) != s.mode:
-                    prev = self._last_mode.get(s.id)
-                    self._last_mode[s.id] = s.mode
-                    with self._lock:
-                        self.timeline.zk_modes.append(ZkModeSample(now, s.id, s.mode))
-                    detail = f"mode {prev or '?'} -> {s.mode}" + (f" ({s.error})" if s.error else "")
-                    self.event("zk-mode", "mode", f"zk{s.id}", detail, s.mode)
-            q = zk.summarize(statuses)
-            if q.has_quorum != self._last_quorum:
-                self._last_quorum = q.has_quorum
-                self.event("zk-mode", "quorum", "ensemble", q.summary, q.has_quorum)
-            self._stop.wait(max(0.0, self.zk_interval - (time.monotonic() - t0)))
+        statuses = zk.node_statuses(self.spec, timeout=min(1.0, self.zk_interval * 4))
+        now = time.time()
+        for s in statuses:
+            if self._last_mode.get(s.id) != s.mode:
+                prev = self._last_mode.get(s.id)
+                self._last_mode[s.id] = s.mode
+                with self._lock:
+                    self.timeline.zk_modes.append(ZkModeSample(now, s.id, s.mode))
+                detail = f"mode {prev or '?'} -> {s.mode}" + (f" ({s.error})" if s.error else "")
+                self.event("zk-mode", "mode", f"zk{s.id}", detail, s.mode)
+        q = zk.summarize(statuses)
+        if q.has_quorum != self._last_quorum:
+            self._last_quorum = q.has_quorum
+            self.event("zk-mode", "quorum", "ensemble", q.summary, q.has_quorum)
 
     # ------------------------------------------------------------ ZooKeeper watches
 
