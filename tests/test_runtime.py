@@ -12,11 +12,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 import yaml
 from _runtime_helpers import cli, cli_json, leftovers, render, write_spec
 
 from clusterctl import images
+from clusterctl.spec import load_spec
 
 pytestmark = pytest.mark.docker
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -72,6 +74,10 @@ def test_up_healthy_status_logs_down(spec_path: Path) -> None:
     assert logs.returncode == 0 and "myid:1" in logs.stdout
     bad = cli(spec_path, "logs", "nope")
     assert bad.returncode == 3 and len(bad.stderr.strip().splitlines()) == 1
+
+    # the broker's stop_grace_period reaches the engine, and `down` does not override it with --timeout
+    broker = docker.from_env().containers.get(load_spec(spec_path).broker_container(1))
+    assert broker.attrs["Config"]["StopTimeout"] == 90
 
     for _ in range(2):
         res = cli(spec_path, "down", "--volumes")

@@ -83,9 +83,13 @@ def up(spec: ClusterSpec, pull: str = "missing") -> None:
 
 
 def down(spec: ClusterSpec, volumes: bool = False) -> None:
-    """Remove the project's containers and networks (and volumes); works without the compose file too."""
+    """Remove the project's containers and networks (and volumes); works without the compose file too.
+
+    No `--timeout`: each container gets its own stop_grace_period (brokers need theirs for a controlled
+    shutdown), and compose stops brokers before the ZooKeeper nodes they depend on.
+    """
     has_file = compose_file(spec).is_file()
-    args = ["down", "--remove-orphans", "--timeout", "30"]
+    args = ["down", "--remove-orphans"]
     if volumes:
         args.append("--volumes")
     run(spec, *args, with_file=has_file)
