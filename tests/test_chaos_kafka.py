@@ -65,3 +65,33 @@ def test_kill_leader_command_moves_leadership(kafka_cluster: Path) -> None:
     out = cli_json(kafka_cluster, "chaos", "kill-leader", topic, "0")
     assert out[0]["after"] == "exited"
     cli(kafka_cluster, "chaos", "heal")
+
+
+def test_throttled_reassignment_moves_replicas_and_removes_throttle(kafka_cluster: Path, tmp_path: Path) -> None:
+    topic = f"ra-{uuid.uuid4().hex[:6]}"
+    res = cli(kafka_cluster, "topic", "create", topic, "--partitions", "3", "--replication-factor", "2")
+    assert res.returncode == 0, res.stderr
+    assert (
+        cli(kafka_cluster, "perf", "produce", topic, "--num-records", "20000", "--record-size", "1000").returncode == 0
+    )
+    (desc,) = cli_json(kafka_cluster, "topic", "describe", topic)
+    # each partition gets the broker it lacks as its new preferred leader
+    moves = [
+        {"topic": topic, "partition": p["partition"],
+         "replicas": [next(b for b in (1, 2, 3) if b not in p["replicas"]), p["replicas"][0]]}
+        for p in desc["partitions"]
+    ]  # fmt: skip
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": moves}))
+    res = cli(kafka_cluster, "reassign", topic, "--plan", str(plan), "--execute", "--throttle", "5000000", "--json")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["moved"] == 3 and out["throttle"] == 5000000 and out["throttle_removed"] is True
+    (after,) = cli_json(kafka_cluster, "topic", "describe", topic)
+    assert {p["partition"]: sorted(p["replicas"]) for p in after["partitions"]} == {
+        m["partition"]: sorted(m["replicas"]) for m in moves
+    }
+    assert not {"leader.replication.throttled.replicas", "follower.replication.throttled.replicas"} & set(
+        after["configs"]
+    )
+    print(f"\nthrottled reassignment of 3 partitions (60 MB at 5 MB/s per broker): {out['seconds']}s")

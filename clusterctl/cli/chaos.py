@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -274,42 +273,17 @@ def imbalance(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) -
 # ---------------------------------------------------------------- reassign
 
 
-def generate_plan(bootstrap: str, topic: str, brokers: list[int]) -> dict[str, Any]:
-    """A kafka-reassign-partitions.sh style plan spreading the topic's replicas round-robin over `brokers`."""
-    from clusterctl.errors import UsageError
-    from clusterctl.kafka.admin import describe_topic
-
-    desc = describe_topic(bootstrap, topic)
-    rf = desc.replication_factor
-    if rf > len(brokers):
-        raise UsageError(f"topic {topic!r} has RF {rf} but --brokers names only {len(brokers)} brokers")
-    parts = []
-    for p in desc.partitions:
-        replicas = [brokers[(p.partition + i) % len(brokers)] for i in range(rf)]
-        parts.append({"topic": topic, "partition": p.partition, "replicas": replicas})
-    return {"version": 1, "partitions": parts}
-
-
-def read_plan(path: Path) -> dict[tuple[str, int], list[int]]:
-    from clusterctl.errors import UsageError
-
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        return {(str(e["topic"]), int(e["partition"])): [int(r) for r in e["replicas"]] for e in doc["partitions"]}
-    except FileNotFoundError:
-        raise UsageError(f"plan file {path} does not exist") from None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"plan file {path} is not a reassignment plan ({type(exc).__name__}: {exc})") from None
-
-
 def reassign(
     topic: Annotated[str, typer.Argument(help="topic to move")],
     plan: Annotated[Path | None, typer.Option("--plan", help="kafka-reassign-partitions.sh JSON plan")] = None,
     generate: Annotated[bool, typer.Option("--generate", help="propose a plan over --brokers")] = False,
     brokers: Annotated[str | None, typer.Option("--brokers", help="target broker ids, e.g. 1,2,3")] = None,
     execute: Annotated[bool, typer.Option("--execute", help="start the moves and wait until done")] = False,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="wait for running moves, then remove replication throttles")
+    ] = False,
     throttle: Annotated[
-        int | None, typer.Option("--throttle", help="replication throttle B/s while moving (ZK mode config)")
+        int | None, typer.Option("--throttle", help="replication throttle in B/s while moving; removed when done")
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for completion")] = 600,
     bootstrap_server: BootstrapOpt = None,
@@ -317,13 +291,26 @@ def reassign(
     as_json: JsonOpt = False,
 ) -> None:
     """Move partition replicas (kafka-reassign-partitions.sh): --generate a plan, or --plan FILE [--execute]."""
-    from clusterctl.errors import TimeoutError_, UsageError
-    from clusterctl.kafka.admin import alter_partition_reassignments, list_partition_reassignments
+    from rich.progress import Progress
+
+    from clusterctl.errors import UsageError
+    from clusterctl.kafka import reassign as ra
     from clusterctl.output import emit, info
 
+    bootstrap = bootstrap_servers(bootstrap_server)
+    if verify:
+        if plan is not None or generate or execute:
+            raise UsageError("--verify takes no plan: it waits for running moves and removes throttles")
+        seconds = ra.verify(bootstrap, zk_connect(zookeeper), topic, timeout)
+        if as_json:
+            emit({"topic": topic, "seconds": seconds, "throttle_removed": True}, as_json=True)
+        else:
+            info(f"no moves running; replication throttles removed ({seconds}s)")
+        return
     if (plan is None) == (not generate):
         raise UsageError("give exactly one of --plan FILE or --generate --brokers 1,2,3")
-    bootstrap = bootstrap_servers(bootstrap_server)
+    if throttle is not None and not execute:
+        raise UsageError("--throttle applies to --execute")
     if generate:
         if not brokers:
             raise UsageError("--generate needs --brokers 1,2,3")
@@ -331,43 +318,30 @@ def reassign(
             ids = [int(b) for b in brokers.split(",") if b.strip()]
         except ValueError:
             raise UsageError(f"--brokers expects ids like 1,2,3, got {brokers!r}") from None
-        doc = generate_plan(bootstrap, topic, ids)
-        moves = {(e["topic"], e["partition"]): e["replicas"] for e in doc["partitions"]}
+        moves = ra.generate(bootstrap, topic, ids)
     else:
         assert plan is not None
-        moves = read_plan(plan)
-        doc = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in moves.items()]}
-        if any(t != topic for t, _ in moves):
-            raise UsageError(f"plan {plan} moves topics other than {topic!r}")
+        moves = ra.read_plan(plan)
     if not execute:
+        ra.validate(bootstrap, topic, moves)
+        doc = ra.plan_doc(moves)
         if as_json:
             emit(doc, as_json=True)
         else:
             info("proposed plan (save it and pass --plan FILE --execute, or add --execute):")
             typer.echo(json.dumps(doc))
         return
-    if throttle is not None:
-        raise UsageError("--throttle needs dynamic broker configs, which this client cannot set in ZK mode yet")
-    zk = zk_connect(zookeeper)
-    alter_partition_reassignments(zk, moves)
-    started = time.monotonic()
-    from rich.progress import Progress
-
     with Progress(transient=True) as progress:
         task = progress.add_task(f"moving {len(moves)} partitions of {topic}", total=len(moves))
-        while True:
-            pending = list_partition_reassignments(zk)
-            progress.update(task, completed=len(moves) - len(pending))
-            if not pending:
-                break
-            if time.monotonic() - started > timeout:
-                raise TimeoutError_(f"{len(pending)} partition moves still running after {timeout:.0f}s")
-            time.sleep(1.0)
-    result = {"topic": topic, "moved": len(moves), "seconds": round(time.monotonic() - started, 1), "plan": doc}
+        result = ra.execute(
+            bootstrap, zk_connect(zookeeper), topic, moves, throttle=throttle, timeout=timeout,
+            on_progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )  # fmt: skip
     if as_json:
         emit(result, as_json=True)
     else:
-        info(f"reassignment of {len(moves)} partitions of {topic} finished in {result['seconds']}s")
+        extra = f" (throttled at {throttle} B/s; throttle removed)" if throttle is not None else ""
+        info(f"reassignment of {result.moved} partitions of {topic} finished in {result.seconds}s{extra}")
 
 
 def register(app: typer.Typer) -> None:

@@ -370,6 +370,20 @@ def alter_topic_configs(
     return TopicChange(name, "alter", True, configs=dict(set_configs), deleted_configs=list(delete))
 
 
+def alter_broker_configs(
+    bootstrap: str, brokers: list[int], set_configs: dict[str, str] | None = None, delete: list[str] | None = None
+) -> None:
+    """Incrementally set and/or delete dynamic per-broker configs (kafka-configs.sh --entity-type brokers)."""
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in (set_configs or {}).items()]
+    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete or []]
+    if not entries or not brokers:
+        return
+    resources = [ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=entries) for b in brokers]
+    client = admin(bootstrap)
+    for fut in client.incremental_alter_configs(resources, request_timeout=REQUEST_TIMEOUT_S).values():
+        _result(fut, bootstrap)
+
+
 def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) -> list[ConfigValue]:
     """A topic's configs with their source (dynamic topic config, broker default, ...)."""
     describe_topic(bootstrap, name)
