@@ -18,9 +18,10 @@ test: setup  ## the whole suite against real containers (real-Kafka tests skip u
 demo: setup  ## init → render → up → status → zk tree → topics/produce/consume → down --volumes
 	bash scripts/demo.sh
 
-lint:
+lint:  ## ruff (lint + format) and mypy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy clusterctl tests bench spark_jobs
 
 bench: setup  ## run every bench/*.py and bench/*.sh present
 	@shopt -s nullglob; found=0; \

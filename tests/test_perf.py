@@ -181,7 +181,7 @@ def test_payload_file_values_are_what_the_broker_stores(
         values: list[bytes] = []
         deadline = time.monotonic() + 15
         while len(values) < 30 and time.monotonic() < deadline:
-            values += [m.value() for m in c.consume(100, timeout=0.5) if m.error() is None]
+            values += [v for m in c.consume(100, timeout=0.5) if m.error() is None and (v := m.value()) is not None]
     finally:
         c.close()
     assert sorted(values) == sorted([b"alpha", b"beta", b"gamma"] * 10)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ def topics(bootstrap: str, *names: str, partitions: int = 2) -> None:
         create_topic(bootstrap, name, partitions, 1)
 
 
-def produce(bootstrap: str, topic: str, records: list[tuple[str | None, str, int | None]]) -> None:
+def produce(bootstrap: str, topic: str, records: Sequence[tuple[str | None, str, int | None]]) -> None:
     """(key, value, timestamp ms or None), round-robin over 2 partitions."""
     p = Producer(producer_config(bootstrap))
     for i, (key, value, ts) in enumerate(records):

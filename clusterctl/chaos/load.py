@@ -225,26 +225,27 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Cons
             msg = consumer.poll(0.5)
             if msg is None:
                 continue
-            if msg.error():
-                eof = msg.error().code() == KafkaError._PARTITION_EOF
-                if eof and msg.offset() >= ends[(topic, msg.partition())]:
-                    remaining.discard(msg.partition())
+            err, partition, offset = msg.error(), msg.partition(), msg.offset()
+            assert partition is not None and offset is not None  # set on records and on EOF events
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF and offset >= ends[(topic, partition)]:
+                    remaining.discard(partition)
                 continue
             key = msg.key()
             value = msg.value()
             ts = msg.timestamp()[1]
             out.append(
                 ConsumedRecord(
-                    msg.topic(),
-                    msg.partition(),
-                    msg.offset(),
+                    topic,
+                    partition,
+                    offset,
                     None if key is None else key.decode("utf-8", "replace"),
                     None if value is None else value.decode("utf-8", "replace"),
                     ts,
                 )
             )
-            if msg.offset() + 1 >= ends[(topic, msg.partition())]:
-                remaining.discard(msg.partition())
+            if offset + 1 >= ends[(topic, partition)]:
+                remaining.discard(partition)
     finally:
         consumer.close()
     return out

@@ -461,7 +461,7 @@ class Runner:
             time.sleep(a)
             return None
         handler = getattr(self, f"_step_{step.kind}")
-        return handler(a)  # type: ignore[no-any-return]
+        return handler(a)
 
     def _step_create_topic(self, a: CreateTopic) -> str:
         from clusterctl.kafka.admin import create_topic

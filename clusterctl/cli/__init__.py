@@ -41,7 +41,8 @@ def main() -> None:
         sys.exit(1)
     except Exception as exc:
         # click's usage errors (typer vendors click, so match by shape rather than class)
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+        code = getattr(exc, "exit_code", None)
+        if hasattr(exc, "show") and isinstance(code, int):
             exc.show()
-            sys.exit(exc.exit_code)
+            sys.exit(code)
         raise

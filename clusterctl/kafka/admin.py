@@ -204,8 +204,8 @@ def describe_topics(
         out.append(TopicDescription(name, len(parts), rf, _is_internal(name), parts))
     if with_configs and out:
         configs = _topic_configs(client, bootstrap, [t.name for t in out])
-        for t in out:
-            t.configs = configs.get(t.name, {})
+        for desc in out:
+            desc.configs = configs.get(desc.name, {})
     return out
 
 
@@ -244,7 +244,7 @@ def cluster_info(bootstrap: str, timeout: float = METADATA_TIMEOUT_S) -> Cluster
         controller = desc.controller.id if desc.controller is not None else -1
         cluster_id = desc.cluster_id
     except KafkaException:
-        brokers = [BrokerInfo(b.id, b.host, b.port) for b in md.brokers.values()]
+        brokers = [BrokerInfo(b.id, b.host or "", b.port) for b in md.brokers.values()]
         controller = md.controller_id
         cluster_id = md.cluster_id
     return ClusterInfo(cluster_id, controller, sorted(brokers, key=lambda b: b.id))

