@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job (`make demo`): a fresh offline cluster end to end, then torn down again.
 #   init → render → up (waits until healthy) → status → zk status/tree → topic create/describe →
-#   produce → consume → down --volumes
+#   produce → consume in a group → group lag → perf produce/consume → zk-node-loss drill (HTML report) →
+#   down --volumes
 # With CLUSTERCTL_KAFKA_DIST set (and the kafka image built by setup), the brokers are Apache Kafka;
 # otherwise the broker is tansu (Kafka protocol, one broker, RF 1).
 set -euo pipefail
@@ -40,7 +41,11 @@ step topic create demo-events --partitions 3 --if-not-exists
 step topic describe demo-events
 printf '\n\033[1;36m$ seq 1 20 | awk ... | clusterctl produce demo-events -k :\033[0m\n' >&2
 seq 1 20 | awk '{print "user-" $1 % 5 ":event " $1}' | "$CTL" produce demo-events -k :
-step consume demo-events --from-beginning --max-messages 20 --timeout 15 --table
+step consume demo-events --from-beginning --max-messages 20 --timeout 15 --table --group demo-readers
+step group describe demo-readers
+step perf produce demo-perf --num-records 200000 --record-size 100 --partitions 3
+step perf consume demo-perf --messages 200000
+step scenario run zk-node-loss --report-dir "$DIR/reports/zk-node-loss"
 step down --volumes
 trap - EXIT
 printf '\n\033[1mdemo finished in %ss\033[0m\n' "$((SECONDS - started))" >&2
