@@ -15,6 +15,11 @@ from typing import Literal
 OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
 OFFLINE_KAFKA_IMAGE = "clusterctl/kafka:3.9"
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
+# Spark master/worker images must run the driver's Spark version: the PySpark installed with clusterctl
+# (tests/test_images.py checks these tags against it).
+SPARK_VERSION = "4.3.0"
+OFFLINE_SPARK_IMAGE = f"clusterctl/spark:{SPARK_VERSION}"
+PUBLISHED_SPARK_IMAGE = f"apache/spark:{SPARK_VERSION}-python3"
 
 # How configuration reaches the broker image:
 #   "cp"           Confluent cp-kafka's contract (also clusterctl/kafka): KAFKA_X_Y -> x.y, and KAFKA_JMX_PORT is
@@ -33,6 +38,7 @@ class ImageProfile:
     kafka: str
     tansu: str
     kafka_manager: str | None  # None: the profile has no CMAK image
+    spark: str = PUBLISHED_SPARK_IMAGE  # master and workers (spark.enabled); the image has /opt/spark
     broker_flavor: BrokerFlavor = "cp"
     kafka_data_dir: str = "/var/lib/kafka/data"
     kafka_volume_mount: str = "/var/lib/kafka/data"
@@ -72,5 +78,6 @@ PROFILES: dict[str, ImageProfile] = {
         kafka=OFFLINE_KAFKA_IMAGE,
         tansu=OFFLINE_TANSU_IMAGE,
         kafka_manager=None,
+        spark=OFFLINE_SPARK_IMAGE,
     ),
 }

@@ -137,12 +137,46 @@ class KafkaManagerSpec(_Model):
     ip: str | None = Field(default=None, description="static IP; default .30")
 
 
+SPARK_MASTER_PORT = 7077  # inside the spark-master container
+SPARK_UI_PORT = 8080  # the master's web UI inside its container
+SPARK_WORKER_PORT = 7078  # inside each spark-worker container
+SPARK_WORKER_UI_PORT = 8081  # the worker's web UI inside its container (not published)
+
+
+class SparkSpec(_Model):
+    """An optional Spark standalone master and workers on the cluster network (off by default)."""
+
+    enabled: bool = False
+    workers: int = Field(default=1, ge=1, le=8, description="spark-worker1..N")
+    worker_cores: int = Field(default=2, ge=1, le=64, description="cores each worker offers to executors")
+    worker_memory: str = Field(
+        default="2g", pattern=r"^[1-9]\d{0,5}[mMgG]$", description="memory each worker offers to executors"
+    )
+    master_port: int = Field(default=7077, description="host port of the master (spark://host:port)")
+    ui_port: int = Field(default=8080, description="host port of the master's web UI")
+    master_ip: str | None = Field(default=None, description="static IP; default .40")
+    worker_ips: list[str] | None = Field(default=None, description="static IPs; default .41, .42, ...")
+    shared_dir: str | None = Field(
+        default=None,
+        description="host directory mounted at the same path in every worker: checkpoints executors and "
+        "the driver share (default /tmp/clusterctl-spark/<name>)",
+    )
+
+    @field_validator("shared_dir")
+    @classmethod
+    def _abs_dir(cls, v: str | None) -> str | None:
+        if v is not None and (not v.startswith("/") or not re.match(r"^/[A-Za-z0-9._/-]*$", v) or v == "/"):
+            raise ValueError(f"spark.shared_dir {v!r} must be an absolute path of letters, digits, '.', '_', '-', '/'")
+        return v
+
+
 class ImagesSpec(_Model):
     """Overrides of the profile's images (None = the profile's choice)."""
 
     zookeeper: str | None = Field(default=None, pattern=IMAGE_RE)
     kafka: str | None = Field(default=None, pattern=IMAGE_RE, description="the broker image (kafka or tansu engine)")
     kafka_manager: str | None = Field(default=None, pattern=IMAGE_RE)
+    spark: str | None = Field(default=None, pattern=IMAGE_RE, description="spark master and worker image")
 
 
 class PublishSpec(_Model):
@@ -167,6 +201,7 @@ class ClusterSpec(_Model):
     kafka_manager: KafkaManagerSpec = KafkaManagerSpec()
     images: ImagesSpec = ImagesSpec()
     publish: PublishSpec = PublishSpec()
+    spark: SparkSpec = SparkSpec()
 
     @field_validator("name")
     @classmethod
@@ -235,6 +270,9 @@ class ClusterSpec(_Model):
             raise ValueError(f"zookeeper.ips has {len(self.zookeeper.ips)} entries for {self.zookeeper.nodes} nodes")
         if self.kafka.ips is not None and len(self.kafka.ips) != self.kafka.brokers:
             raise ValueError(f"kafka.ips has {len(self.kafka.ips)} entries for {self.kafka.brokers} brokers")
+        sp = self.spark
+        if sp.enabled and sp.worker_ips is not None and len(sp.worker_ips) != sp.workers:
+            raise ValueError(f"spark.worker_ips has {len(sp.worker_ips)} entries for {sp.workers} workers")
         seen: dict[str, str] = {gw: "network.gateway"}
         for who, ip in self.static_ips().items():
             try:
@@ -242,7 +280,8 @@ class ClusterSpec(_Model):
             except ValueError:
                 raise ValueError(f"{who} ip {ip!r} is not an IPv4 address") from None
             if addr not in net or addr in (net.network_address, net.broadcast_address):
-                default = " (default layout needs a /27 or larger, or set explicit ips)" if addr not in net else ""
+                size = "/26" if who.startswith("spark") else "/27"
+                default = f" (default layout needs a {size} or larger, or set explicit ips)" if addr not in net else ""
                 raise ValueError(f"{who} ip {ip} is not a usable host address in network.subnet {net}{default}")
             if ip in seen:
                 raise ValueError(f"{who} ip {ip} is already used by {seen[ip]}")
@@ -271,6 +310,14 @@ class ClusterSpec(_Model):
                     raise ValueError(f"{who} {port} clashes with {bwho}")
         if k.jmx_port is not None and k.jmx_port == k.internal_port:
             raise ValueError(f"kafka.jmx_port {k.jmx_port} clashes with kafka.internal_port")
+        if self.spark.enabled:
+            # the workers relay 127.0.0.1:<broker host port> to the brokers: those ports must be free in them
+            for i in self.broker_ids:
+                if self.broker_host_port(i) in (SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT):
+                    raise ValueError(
+                        f"kafka broker {i} host port {self.broker_host_port(i)} clashes with a spark worker port "
+                        f"({SPARK_WORKER_PORT}, {SPARK_WORKER_UI_PORT}): workers relay it to the broker"
+                    )
 
     # ---- derived facts (the only place addresses and names come from) ----
 
@@ -317,6 +364,14 @@ class ClusterSpec(_Model):
         return f"kafka{broker_id}"
 
     manager_service: ClassVar[str] = "kafka-manager"
+    spark_master_service: ClassVar[str] = "spark-master"
+
+    def spark_worker_service(self, worker_id: int) -> str:
+        return f"spark-worker{worker_id}"
+
+    @property
+    def spark_worker_ids(self) -> list[int]:
+        return list(range(1, self.spark.workers + 1)) if self.spark.enabled else []
 
     def container_name(self, service: str) -> str:
         return f"{self.name}-{service}"
@@ -341,11 +396,23 @@ class ClusterSpec(_Model):
     def manager_ip(self) -> str:
         return self.kafka_manager.ip or str(self.network.network.network_address + 30)
 
+    @property
+    def spark_master_ip(self) -> str:
+        return self.spark.master_ip or str(self.network.network.network_address + 40)
+
+    def spark_worker_ip(self, worker_id: int) -> str:
+        if self.spark.worker_ips is not None:
+            return self.spark.worker_ips[worker_id - 1]
+        return str(self.network.network.network_address + 40 + worker_id)
+
     def static_ips(self) -> dict[str, str]:
         ips = {f"zookeeper node {i}": self.zk_ip(i) for i in self.zk_ids}
         ips.update({f"kafka broker {i}": self.broker_ip(i) for i in self.broker_ids})
         if self.kafka_manager.enabled:
             ips["kafka_manager"] = self.manager_ip
+        if self.spark.enabled:
+            ips["spark master"] = self.spark_master_ip
+            ips.update({f"spark worker {i}": self.spark_worker_ip(i) for i in self.spark_worker_ids})
         return ips
 
     def zk_host_port(self, zk_id: int) -> int:
@@ -359,6 +426,9 @@ class ClusterSpec(_Model):
         ports.update({f"kafka broker {i}": self.broker_host_port(i) for i in self.broker_ids})
         if self.kafka_manager.enabled:
             ports["kafka_manager"] = self.kafka_manager.port
+        if self.spark.enabled:
+            ports["spark.master_port"] = self.spark.master_port
+            ports["spark.ui_port"] = self.spark.ui_port
         return ports
 
     @property
@@ -416,6 +486,33 @@ class ClusterSpec(_Model):
     def kafka_heap_opts(self) -> str:
         heap = self.kafka.defaults.heap
         return f"-Xms{heap} -Xmx{heap}"
+
+    @property
+    def spark_image(self) -> str:
+        return self.images.spark or self.image_profile.spark
+
+    @property
+    def spark_master_url(self) -> str:
+        """Where a driver on this host reaches the standalone master (its published port)."""
+        return f"spark://{self.host}:{self.spark.master_port}"
+
+    @property
+    def spark_shared_dir(self) -> str:
+        return self.spark.shared_dir or f"/tmp/clusterctl-spark/{self.name}"
+
+    def spark_kafka_relays(self) -> list[tuple[str, str]]:
+        """(listen, target) pairs each worker relays so executors reach the brokers' advertised addresses.
+
+        Brokers advertise <publish host>:<host port> (tansu has no other listener). When that host is
+        loopback, a worker forwards 127.0.0.1:<port> to kafkaN:<port> over the cluster network, so the
+        bootstrap list a driver on this host uses works unchanged inside the workers.
+        """
+        if not self.host.startswith("127."):
+            return []
+        return [
+            (f"{self.host}:{self.broker_host_port(i)}", f"{self.broker_service(i)}:{self.broker_host_port(i)}")
+            for i in self.broker_ids
+        ]
 
     @property
     def compose_dir(self) -> Path:
