@@ -23,7 +23,13 @@ import jinja2
 import yaml
 
 from clusterctl.errors import ClusterctlError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec import (
+    SPARK_MASTER_PORT,
+    SPARK_UI_PORT,
+    SPARK_WORKER_PORT,
+    SPARK_WORKER_UI_PORT,
+    ClusterSpec,
+)
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
@@ -45,7 +51,7 @@ class RenderError(ClusterctlError):
 class RenderedService:
     service: str
     container: str
-    role: str  # zookeeper | broker | manager
+    role: str  # zookeeper | broker | manager | spark-master | spark-worker
     image: str
     ip: str
     host_ports: list[str]
@@ -148,6 +154,85 @@ def _tcp_check(host: str, port: int) -> list[str]:
     return ["CMD", "bash", "-c", f"exec 3<>/dev/tcp/{host}/{port}"]
 
 
+SPARK_CLASS = "/opt/spark/bin/spark-class"  # the published apache/spark images and clusterctl/spark alike
+
+
+def _spark_context(spec: ClusterSpec) -> dict[str, Any] | None:
+    """spark-master and spark-worker1..N (spark.enabled), or None."""
+    if not spec.spark.enabled:
+        return None
+    bind = spec.publish.bind_address
+    master_svc = spec.spark_master_service
+    master_url = f"spark://{master_svc}:{SPARK_MASTER_PORT}"
+    master = {
+        "service": master_svc,
+        "container": spec.container_name(master_svc),
+        "image": spec.spark_image,
+        "ip": spec.spark_master_ip,
+        "command": [
+            SPARK_CLASS,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            master_svc,
+            "--port",
+            str(SPARK_MASTER_PORT),
+            "--webui-port",
+            str(SPARK_UI_PORT),
+        ],
+        "env": {"SPARK_NO_DAEMONIZE": "true"},
+        "ports": [
+            f"{bind}:{spec.spark.master_port}:{SPARK_MASTER_PORT}",
+            f"{bind}:{spec.spark.ui_port}:{SPARK_UI_PORT}",
+        ],
+        "volumes": [],
+        "depends_on": [],
+        "healthcheck": _tcp_check(master_svc, SPARK_MASTER_PORT),
+        "labels": _labels(spec, "spark-master", 1),
+    }
+    shared = spec.spark_shared_dir
+    relays = " ".join(f"{listen}={target}" for listen, target in spec.spark_kafka_relays())
+    workers = []
+    for i in spec.spark_worker_ids:
+        svc = spec.spark_worker_service(i)
+        workers.append(
+            {
+                "service": svc,
+                "container": spec.container_name(svc),
+                "image": spec.spark_image,
+                "ip": spec.spark_worker_ip(i),
+                "command": [
+                    SPARK_CLASS,
+                    "org.apache.spark.deploy.worker.Worker",
+                    # executors advertise this address: the driver on the host reaches an IP, not a name
+                    "--host",
+                    spec.spark_worker_ip(i),
+                    "--port",
+                    str(SPARK_WORKER_PORT),
+                    "--webui-port",
+                    str(SPARK_WORKER_UI_PORT),
+                    "--cores",
+                    str(spec.spark.worker_cores),
+                    "--memory",
+                    spec.spark.worker_memory,
+                    master_url,
+                ],
+                "env": {
+                    "SPARK_NO_DAEMONIZE": "true",
+                    # clusterctl/spark's entrypoint: brokers' advertised host addresses, relayed over the network
+                    "KAFKA_LOOPBACK_RELAY": relays,
+                    # checkpoints: the same path on the host (driver) and in every worker (executors)
+                    "CLUSTERCTL_SHARED_DIR": shared,
+                },
+                "ports": [],
+                "volumes": [(shared, shared)],
+                "depends_on": [master_svc],
+                "healthcheck": _tcp_check(spec.spark_worker_ip(i), SPARK_WORKER_PORT),
+                "labels": _labels(spec, "spark-worker", i),
+            }
+        )
+    return {"master": master, "workers": workers}
+
+
 def build_context(spec: ClusterSpec) -> dict[str, Any]:
     """Everything the compose template places, derived from the spec."""
     profile = spec.image_profile
@@ -237,6 +322,7 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         "zookeepers": zookeepers,
         "brokers": brokers,
         "manager": manager,
+        "spark": _spark_context(spec),
         "network": {"name": spec.network_name, "subnet": spec.network.subnet, "gateway": spec.network.gateway_ip},
         "volumes": volumes,
     }
@@ -406,4 +492,26 @@ def summarize(spec: ClusterSpec) -> list[RenderedService]:
                 [f"{host}:{spec.kafka_manager.port}"],
             )
         )
+    if spec.spark.enabled:
+        out.append(
+            RenderedService(
+                spec.spark_master_service,
+                spec.container_name(spec.spark_master_service),
+                "spark-master",
+                spec.spark_image,
+                spec.spark_master_ip,
+                [f"{host}:{spec.spark.master_port}", f"{host}:{spec.spark.ui_port}"],
+            )
+        )
+        out += [
+            RenderedService(
+                spec.spark_worker_service(i),
+                spec.container_name(spec.spark_worker_service(i)),
+                "spark-worker",
+                spec.spark_image,
+                spec.spark_worker_ip(i),
+                [],
+            )
+            for i in spec.spark_worker_ids
+        ]
     return out

@@ -37,6 +37,18 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "kafka_manager": {"enabled": False},
     },
+    "offline-tansu-spark": {
+        "name": "lab",
+        "profile": "offline",
+        "kafka": {
+            "engine": "tansu",
+            "brokers": 1,
+            "jmx_port": None,
+            "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
+        },
+        "kafka_manager": {"enabled": False},
+        "spark": {"enabled": True, "workers": 2},
+    },
     "default": {"name": "lab", "profile": "default"},
     "wurstmeister": {"name": "lab", "profile": "wurstmeister"},
     "zk5-brokers4": {
@@ -221,6 +233,32 @@ def test_offline_image_names_match_the_image_builder() -> None:
     assert images.ZOOKEEPER_IMAGE == profiles.OFFLINE_ZOOKEEPER_IMAGE
     assert images.KAFKA_IMAGE == profiles.OFFLINE_KAFKA_IMAGE
     assert images.TANSU_IMAGE == profiles.OFFLINE_TANSU_IMAGE
+    assert images.SPARK_IMAGE == profiles.OFFLINE_SPARK_IMAGE
+
+
+def test_spark_standalone_services() -> None:
+    svc = services(render_compose(spec_of("offline-tansu-spark")))
+    master, w1, w2 = svc["spark-master"], svc["spark-worker1"], svc["spark-worker2"]
+    assert master["image"] == w1["image"] == profiles.OFFLINE_SPARK_IMAGE
+    assert master["ports"] == ["127.0.0.1:7077:7077", "127.0.0.1:8080:8080"]
+    assert "ports" not in w1 and "ports" not in w2
+    assert master["networks"]["cluster"]["ipv4_address"] == "10.77.0.40"
+    assert [w["networks"]["cluster"]["ipv4_address"] for w in (w1, w2)] == ["10.77.0.41", "10.77.0.42"]
+    assert w1["command"][-1] == "spark://spark-master:7077" and w1["command"][1].endswith(".worker.Worker")
+    assert w1["depends_on"] == {"spark-master": {"condition": "service_healthy"}}
+    # executors reach tansu's advertised 127.0.0.1:9092 through the worker's relay to kafka1:9092
+    assert w1["environment"]["KAFKA_LOOPBACK_RELAY"] == "127.0.0.1:9092=kafka1:9092"
+    assert w1["volumes"] == ["/tmp/clusterctl-spark/lab:/tmp/clusterctl-spark/lab"]
+    assert all(s["restart"] == "unless-stopped" and s["init"] is True and "healthcheck" in s for s in (master, w1))
+    # off by default: nothing spark in the other renderings
+    assert not any(name.startswith("spark") for name in services(render_compose(spec_of("offline-tansu"))))
+    published = parse_spec({**CASES["default"], "spark": {"enabled": True, "master_port": 17077, "ui_port": 18080}})
+    master = services(render_compose(published))["spark-master"]
+    assert master["image"] == profiles.PUBLISHED_SPARK_IMAGE
+    assert master["ports"] == ["127.0.0.1:17077:7077", "127.0.0.1:18080:8080"]
+    # a non-loopback publish address is reachable from the workers as it is: no relay
+    lan = parse_spec({**CASES["default"], "publish": {"bind_address": "192.168.5.5"}, "spark": {"enabled": True}})
+    assert services(render_compose(lan))["spark-worker1"]["environment"]["KAFKA_LOOPBACK_RELAY"] == ""
 
 
 def test_secret_random_per_cluster_stable_across_rerenders(tmp_path: Path) -> None:

@@ -84,6 +84,9 @@ def cluster_services(spec: ClusterSpec) -> list[tuple[str, str, int | None]]:
     out += [(spec.broker_service(i), "broker", spec.broker_host_port(i)) for i in spec.broker_ids]
     if spec.kafka_manager.enabled:
         out.append((spec.manager_service, "kafka-manager", spec.kafka_manager.port))
+    if spec.spark.enabled:
+        out.append((spec.spark_master_service, "spark-master", spec.spark.master_port))
+        out += [(spec.spark_worker_service(i), "spark-worker", None) for i in spec.spark_worker_ids]
     return out
 
 
