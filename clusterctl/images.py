@@ -21,12 +21,14 @@ from pathlib import Path
 from docker.errors import APIError, BuildError, DockerException
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.profiles import SPARK_VERSION
 from clusterctl.runtime import docker as dk
 
 BASE_IMAGE = "clusterctl/base:bookworm"
 ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
 KAFKA_IMAGE = "clusterctl/kafka:3.9"
 TANSU_IMAGE = "clusterctl/tansu:0.6.0"
+SPARK_IMAGE = f"clusterctl/spark:{SPARK_VERSION}"
 HASH_LABEL = "io.clusterctl.inputs-hash"
 KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 
@@ -41,8 +43,10 @@ TARGETS: dict[str, str] = {
     "zookeeper": ZOOKEEPER_IMAGE,
     "kafka": KAFKA_IMAGE,
     "tansu": TANSU_IMAGE,
+    "spark": SPARK_IMAGE,
 }
-DEFAULT_TARGETS = ("zookeeper", "tansu")
+DEFAULT_TARGETS = ("zookeeper", "tansu")  # spark only on request: it is big and few clusters use it
+CHILD_TARGETS = ("zookeeper", "kafka", "tansu", "spark")
 
 Progress = Callable[[str], None]
 
@@ -141,6 +145,8 @@ def _child_hash(target: str, extra: Path | None) -> str:
     h = hashlib.sha256()
     h.update(base_hash().encode())
     _hash_files(h, IMAGES_DIR / target)
+    if target == "spark":
+        _spark_hash_inputs(h)
     if extra is not None:
         if extra.is_dir():
             _hash_files(h, extra)
@@ -169,6 +175,106 @@ def kafka_dist_root(dist: Path) -> str:
         f"--kafka-dist {dist} is not a Kafka distribution (no bin/kafka-server-start.sh)",
         hint="use the binary release, e.g. kafka_2.13-3.9.0.tgz, not the source release",
     )
+
+
+# ---- the spark image: Python packages from the driver's environment ----
+
+# distributions copied into clusterctl/spark (import name, distribution name); the executors' Python
+# connector needs them and they must be the driver's exact versions (PySpark above all)
+SPARK_DISTS = (("pyspark", "pyspark"), ("py4j", "py4j"), ("pyarrow", "pyarrow"), ("confluent_kafka", "confluent_kafka"))
+# what executors import of clusterctl (the connector and the Kafka helpers it calls)
+SPARK_CLUSTERCTL_FILES = ("__init__.py", "errors.py", "kafka", "spark")
+# not needed by a master, a worker or an executor: Spark Connect's REPL, examples, headers, tests
+_SPARK_SKIP = {
+    "pyspark": ("jars/connect-repl", "examples", "data"),
+    "pyarrow": ("include", "tests", "src"),
+}
+_SKIP_SUFFIXES = (".pyx", ".pxd", ".pxi", ".pyc")
+
+
+def _site_packages() -> Path:
+    """The site-packages holding the driver's PySpark (a one-line error when it is missing)."""
+    try:
+        import pyspark
+    except ImportError:
+        raise NotFoundError(
+            "the spark image copies PySpark from this environment, and it has none",
+            hint="pip install 'clusterctl[spark]'",
+        ) from None
+    root = Path(pyspark.__file__).resolve().parent.parent
+    if getattr(pyspark, "__version__", None) != SPARK_VERSION:
+        raise UsageError(
+            f"PySpark {getattr(pyspark, '__version__', '?')} is installed but clusterctl/spark is Spark {SPARK_VERSION}"
+        )
+    return root
+
+
+def _dist_info(root: Path, dist: str) -> Path:
+    found = sorted(root.glob(f"{dist}-*.dist-info"))
+    if not found:
+        raise NotFoundError(f"{dist} is not installed in {root}", hint="pip install 'clusterctl[spark]'")
+    return found[-1]
+
+
+def _spark_inputs() -> list[Path]:
+    """What the spark image copies, for its inputs hash: dist-info RECORDs (every file's hash) and sources."""
+    root = _site_packages()
+    out = [_dist_info(root, dist) / "RECORD" for _, dist in SPARK_DISTS]
+    pkg = Path(__file__).resolve().parent
+    for name in SPARK_CLUSTERCTL_FILES:
+        path = pkg / name
+        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return out
+
+
+def _spark_hash_inputs(h: hashlib._Hash) -> None:
+    pkg = Path(__file__).resolve().parent
+    for path in _spark_inputs():
+        h.update(path.name.encode() if path.name == "RECORD" else str(path.relative_to(pkg)).encode())
+        h.update(b"\0")
+        _hash_file(h, path)
+
+
+def _ignore(skip: tuple[str, ...], top: Path) -> Callable[[str, list[str]], set[str]]:
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        rel = Path(directory).relative_to(top)
+        out = {n for n in names if n == "__pycache__" or n.endswith(_SKIP_SUFFIXES)}
+        out |= {n for n in names if (rel / n).as_posix() in skip}
+        return out
+
+    return ignore
+
+
+def _copy_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> None:
+    """Hard links where the filesystem allows (fast, no space), copies otherwise."""
+
+    def link_or_copy(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, dest, symlinks=True, ignore=_ignore(skip, src), copy_function=link_or_copy)
+
+
+def _spark_context(ctx: Path) -> None:
+    root = _site_packages()
+    site = ctx / "site-packages"
+    site.mkdir()
+    for module, dist in SPARK_DISTS:
+        _copy_tree(root / module, site / module, _SPARK_SKIP.get(module, ()))
+        info = _dist_info(root, dist)
+        _copy_tree(info, site / info.name)
+        libs = root / f"{module}.libs"  # auditwheel-vendored shared libraries
+        if libs.is_dir():
+            _copy_tree(libs, site / libs.name)
+    pkg = Path(__file__).resolve().parent
+    (site / "clusterctl").mkdir()
+    for name in SPARK_CLUSTERCTL_FILES:
+        if (pkg / name).is_dir():
+            _copy_tree(pkg / name, site / "clusterctl" / name)
+        else:
+            shutil.copy2(pkg / name, site / "clusterctl" / name)
 
 
 def _tansu_binary() -> Path:
@@ -289,6 +395,8 @@ def _context(target: str, work: Path, kafka_dist: Path | None) -> Path:
     shutil.copytree(IMAGES_DIR / target, ctx)
     if target == "tansu":
         shutil.copy2(_tansu_binary(), ctx / "tansu")
+    elif target == "spark":
+        _spark_context(ctx)
     elif target == "kafka":
         assert kafka_dist is not None
         dest = ctx / "kafka"
@@ -343,7 +451,7 @@ def build_images(
     else:
         results.append(BuildResult("base", BASE_IMAGE, "skipped", 0.0, h))
 
-    for target in (t for t in ("zookeeper", "kafka", "tansu") if t in chosen):
+    for target in (t for t in CHILD_TARGETS if t in chosen):
         results.append(build_target(target, kafka_dist=kafka_dist, force=force, progress=progress))
     return results
 
@@ -356,8 +464,8 @@ def build_target(
     progress: Progress = _noop,
 ) -> BuildResult:
     """Build one image FROM the (existing) base; `image` overrides the tag (tests build throwaway tags)."""
-    if target not in ("zookeeper", "kafka", "tansu"):
-        raise UsageError(f"build_target builds zookeeper, kafka or tansu, not {target!r}")
+    if target not in CHILD_TARGETS:
+        raise UsageError(f"build_target builds {', '.join(CHILD_TARGETS)}, not {target!r}")
     if _existing_hash(BASE_IMAGE) is None:
         raise NotFoundError(f"{BASE_IMAGE} not built", hint="run `clusterctl images build base`")
     image = image or TARGETS[target]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl import images, zk
+from clusterctl import images, profiles, zk
 from clusterctl.runtime import docker as dk
 
 pytestmark = pytest.mark.docker
@@ -48,6 +48,16 @@ def test_images_list_reports_hash_labels() -> None:
         assert by_target[target]["present"] is True
         assert by_target[target]["inputs_hash"]
     assert by_target["zookeeper"]["image"] == images.ZOOKEEPER_IMAGE
+
+
+def test_spark_image_tags_match_the_installed_pyspark() -> None:
+    """Driver and workers must run one Spark version: the image tags follow the PySpark clusterctl runs."""
+    pyspark = pytest.importorskip("pyspark")
+    assert pyspark.__version__ == profiles.SPARK_VERSION
+    assert images.SPARK_IMAGE == profiles.OFFLINE_SPARK_IMAGE == f"clusterctl/spark:{pyspark.__version__}"
+    assert f"apache/spark:{pyspark.__version__}-python3" == profiles.PUBLISHED_SPARK_IMAGE
+    assert "spark" not in images.DEFAULT_TARGETS  # `make setup` does not build it
+    assert images.resolve_targets(["spark"], None) == ["spark"]
 
 
 def test_kafka_without_dist_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -142,7 +142,9 @@ def logs(
 def images_build(
     targets: Annotated[
         list[str] | None,
-        typer.Argument(help="base, zookeeper, kafka, tansu (default: zookeeper tansu, + kafka with --kafka-dist)"),
+        typer.Argument(
+            help="base, zookeeper, kafka, tansu, spark (default: zookeeper tansu, + kafka with --kafka-dist)"
+        ),
     ] = None,
     kafka_dist: Annotated[
         Path | None,
@@ -158,7 +160,7 @@ def images_build(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Build the offline images locally: Debian base via debootstrap, then ZooKeeper, Kafka, tansu (no pull)."""
+    """Build the offline images locally: Debian base via debootstrap, then ZooKeeper, Kafka, tansu, Spark (no pull)."""
     with _progress() as progress:
         task = progress.add_task("checking inputs", total=None)
         results = images.build_images(
