@@ -26,7 +26,7 @@ def test_lag_goes_to_zero_and_reset(bootstrap: str, unique_name: str) -> None:
     r = run("consume", topic, "--group", group, "-n", "80", "-b", bootstrap, "--json")
     assert r.returncode == 0 and len(r.stdout.splitlines()) == 80
     d = _lag(bootstrap, group)
-    assert d["members"] == [] and d["total_lag"] == 120
+    assert d["members"] == [] and d["total_lag"] == 120 and d["uncommitted_partitions"] == 0
     assert d["offsets"] == [
         {
             "topic": topic,
@@ -123,3 +123,19 @@ def test_unknown_group_and_delete(bootstrap: str, unique_name: str) -> None:
     r = run("group", "delete", group, "-b", bootstrap, "--json")
     assert r.returncode == 0, r.stderr and json.loads(r.stdout) == {"group": group, "deleted": True}
     assert group not in [g.group for g in groups.list_groups(bootstrap)]
+
+
+def test_partition_never_committed_has_unknown_lag(bootstrap: str, unique_name: str) -> None:
+    topic, group = unique_name, f"{unique_name}-g"
+    admin.create_topic(bootstrap, topic, 2, 1)
+    clients.produce(bootstrap, topic, [(None, f"v{i}") for i in range(30)], partition=0)
+    r = run("consume", topic, "--group", group, "--timeout", "2", "-b", bootstrap, "--json")
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 30
+    clients.produce(bootstrap, topic, [(None, f"w{i}") for i in range(7)], partition=1)
+    d = _lag(bootstrap, group)
+    by_partition = {o["partition"]: (o["committed"], o["log_end"], o["lag"]) for o in d["offsets"]}
+    assert by_partition == {0: (30, 30, 0), 1: (None, 7, None)}
+    # the 7 unread records are not "lag 0": the partition is counted as unknown
+    assert d["total_lag"] == 0 and d["uncommitted_partitions"] == 1
+    r = run("group", "describe", group, "-b", bootstrap)
+    assert "1 partition(s): lag unknown" in r.stdout

@@ -91,6 +91,7 @@ def _group() -> GroupDescription:
             PartitionLag("t", 1, None, 5, None, "m-1", "client-a", "/10.77.0.1"),
         ],
         total_lag=120,
+        uncommitted_partitions=1,
     )
 
 
@@ -98,6 +99,9 @@ def test_group_describe_table(out) -> None:
     group_cli.render_group(_group(), as_json=False)
     text = out.readouterr().out
     assert any(line.startswith("Total lag") and line.split()[-1] == "120" for line in text.splitlines())
+    assert any(
+        line.startswith("No committed offset") and "1 partition(s): lag unknown" in line for line in text.splitlines()
+    )
     kv = {line.split()[0]: line.split()[-1] for line in text.splitlines()[:6] if line.strip()}
     assert kv["Group"] == "g1" and kv["State"] == "STABLE" and kv["Members"] == "1"
     rows = [
@@ -113,7 +117,9 @@ def test_group_describe_table(out) -> None:
 def test_group_describe_json(out) -> None:
     group_cli.render_group(_group(), as_json=True)
     doc = json.loads(out.readouterr().out)
-    assert list(doc) == ["group", "state", "coordinator", "assignor", "members", "offsets", "total_lag"]
+    assert list(doc) == [
+        "group", "state", "coordinator", "assignor", "members", "offsets", "total_lag", "uncommitted_partitions"
+    ]  # fmt: skip
     assert doc["members"] == [
         {"member_id": "m-1", "client_id": "client-a", "host": "/10.77.0.1", "assignment": ["t-0", "t-1"]}
     ]
@@ -127,7 +133,7 @@ def test_group_describe_json(out) -> None:
         "client_id": "client-a",
         "host": "/10.77.0.1",
     }
-    assert doc["total_lag"] == 120
+    assert doc["total_lag"] == 120 and doc["uncommitted_partitions"] == 1
 
 
 def test_cluster_describe_shapes(out) -> None:

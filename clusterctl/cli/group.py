@@ -21,6 +21,9 @@ GROUP_FIELDS = [
     Column("Assignor", "assignor"),
     Column("Members", lambda g: len(g.members)),
     Column("Total lag", "total_lag"),
+    Column(
+        "No committed offset", "uncommitted_partitions", fmt=lambda n: f"{n} partition(s): lag unknown" if n else "-"
+    ),
 ]
 MEMBER_COLUMNS = [
     Column("Member", "member_id"),

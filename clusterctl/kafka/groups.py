@@ -48,7 +48,8 @@ class GroupDescription:
     assignor: str | None
     members: list[GroupMember]
     offsets: list[PartitionLag]
-    total_lag: int
+    total_lag: int  # over partitions with a committed offset, as kafka-consumer-groups.sh sums it
+    uncommitted_partitions: int = 0  # partitions the group never committed: their lag is unknown, not 0
 
 
 @dataclass
@@ -162,6 +163,7 @@ def describe_group(bootstrap: str, group: str) -> GroupDescription:
         members,
         rows,
         sum(r.lag or 0 for r in rows),
+        sum(1 for r in rows if r.committed is None),
     )
 
 
