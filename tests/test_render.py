@@ -102,11 +102,17 @@ def test_docker_compose_config_accepts_every_rendering(case: str, tmp_path: Path
         assert m["container_name"] == svc.container and m["hostname"] == svc.service
         assert m["networks"]["cluster"]["ipv4_address"] == svc.ip
         assert m["restart"] == "unless-stopped"
-        for port in m["ports"]:
+        assert bool(m.get("ports")) == bool(svc.host_ports)  # spark workers publish nothing
+        for port in m.get("ports", []):
             assert port["host_ip"] == "127.0.0.1"
             assert port["published"] == port.get("published") and int(port["published"]) in spec.host_ports().values()
         for volume in m.get("volumes", []):
-            assert volume["type"] == "volume" and "docker.sock" not in json.dumps(volume)
+            assert "docker.sock" not in json.dumps(volume)
+            if volume["type"] == "bind":  # only the spark workers' shared checkpoint dir, at the same path
+                assert svc.role == "spark-worker"
+                assert volume["source"] == volume["target"] == spec.spark_shared_dir
+            else:
+                assert volume["type"] == "volume"
     if spec.kafka_manager.enabled:
         secret = model["services"]["kafka-manager"]["environment"]["APPLICATION_SECRET"]
         assert secret == existing_secret(tmp_path / "out") and len(secret) == 64
