@@ -8,9 +8,11 @@ from typing import Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, parse_kv
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.output import Column, emit, info
+from clusterctl.spark import standalone
+from clusterctl.spec import ClusterSpec
 
 
 def _runner() -> ModuleType:
@@ -53,7 +55,8 @@ def run_cmd(
         str,
         typer.Option(
             "--master",
-            help="Spark master: local[*], local[N] or spark://host:port (its workers need clusterctl installed)",
+            help="Spark master: local[*], local[N], cluster (the spec's standalone master: spark.enabled) "
+            "or spark://host:port (its workers need clusterctl installed)",
         ),
     ] = ("local[*]"),
     checkpoint: Annotated[
@@ -94,7 +97,22 @@ def run_cmd(
     if until_idle is not None and until_idle <= 0:
         raise UsageError(f"--until-idle must be > 0, got {until_idle}")
     runner.load_job(job)  # a bad name fails here, before any cluster or Spark work
-    servers = bootstrap_servers(bootstrap)
+    spark_conf = parse_kv(conf, "--conf")
+    checkpoint_root: Path | None = None
+    spec = _spec_for(master)
+    if standalone.targets_cluster(master, spec):
+        if spec is None:
+            spec = get_spec()  # `cluster` needs the spec: its error (no file, invalid) is the one line
+        cluster = standalone.settings(spec, master, bootstrap)
+        standalone.check_checkpoint(checkpoint, cluster.shared_dir)
+        standalone.check_master(cluster.master)
+        if cluster.ui is not None:
+            standalone.wait_for_workers(cluster.ui)
+        standalone.python_for_workers()
+        master, servers, checkpoint_root = cluster.master, cluster.bootstrap, cluster.shared_dir
+        spark_conf = {**cluster.conf, **spark_conf}
+    else:
+        servers = bootstrap_servers(bootstrap)
 
     def progress(p: Any) -> None:  # runner.BatchProgress
         info(f"batch {p.batch_id}: {p.input_rows} input rows in {p.duration_ms} ms")
@@ -110,7 +128,8 @@ def run_cmd(
         available_now=available_now,
         connector=connector,
         options=parse_kv(option, "--option"),
-        spark_conf=parse_kv(conf, "--conf"),
+        spark_conf=spark_conf,
+        checkpoint_root=checkpoint_root,
         on_progress=None if as_json else progress,
         on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
     )
@@ -135,6 +154,16 @@ def run_cmd(
             Column("Checkpoint", "checkpoint"),
         ],
     )
+
+
+def _spec_for(master: str) -> ClusterSpec | None:
+    """The spec when a spark:// master might be its own (auto-detected); None when there is none."""
+    if not master.startswith("spark://"):
+        return None
+    try:
+        return get_spec()
+    except ClusterctlError:
+        return None
 
 
 def register(app: typer.Typer) -> None:

@@ -234,11 +234,13 @@ def run_job(
     spark: Any = None,
     on_progress: Callable[[BatchProgress], None] | None = None,
     on_start: Callable[[], None] | None = None,
+    checkpoint_root: str | Path | None = None,
 ) -> RunResult:
     """Run job `name`; streaming jobs stop after `until_idle_s` without input (or `timeout_s`, or Ctrl-C).
 
     Bad names, options, topics and an unreachable cluster fail before Spark starts; `on_start` is
-    called just before it does.
+    called just before it does. A temporary checkpoint (no `checkpoint`) goes under `checkpoint_root`
+    (default: the system temp dir); executors on other machines need one they can see.
     """
     if connector not in CONNECTORS:
         raise UsageError(f"--connector must be python or builtin, got {connector!r}")
@@ -278,7 +280,18 @@ def run_job(
                 name, "batch", connector, master, bootstrap, None, "finished", time.monotonic() - start, result=result
             )
         return _run_streaming(
-            name, job, ctx, master, checkpoint, trigger_s, until_idle_s, timeout_s, available_now, start, on_progress
+            name,
+            job,
+            ctx,
+            master,
+            checkpoint,
+            trigger_s,
+            until_idle_s,
+            timeout_s,
+            available_now,
+            start,
+            on_progress,
+            checkpoint_root,
         )
     finally:
         if own_session:
@@ -303,9 +316,15 @@ def _run_streaming(
     available_now: bool,
     start: float,
     on_progress: Callable[[BatchProgress], None] | None,
+    checkpoint_root: str | Path | None = None,
 ) -> RunResult:
     temp_checkpoint = checkpoint is None
-    cp = Path(checkpoint) if checkpoint else Path(tempfile.mkdtemp(prefix=f"clusterctl-{name}-"))
+    if checkpoint:
+        cp = Path(checkpoint)
+    else:
+        if checkpoint_root is not None:
+            Path(checkpoint_root).mkdir(parents=True, exist_ok=True)
+        cp = Path(tempfile.mkdtemp(prefix=f"clusterctl-{name}-", dir=checkpoint_root))
     writer = job.build(ctx).option("checkpointLocation", str(cp))
     if available_now:  # everything up to the end offsets at start, in maxOffsetsPerTrigger batches, then stop
         writer = writer.trigger(availableNow=True)
