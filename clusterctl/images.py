@@ -182,8 +182,18 @@ def kafka_dist_root(dist: Path) -> str:
 # distributions copied into clusterctl/spark (import name, distribution name); the executors' Python
 # connector needs them and they must be the driver's exact versions (PySpark above all)
 SPARK_DISTS = (("pyspark", "pyspark"), ("py4j", "py4j"), ("pyarrow", "pyarrow"), ("confluent_kafka", "confluent_kafka"))
-# what executors import of clusterctl (the connector and the Kafka helpers it calls)
-SPARK_CLUSTERCTL_FILES = ("__init__.py", "errors.py", "kafka", "spark")
+# what executors import of clusterctl: the connector and the Kafka helpers it calls (the Dockerfile's import
+# check fails the build if one is missing); other modules change without rebuilding the image
+SPARK_CLUSTERCTL_FILES = (
+    "__init__.py",
+    "errors.py",
+    "kafka/__init__.py",
+    "kafka/admin.py",
+    "kafka/clients.py",
+    "spark/__init__.py",
+    "spark/source.py",
+    "spark/sink.py",
+)
 # not needed by a master, a worker or an executor: Spark Connect's REPL, examples, headers, tests
 _SPARK_SKIP = {
     "pyspark": ("jars/connect-repl", "examples", "data"),
@@ -221,10 +231,7 @@ def _spark_inputs() -> list[Path]:
     root = _site_packages()
     out = [_dist_info(root, dist) / "RECORD" for _, dist in SPARK_DISTS]
     pkg = Path(__file__).resolve().parent
-    for name in SPARK_CLUSTERCTL_FILES:
-        path = pkg / name
-        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    return out
+    return out + [pkg / name for name in SPARK_CLUSTERCTL_FILES]
 
 
 def _spark_hash_inputs(h: hashlib._Hash) -> None:
@@ -269,12 +276,10 @@ def _spark_context(ctx: Path) -> None:
         if libs.is_dir():
             _copy_tree(libs, site / libs.name)
     pkg = Path(__file__).resolve().parent
-    (site / "clusterctl").mkdir()
     for name in SPARK_CLUSTERCTL_FILES:
-        if (pkg / name).is_dir():
-            _copy_tree(pkg / name, site / "clusterctl" / name)
-        else:
-            shutil.copy2(pkg / name, site / "clusterctl" / name)
+        dest = site / "clusterctl" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(pkg / name, dest)
 
 
 def _tansu_binary() -> Path:
