@@ -55,8 +55,8 @@ def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ensemble]:
         context=str(compose_file.parent), compose_file_name=compose_file.name, services=ZK_SERVICES, wait=False
     )
     started = time.monotonic()
-    compose.start()
     try:
+        compose.start()  # inside the try: a failed start must not leave its network behind
         wait_for(lambda: one_leader_two_followers(spec_path), 90, "1 leader + 2 followers")
         yield Ensemble(spec_path, load_spec(spec_path), compose, round(time.monotonic() - started, 1))
     finally:
