@@ -108,6 +108,22 @@ def test_broker_container_faults(cluster: Path) -> None:
     assert cli_json(cluster, "chaos", "stop-broker", "1")[0]["after"] == "exited"
     assert cli_json(cluster, "chaos", "restart-broker", "1")[0]["after"] == "running"
 
+    # kill-leader finds the leader in metadata (tansu reports node id 111: the spec's only broker)
+    wait_for(lambda: cli(cluster, "topic", "list").returncode == 0, 30, "broker answers", interval=0.5)
+    topic = f"kl-{uuid.uuid4().hex[:6]}"
+    assert cli(cluster, "topic", "create", topic, "--partitions", "2").returncode == 0
+    out = cli_json(cluster, "chaos", "kill-leader", topic, "1")
+    assert out[0]["action"] == "kill-leader" and out[0]["container"] == name and state(name) == "exited"
+    assert out[0]["note"] == f"leader of {topic}-1 was broker 111 (the spec's broker 1)"
+    res = cli(cluster, "chaos", "kill-leader", topic, "5")
+    assert res.returncode != 0 and len(res.stderr.strip().splitlines()) == 1
+    assert cli_json(cluster, "chaos", "start-broker", "1")[0]["after"] == "running"
+
+    # rolling restart: one broker at a time, each step waits for full ISR again
+    wait_for(lambda: cli(cluster, "topic", "list").returncode == 0, 30, "broker answers", interval=0.5)
+    steps = cli_json(cluster, "chaos", "rolling-restart")
+    assert [s["broker"] for s in steps] == [1] and state(name) == "running"
+
     # pause: frozen while it lasts, running again afterwards
     t = _background(cluster, "chaos", "pause-broker", "1", "--for", "3", "--json")
     wait_for(lambda: state(name) == "paused", 10, "paused", interval=0.1)

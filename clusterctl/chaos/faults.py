@@ -181,9 +181,23 @@ def current_leader(bootstrap: str, topic: str, partition: int) -> int:
 def kill_leader(spec: ClusterSpec, bootstrap: str, topic: str, partition: int) -> FaultResult:
     """SIGKILL the broker currently leading the partition (seed 002: `kill -9` the leader)."""
     leader = current_leader(bootstrap, topic, partition)
-    res = kill("kill-leader", *broker_target(spec, leader))
+    broker = spec_broker(spec, leader)
+    res = kill("kill-leader", *broker_target(spec, broker))
     res.note = f"leader of {topic}-{partition} was broker {leader}"
+    if broker != leader:
+        res.note += f" (the spec's broker {broker})"
     return res
+
+
+def spec_broker(spec: ClusterSpec, metadata_id: int) -> int:
+    """The spec's broker id for a broker id seen in metadata.
+
+    Apache Kafka brokers carry the spec's ids (broker.id). tansu always reports node id 111 and cannot be
+    told otherwise, so on the tansu engine (one broker) every id maps to that broker.
+    """
+    if spec.kafka.engine == "tansu" and len(spec.broker_ids) == 1:
+        return spec.broker_ids[0]
+    return metadata_id
 
 
 # ---------------------------------------------------------------- network partition
