@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -430,8 +431,9 @@ class FaultMetrics:
 
 def _target_ids(m: Marker) -> tuple[int | None, int | None]:
     words = m.target.replace("-", " ").split()
-    if m.note and m.note.startswith("leader of") and "broker" in m.note:
-        return int(m.note.rsplit(" ", 1)[-1]), None
+    led = re.match(r"leader of .* was broker (\d+)", m.note or "")
+    if led:  # the id metadata shows (tansu's 111 too), which is what partition samples carry
+        return int(led.group(1)), None
     if len(words) == 2 and words[1].isdigit():
         return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
     if m.target.startswith("kafka") and m.target[5:].isdigit():
