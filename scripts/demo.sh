@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job (`make demo`): a fresh offline cluster end to end, then torn down again.
 #   init → render → up (waits until healthy) → status → zk status/tree → topic create/describe →
-#   produce → consume in a group → group lag → perf produce/consume → zk-node-loss drill (HTML report) →
-#   down --volumes
+#   produce → consume in a group → group lag → perf produce/consume → zk-node-loss drill → a broker drill
+#   (short-pause; kill-leader on real Kafka), each with an HTML report → down --volumes
 # With CLUSTERCTL_KAFKA_DIST set (and the kafka image built by setup), the brokers are Apache Kafka;
 # otherwise the broker is tansu (Kafka protocol, one broker, RF 1).
 set -euo pipefail
@@ -46,6 +46,11 @@ step group describe demo-readers
 step perf produce demo-perf --num-records 200000 --record-size 100 --partitions 3
 step perf consume demo-perf --messages 200000
 step scenario run zk-node-loss --report-dir "$DIR/reports/zk-node-loss"
+if [[ "${engine[1]}" == "kafka" ]]; then
+    step scenario run kill-leader --report-dir "$DIR/reports/kill-leader"
+else
+    step scenario run short-pause --report-dir "$DIR/reports/short-pause"
+fi
 step down --volumes
 trap - EXIT
 printf '\n\033[1mdemo finished in %ss\033[0m\n' "$((SECONDS - started))" >&2

@@ -40,10 +40,50 @@ def test_kill_leader_metrics() -> None:
     assert (p1.isr_shrunk_s, p1.isr_full_s) == (0.4, 3.0)
 
 
-def test_tansu_leader_note_keeps_the_metadata_id() -> None:
-    """tansu reports node id 111; the note names it (and the spec's broker), samples carry 111."""
-    tl = Timeline(T0 - 1, T0 + 5, ["t"])
-    tl.markers = [Marker(T0, "kill-leader", "broker 1", note="leader of t-0 was broker 111 (the spec's broker 1)")]
-    tl.partitions = [PartitionSample(T0 - 0.5, "t", 0, 111, [111], [111])]
-    (m,) = analyze(tl)
-    assert m.broker == 111 and m.partitions[0].led_by_target is True
+def test_tansu_metadata_ids_become_the_spec_broker() -> None:
+    """tansu reports node id 111; the observer records the spec's broker id, so samples match fault targets."""
+    from types import SimpleNamespace as NS
+
+    from clusterctl.chaos.observer import Observer
+    from clusterctl.spec import ClusterSpec
+
+    spec = ClusterSpec.model_validate(
+        {
+            "name": "dev",
+            "profile": "offline",
+            "kafka": {"engine": "tansu", "brokers": 1, "defaults": {"replication_factor": 1, "min_insync_replicas": 1}},
+            "kafka_manager": {"enabled": False},
+        }
+    )
+    obs = Observer(spec, None, ["t"], watch_zk=False)
+    part = NS(leader=111, replicas=[111], isrs=[111])
+    leaderless = NS(leader=-1, replicas=[111], isrs=[])
+    obs._record_metadata(NS(brokers={111: None}, controller_id=111, topics={"t": NS(error=None, partitions={0: part})}))
+    obs._record_metadata(NS(brokers={}, controller_id=-1, topics={"t": NS(error=None, partitions={0: leaderless})}))
+    samples = obs.timeline.partitions
+    assert [(s.leader, s.replicas, s.isr) for s in samples] == [(1, [1], [1]), (-1, [1], [])]
+    brokers = [e.value for e in obs.timeline.events if e.kind == "brokers"]
+    controllers = [e.value for e in obs.timeline.events if e.kind == "controller"]
+    assert brokers == [[1], []] and controllers == [1, -1]
+
+
+def test_write_gap_is_the_longest_wait_for_an_ack_after_the_fault() -> None:
+    tl = Timeline(T0 - 5, T0 + 30, ["drill"])
+    tl.markers = [Marker(T0, "pause-broker", "broker 1"), Marker(T0 + 5, "unpause", "broker 1", heal=True)]
+    tl.partitions = [_sample(-1, 0, 1, [1, 2, 3]), _sample(-1, 1, 2, [1, 2, 3]), _sample(-1, 2, 3, [1, 2, 3])]
+    acks = {
+        ("drill", 0): [T0 - 0.3, T0 - 0.01, T0 + 5.2, T0 + 5.25],  # stalled: 5.2 s from the fault
+        ("drill", 1): [T0 - 0.2, T0 + 0.1, T0 + 0.2, T0 + 0.9, T0 + 1.0],  # longest wait 0.7 s, after the fault
+        # partition 2: no write acknowledged after the fault
+        ("drill", 2): [T0 - 0.2],
+    }
+    tl.events = [Event(T0 + 1.05, "metadata", "error", "metadata", "metadata request failed: timed out")]
+    (m,) = analyze(tl, acks)
+    assert (m.detected_s, m.detected_by) == (1.05, "metadata (no answer)")
+    assert [p.write_gap_s for p in m.partitions] == [5.2, 0.7, None]
+    assert m.partitions[0].led_by_target and not m.partitions[1].led_by_target
+    (m,) = analyze(tl)  # no ledger: no gaps
+    assert [p.write_gap_s for p in m.partitions] == [None, None, None]
+    # acks only after the fault (the load started later): not a gap the fault caused
+    (m,) = analyze(tl, {("drill", 0): [T0 + 1.0, T0 + 1.1]})
+    assert m.partitions[0].write_gap_s is None

@@ -57,6 +57,15 @@ class Ledger:
     entries: list[LedgerEntry]
     meta: dict[str, Any] = field(default_factory=dict)
 
+    def ack_times(self) -> dict[tuple[str, int], list[float]]:
+        """Per (topic, partition), the sorted times its writes were acknowledged."""
+        out: dict[tuple[str, int], list[float]] = defaultdict(list)
+        for e in self.entries:
+            out[(e.topic, e.partition)].append(e.ts)
+        for times in out.values():
+            times.sort()
+        return dict(out)
+
 
 class ConsumedLike(Protocol):
     """What `verify` needs from a consumed record (clients.ConsumedRecord fits, so does a Spark Row)."""

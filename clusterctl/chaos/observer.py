@@ -13,11 +13,13 @@ Only changes are stored (plus one sample at start and end), so a long drill stay
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import json
-import re
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +117,7 @@ class Observer:
         self._last_zk_brokers: tuple[int, ...] | None = None
         self._last_zk_controller: Any = "unset"
         self._metadata_ok: bool | None = None
+        self._broker_id = _id_mapper(spec)
 
     # ------------------------------------------------------------ recording
 
@@ -214,7 +217,8 @@ class Observer:
 
     def _record_metadata(self, md: Any) -> None:
         now = time.time()
-        brokers = tuple(sorted(md.brokers))
+        bid = self._broker_id
+        brokers = tuple(sorted({bid(b) for b in md.brokers}))
         if brokers != self._last_brokers:
             gone = sorted(set(self._last_brokers or ()) - set(brokers))
             back = sorted(set(brokers) - set(self._last_brokers or ()))
@@ -223,9 +227,10 @@ class Observer:
                 detail += f" (lost {gone})" if gone else f" (joined {back})"
             self.event("metadata", "brokers", "cluster", detail, list(brokers))
             self._last_brokers = brokers
-        if md.controller_id != self._last_controller:
-            self.event("metadata", "controller", "cluster", f"controller {md.controller_id}", md.controller_id)
-            self._last_controller = md.controller_id
+        controller = bid(md.controller_id)
+        if controller != self._last_controller:
+            self.event("metadata", "controller", "cluster", f"controller {controller}", controller)
+            self._last_controller = controller
         with self._lock:
             topics = list(self.topics)
         for name in topics:
@@ -234,7 +239,7 @@ class Observer:
                 continue
             for pid, p in sorted(t.partitions.items()):
                 key = (name, pid)
-                state = (int(p.leader), tuple(p.replicas), tuple(sorted(p.isrs)))
+                state = (bid(p.leader), tuple(map(bid, p.replicas)), tuple(sorted(map(bid, p.isrs))))
                 prev = self._last_part.get(key)
                 if state == prev:
                     continue
@@ -376,6 +381,15 @@ class Observer:
             self._watch_when_created(base, on_partitions)
 
 
+def _id_mapper(spec: ClusterSpec | None) -> Callable[[int], int]:
+    """Metadata broker id → the spec's broker id (they differ only on tansu), so samples match fault targets."""
+    if spec is None:
+        return int
+    from clusterctl.chaos.faults import spec_broker
+
+    return lambda i: int(i) if i < 0 else spec_broker(spec, int(i))
+
+
 def _decode(data: bytes | None) -> Any:
     if not data:
         return None
@@ -411,6 +425,7 @@ class PartitionFailover:
     isr_shrunk_s: float | None  # fault → the failed broker left the ISR
     isr_full_s: float | None  # heal → ISR == replicas again
     unavailable_s: float | None  # leaderless (or led by the dead broker) after the fault
+    write_gap_s: float | None = None  # longest wait for an acknowledged write after the fault (drill ledger)
 
 
 @dataclass
@@ -431,9 +446,6 @@ class FaultMetrics:
 
 def _target_ids(m: Marker) -> tuple[int | None, int | None]:
     words = m.target.replace("-", " ").split()
-    led = re.match(r"leader of .* was broker (\d+)", m.note or "")
-    if led:  # the id metadata shows (tansu's 111 too), which is what partition samples carry
-        return int(led.group(1)), None
     if len(words) == 2 and words[1].isdigit():
         return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
     if m.target.startswith("kafka") and m.target[5:].isdigit():
@@ -443,8 +455,15 @@ def _target_ids(m: Marker) -> tuple[int | None, int | None]:
     return None, None
 
 
-def analyze(tl: Timeline) -> list[FaultMetrics]:
-    """Failover times for every fault marker (heals are paired with the next heal after the fault)."""
+AckTimes = Mapping[tuple[str, int], Sequence[float]]
+
+
+def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
+    """Failover times for every fault marker (heals are paired with the next heal after the fault).
+
+    `acks`: per (topic, partition), the sorted times of the drill's acknowledged writes (its ledger);
+    they give each partition's write gap, the client's view of the unavailability window.
+    """
     out: list[FaultMetrics] = []
     faults = [m for m in tl.markers if not m.heal]
     for m in faults:
@@ -455,8 +474,13 @@ def analyze(tl: Timeline) -> list[FaultMetrics]:
         detected_s, detected_by = None, None
         if broker is not None:
             for e in tl.events:
-                if e.t >= m.t and e.kind == "brokers" and isinstance(e.value, list) and broker not in e.value:
+                if e.t < m.t:
+                    continue
+                if e.kind == "brokers" and isinstance(e.value, list) and broker not in e.value:
                     detected_s, detected_by = round(e.t - m.t, 3), e.source
+                    break
+                if e.kind == "error" and e.source == "metadata":  # no broker answered at all (a lone broker)
+                    detected_s, detected_by = round(e.t - m.t, 3), "metadata (no answer)"
                     break
         if zk_id is not None:
             for s in tl.zk_modes:
@@ -468,7 +492,7 @@ def analyze(tl: Timeline) -> list[FaultMetrics]:
         q_ok = None
         if heal is not None:
             q_ok = next((e.t for e in tl.events if e.t >= heal.t and e.kind == "quorum" and e.value is True), None)
-        parts = _partition_failovers(tl, m, broker, heal, nxt) if broker is not None else []
+        parts = _partition_failovers(tl, m, broker, heal, nxt, acks or {}) if broker is not None else []
         out.append(
             FaultMetrics(
                 action=m.action,
@@ -489,7 +513,7 @@ def analyze(tl: Timeline) -> list[FaultMetrics]:
 
 
 def _partition_failovers(
-    tl: Timeline, m: Marker, broker: int, heal: Marker | None, until: float
+    tl: Timeline, m: Marker, broker: int, heal: Marker | None, until: float, acks: AckTimes
 ) -> list[PartitionFailover]:
     out: list[PartitionFailover] = []
     keys = sorted({(s.topic, s.partition) for s in tl.partitions})
@@ -518,5 +542,19 @@ def _partition_failovers(
                 if s.t >= heal.t and s.t <= until and set(s.isr) == set(s.replicas) and s.leader >= 0:
                     full = round(s.t - heal.t, 3)
                     break
-        out.append(PartitionFailover(topic, pid, b.leader, led, new_leader, ttnl, shrunk, full, unavailable))
+        gap = write_gap(acks.get((topic, pid), ()), m.t, until)
+        out.append(PartitionFailover(topic, pid, b.leader, led, new_leader, ttnl, shrunk, full, unavailable, gap))
     return out
+
+
+def write_gap(ack_times: Sequence[float], fault_t: float, until: float) -> float | None:
+    """Longest wait for the next acknowledged write from `fault_t` on, among acks up to `until`.
+
+    None when no write was acknowledged before the fault (the load was not running) or none after it.
+    """
+    first = bisect.bisect_right(ack_times, fault_t)
+    last = bisect.bisect_right(ack_times, until)
+    if first == 0 or first == last:
+        return None
+    points = [fault_t, *ack_times[first:last]]
+    return round(max(b - a for a, b in itertools.pairwise(points)), 3)

@@ -114,13 +114,13 @@ def render_html(result: Any) -> str:
     )
     part_rows = [
         [f.action, f"{p.topic}-{p.partition}", p.leader_before, p.new_leader, p.time_to_new_leader_s,
-         p.isr_shrunk_s, p.isr_full_s, p.unavailable_s]
+         p.isr_shrunk_s, p.isr_full_s, p.unavailable_s, p.write_gap_s]
         for f in result.faults
         for p in f.partitions
     ]  # fmt: skip
     parts = _table(
         ["fault", "partition", "leader before", "new leader", "new leader s", "ISR shrunk s", "ISR full after heal s",
-         "unavailable s"],
+         "unavailable s", "longest wait for an ack s"],
         part_rows,
     )  # fmt: skip
     verify = "<p>no verification step</p>"

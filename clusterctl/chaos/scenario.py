@@ -4,7 +4,8 @@ A scenario file:
 
     name: kill-leader
     description: SIGKILL the leader of partition 0 under load; leadership moves, nothing acked is lost
-    requires: kafka            # kafka: needs replication (real Apache Kafka); zookeeper: ZK side only
+    requires: kafka            # kafka: needs replication (real Apache Kafka); zookeeper: ZK side only;
+                               # any: any Kafka-protocol broker, one without replication (tansu) too
     topic: {partitions: 3, replication_factor: 3, min_insync_replicas: 2}
     steps:
       - create_topic: {}
@@ -212,7 +213,7 @@ class Step:
 class Scenario(_M):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,60}$")
     description: str = ""
-    requires: Literal["kafka", "zookeeper"] = "kafka"
+    requires: Literal["kafka", "zookeeper", "any"] = "kafka"
     topic: TopicSpec = TopicSpec()
     steps: list[dict[str, Any]] = Field(min_length=1)
 
@@ -363,9 +364,9 @@ class Runner:
             raise UsageError(
                 f"scenario {self.sc.name} needs replication (real Apache Kafka); cluster {self.spec.name} runs "
                 f"kafka.engine={self.spec.kafka.engine}",
-                hint="run the ZooKeeper scenarios (requires: zookeeper) here, or a spec with engine kafka",
+                hint="run the scenarios with requires: zookeeper or any here, or a spec with engine kafka",
             )
-        if self.sc.requires == "kafka" and self.sc.topic.replication_factor > len(self.spec.broker_ids):
+        if self.sc.requires != "zookeeper" and self.sc.topic.replication_factor > len(self.spec.broker_ids):
             raise UsageError(
                 f"scenario {self.sc.name} wants RF {self.sc.topic.replication_factor} but the spec has "
                 f"{len(self.spec.broker_ids)} brokers"
@@ -424,13 +425,23 @@ class Runner:
             started=started,
             ended=time.time(),
             steps=results,
-            faults=analyze(timeline),
+            faults=analyze(timeline, self._ack_times()),
             verify=self.verify_result,
             load=self.load_summary,
             error=error,
             ledger=self.load.ledger_path if self.load else None,
             timeline=timeline,
         )
+
+    def _ack_times(self) -> dict[tuple[str, int], list[float]] | None:
+        from clusterctl.chaos.ledger import read_ledger
+
+        if self.load is None:
+            return None
+        try:
+            return read_ledger(self.load.ledger_path).ack_times()
+        except ClusterctlError:  # an unreadable ledger fails the verify step; the gaps are just not known
+            return None
 
     def _cleanup(self) -> str | None:
         """Always: stop timed faults (they heal themselves), stop the load, heal everything."""

@@ -80,7 +80,12 @@ def run(
                          Column("Quorum lost s", "quorum_lost_s", justify="right"),
                          Column("Quorum back s", "quorum_ok_after_heal_s", justify="right")],
             )  # fmt: skip
-            parts = [(f, p) for f in result.faults for p in f.partitions if p.led_by_target or p.isr_shrunk_s]
+            parts = [
+                (f, p)
+                for f in result.faults
+                for p in f.partitions
+                if p.led_by_target or p.isr_shrunk_s or p.write_gap_s
+            ]
             if parts:
                 emit(
                     parts,
@@ -92,7 +97,8 @@ def run(
                              Column("New leader", lambda r: r[1].new_leader, justify="right"),
                              Column("New leader s", lambda r: r[1].time_to_new_leader_s, justify="right"),
                              Column("ISR shrunk s", lambda r: r[1].isr_shrunk_s, justify="right"),
-                             Column("ISR full s", lambda r: r[1].isr_full_s, justify="right")],
+                             Column("ISR full s", lambda r: r[1].isr_full_s, justify="right"),
+                             Column("Write gap s", lambda r: r[1].write_gap_s, justify="right")],
                 )  # fmt: skip
         if result.verify is not None:
             info(f"verification: {result.verify.summary()}")
