@@ -13,7 +13,7 @@ from clusterctl.errors import SpecError
 CLI = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "clusterctl")
 SHIPPED = {
     "kill-leader", "graceful-stop", "pause-broker", "network-partition", "zk-node-loss", "rolling-restart",
-    "preferred-election-after-restart", "short-pause",
+    "preferred-election-after-restart", "short-pause", "short-partition",
 }  # fmt: skip
 
 
@@ -21,7 +21,7 @@ def test_shipped_scenarios_validate() -> None:
     infos = {s.name: s for s in list_scenarios()}
     assert set(infos) >= SHIPPED
     assert infos["zk-node-loss"].requires == "zookeeper" and infos["kill-leader"].requires == "kafka"
-    assert infos["short-pause"].requires == "any"
+    assert infos["short-pause"].requires == infos["short-partition"].requires == "any"
     for p in SCENARIO_DIR.glob("*.yaml"):
         assert parse_scenario(p.read_text(), str(p)).name == p.stem
 
