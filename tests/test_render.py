@@ -24,29 +24,22 @@ REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CLI = str(REPO / ".venv" / "bin" / "clusterctl")
 
+TANSU: dict[str, Any] = {
+    "name": "lab",
+    "profile": "offline",
+    "kafka": {
+        "engine": "tansu",
+        "brokers": 1,
+        "jmx_port": None,
+        "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
+    },
+    "kafka_manager": {"enabled": False},
+}
 CASES: dict[str, dict[str, Any]] = {
     "offline": {"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}},
-    "offline-tansu": {
-        "name": "lab",
-        "profile": "offline",
-        "kafka": {
-            "engine": "tansu",
-            "brokers": 1,
-            "jmx_port": None,
-            "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
-        },
-        "kafka_manager": {"enabled": False},
-    },
+    "offline-tansu": TANSU,
     "offline-tansu-spark": {
-        "name": "lab",
-        "profile": "offline",
-        "kafka": {
-            "engine": "tansu",
-            "brokers": 1,
-            "jmx_port": None,
-            "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
-        },
-        "kafka_manager": {"enabled": False},
+        **TANSU,
         "spark": {"enabled": True, "workers": 2},
     },
     "default": {"name": "lab", "profile": "default"},
