@@ -21,14 +21,14 @@ from pathlib import Path
 from docker.errors import APIError, BuildError, DockerException
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
+from clusterctl.profiles import OFFLINE_SPARK_IMAGE as SPARK_IMAGE
+from clusterctl.profiles import OFFLINE_TANSU_IMAGE as TANSU_IMAGE
+from clusterctl.profiles import OFFLINE_ZOOKEEPER_IMAGE as ZOOKEEPER_IMAGE
 from clusterctl.profiles import SPARK_VERSION
 from clusterctl.runtime import docker as dk
 
 BASE_IMAGE = "clusterctl/base:bookworm"
-ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
-KAFKA_IMAGE = "clusterctl/kafka:3.9"
-TANSU_IMAGE = "clusterctl/tansu:0.6.0"
-SPARK_IMAGE = f"clusterctl/spark:{SPARK_VERSION}"
 HASH_LABEL = "io.clusterctl.inputs-hash"
 KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 
