@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from clusterctl import validate
 from clusterctl.errors import UsageError
 from clusterctl.spec import DEFAULT_SPEC_PATH, ClusterSpec, load_spec
 
@@ -16,6 +17,7 @@ from clusterctl.spec import DEFAULT_SPEC_PATH, ClusterSpec, load_spec
 @dataclass
 class State:
     spec_path: Path = DEFAULT_SPEC_PATH
+    debug: bool = False
 
 
 state = State()
@@ -31,9 +33,13 @@ def root_callback(
             show_default=False,
         ),
     ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="print the traceback of an unexpected error (or set CLUSTERCTL_DEBUG=1)")
+    ] = False,
 ) -> None:
     """Stand up, inspect, load and break a ZooKeeper + Kafka cluster on Docker."""
     state.spec_path = spec or Path(os.environ.get("CLUSTERCTL_SPEC", str(DEFAULT_SPEC_PATH)))
+    state.debug = debug
 
 
 def get_spec() -> ClusterSpec:
@@ -64,15 +70,16 @@ ZkOpt = Annotated[
 
 
 def bootstrap_servers(explicit: str | None) -> str:
-    """`--bootstrap-server` if given, else the spec's host-side bootstrap list."""
-    if explicit:
-        return explicit
+    """`--bootstrap-server` if given (checked: host:port,...), else the spec's host-side bootstrap list."""
+    if explicit is not None:
+        return validate.bootstrap_servers(explicit)
     return get_spec().bootstrap_servers
 
 
 def zk_connect(explicit: str | None) -> str:
-    if explicit:
-        return explicit
+    """`--zookeeper` if given (checked: host:port,...[/chroot]), else the spec's connect string."""
+    if explicit is not None:
+        return validate.zk_connect(explicit)
     return get_spec().zk_connect
 
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from clusterctl import images
 from clusterctl.cli.common import JsonOpt, get_spec
@@ -107,8 +108,8 @@ def status(as_json: JsonOpt = False) -> None:
         ],
     )
     for line in result.summary:
-        style = "bold red" if line.startswith(("quorum lost", "split brain")) else None
-        emit(f"[{style}]{line}[/]" if style else line, as_json=False)
+        style = "bold red" if line.startswith(("quorum lost", "split brain")) else ""
+        emit(Text(line, style=style), as_json=False)
 
 
 def logs(

@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
 from clusterctl import zk
 from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, zk_connect
@@ -64,7 +64,7 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
         ],
     )
     style = "green" if q.has_quorum else "bold red"
-    emit(f"[{style}]{q.summary}[/]", as_json=False)
+    emit(Text(q.summary, style=style), as_json=False)
 
 
 @zk_app.command("ls")
@@ -76,7 +76,7 @@ def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, t
         emit({"path": path, "children": children}, as_json=True)
         return
     for child in children:
-        emit(escape(child), as_json=False)
+        emit(child, as_json=False)
 
 
 @zk_app.command("get")
@@ -119,7 +119,7 @@ def tree(
         name = e.path if e.depth == 0 else e.path.rsplit("/", 1)[-1]
         data = _data_text(e.data)
         line = "  " * e.depth + name + (f"  {data}" if data else "")
-        emit(escape(line), as_json=False)
+        emit(line, as_json=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -25,6 +25,7 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from clusterctl import validate
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.kafka.clients import METADATA_TIMEOUT_S, admin_config, consumer_config, kafka_error
 
@@ -187,6 +188,8 @@ def describe_topics(
     that does not exist raises NotFoundError. `with_configs` adds the topic's non-default configs
     (as kafka-topics.sh prints under Configs:) when the broker supports DescribeConfigs.
     """
+    for name in names or []:
+        validate.topic_name(name)
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     if names:
@@ -302,11 +305,14 @@ def create_topic(
     configs: dict[str, str] | None = None,
     if_not_exists: bool = False,
 ) -> TopicChange:
-    """Create a topic; RF above the live broker count is refused before asking the broker."""
-    if partitions < 1:
-        raise UsageError(f"--partitions must be at least 1, got {partitions}")
-    if replication_factor < 1:
-        raise UsageError(f"--replication-factor must be at least 1, got {replication_factor}")
+    """Create a topic; RF above the live broker count is refused before asking the broker.
+
+    -1 for partitions or replication factor means the broker's default (num.partitions,
+    default.replication.factor).
+    """
+    validate.topic_name(name)
+    validate.count(partitions, "--partitions", broker_default=True)
+    validate.count(replication_factor, "--replication-factor", broker_default=True)
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
     configs = dict(configs or {})
@@ -334,6 +340,7 @@ def create_topic(
 
 
 def delete_topic(bootstrap: str, name: str) -> TopicChange:
+    validate.topic_name(name)
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
     if name not in md.topics or _unknown(md.topics[name]):
@@ -344,6 +351,7 @@ def delete_topic(bootstrap: str, name: str) -> TopicChange:
 
 def create_partitions(bootstrap: str, name: str, total: int) -> TopicChange:
     """Grow a topic to `total` partitions (Kafka can only add partitions, never remove them)."""
+    validate.count(total, "--partitions")
     current = describe_topic(bootstrap, name).partition_count
     if total <= current:
         raise UsageError(f"topic {name!r} already has {current} partitions; --partitions must be more than that")
@@ -386,6 +394,7 @@ def alter_broker_configs(
 
 def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) -> list[ConfigValue]:
     """A topic's configs with their source (dynamic topic config, broker default, ...)."""
+    validate.topic_name(name)
     describe_topic(bootstrap, name)
     client = admin(bootstrap)
     futs = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name)], request_timeout=REQUEST_TIMEOUT_S)
