@@ -98,7 +98,7 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
 def render_html(result: Any) -> str:
     """One self-contained page: verdict, steps, failover times, verification, timeline plot, events."""
     tl = result.timeline
-    verdict = "PASS" if result.ok else "FAIL"
+    verdict = "INTERRUPTED" if getattr(result, "interrupted", False) else "PASS" if result.ok else "FAIL"
     steps = _table(
         ["#", "step", "ok", "took s", "detail"],
         [[s.index, s.description, "yes" if s.ok else "NO", f"{s.took_s:.2f}", s.detail] for s in result.steps],
@@ -147,7 +147,7 @@ def render_html(result: Any) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>clusterctl scenario {html.escape(result.scenario)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
-h1 .PASS {{ color: #197a2e; }} h1 .FAIL {{ color: #b3261e; }}
+h1 .PASS {{ color: #197a2e; }} h1 .FAIL, h1 .INTERRUPTED {{ color: #b3261e; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }}
 th {{ background: #f2f2f2; }} .err {{ color: #b3261e; font-weight: bold; }}

@@ -324,6 +324,7 @@ class ScenarioResult:
     report_json: str | None = None
     ledger: str | None = None
     timeline: Any = None  # observer.Timeline (written to the JSON report, not printed)
+    interrupted: bool = False  # stopped by Ctrl-C: the steps after the interrupted one never ran
 
 
 class StepFailed(ClusterctlError):
@@ -395,6 +396,7 @@ class Runner:
         started = time.time()
         results: list[StepResult] = []
         error: str | None = None
+        interrupted = False
         try:
             for i, step in enumerate(steps, 1):
                 desc = step.describe()
@@ -407,12 +409,16 @@ class Runner:
                     results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), str(exc)))
                     error = f"step {i} ({desc}) failed: {exc}"
                     break
+                except KeyboardInterrupt:  # cleanup below still runs; the report says where it stopped
+                    results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), "interrupted"))
+                    error, interrupted = f"interrupted during step {i} ({desc})", True
+                    break
                 results.append(StepResult(i, step.kind, desc, True, t0, round(time.time() - t0, 3), detail))
         finally:
             cleanup = self._cleanup()
             timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
-        if cleanup and error is None:
-            error = cleanup
+        if cleanup and (error is None or interrupted):
+            error = cleanup if error is None else f"{error}; {cleanup}"
         ok = error is None and (self.verify_result is None or self.verify_result.ok)
         if error is None and not ok:
             error = f"verification failed: {self.verify_result.summary()}"
@@ -431,6 +437,7 @@ class Runner:
             error=error,
             ledger=self.load.ledger_path if self.load else None,
             timeline=timeline,
+            interrupted=interrupted,
         )
 
     def _ack_times(self) -> dict[tuple[str, int], list[float]] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -67,6 +68,26 @@ ZkOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def _checked(check: Callable[..., object]) -> Callable[[object], object]:
+    """A Typer option callback running a `validate` check (None passes: the option was not given)."""
+
+    def callback(value: object) -> object:
+        if value is None:
+            return value
+        try:
+            check(value)
+        except UsageError as exc:
+            raise typer.BadParameter(exc.message) from None
+        return value
+
+    return callback
+
+
+def seconds_option(allow_zero: bool = False) -> Callable[[object], object]:
+    """Callback for a duration option: finite, not negative (and not zero unless allowed)."""
+    return _checked(lambda v: validate.seconds(v, "seconds", allow_zero=allow_zero))
 
 
 def bootstrap_servers(explicit: str | None) -> str:

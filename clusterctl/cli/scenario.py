@@ -49,6 +49,8 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a scenario against the spec's cluster; write a JSON and an HTML report; exit 6 if it failed."""
+    from dataclasses import replace
+
     from clusterctl.chaos.report import write_reports
     from clusterctl.chaos.scenario import Runner, StepFailed, load_scenario
     from clusterctl.output import Column, emit, info
@@ -59,9 +61,8 @@ def run(
     result = runner.run()
     _json, html = write_reports(result, runner.work_dir)
     if as_json:
-        from dataclasses import replace
-
-        emit(replace(result, timeline=None), as_json=True)
+        if result.ok:  # a failed run's result goes out once, inside the --json error object
+            emit(replace(result, timeline=None), as_json=True)
     else:
         emit(
             result.steps,
@@ -103,8 +104,14 @@ def run(
         if result.verify is not None:
             info(f"verification: {result.verify.summary()}")
         info(f"report: {html}")
+    if result.interrupted:  # Ctrl-C: the partial report is written; exit 130 with "interrupted"
+        stop = KeyboardInterrupt()
+        stop.result = replace(result, timeline=None) if as_json else None  # type: ignore[attr-defined]
+        raise stop
     if not result.ok:
-        raise StepFailed(result.error or "scenario failed", hint=f"see {html}")
+        err = StepFailed(result.error or "scenario failed", hint=f"see {html}")
+        err.result = replace(result, timeline=None) if as_json else None
+        raise err
 
 
 def register(app: typer.Typer) -> None:

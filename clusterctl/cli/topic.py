@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from clusterctl import validate
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
 from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
 from clusterctl.kafka import admin, clients
 from clusterctl.output import Column, console, emit, err_console, info, print_json, print_json_line
@@ -329,7 +329,9 @@ def consume_cmd(
         str | None, typer.Option("--group", "-g", help="consumer group (commits offsets); default: none, no commits")
     ] = None,
     max_messages: Annotated[int | None, typer.Option("--max-messages", "-n", help="stop after N messages")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="stop after this many idle seconds")] = 10.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="stop after this many idle seconds", callback=seconds_option())
+    ] = 10.0,
     table: Annotated[bool, typer.Option("--table", help="print one table at the end instead of streaming")] = False,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -350,7 +352,6 @@ def consume_cmd(
                 raise UsageError(f"--offset must be a number, 'earliest' or 'latest', got {offset!r}") from None
     if max_messages is not None and max_messages < 1:
         raise UsageError("--max-messages must be at least 1")
-    validate.seconds(timeout, "--timeout")
     validate.topic_name(topic)
     if partition is not None:
         validate.partition(partition)
