@@ -74,8 +74,9 @@ def run(args: list[str] | None = None) -> int:
     except typer.Abort:
         return fail("aborted", 1)
     except click_exc.NoArgsIsHelpError as exc:
-        exc.show()  # the help text, as with no arguments at all
-        return exc.exit_code
+        exc.show()  # the help text, then the one error line every failure ends with
+        where = getattr(getattr(exc, "ctx", None), "command_path", "clusterctl")
+        return fail(f"missing command (see `{where} --help`)", exc.exit_code)
     except click_exc.ClickException as exc:
         where = getattr(getattr(exc, "ctx", None), "command_path", "clusterctl")
         return fail(f"{exc.format_message()} (see `{where} --help`)", exc.exit_code)
