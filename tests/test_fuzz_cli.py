@@ -130,7 +130,7 @@ def _json_docs(out: str, shown: str) -> list[dict]:
 # ---------------------------------------------------------------- strategies
 
 # argv strings: what execve can carry (no NUL), non-UTF-8 bytes included (they arrive as lone surrogates)
-ARG_CHARS = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+ARG_CHARS = st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"])
 args_text = st.one_of(
     st.text(alphabet=ARG_CHARS, max_size=30),
     st.binary(min_size=1, max_size=8).map(lambda b: os.fsdecode(b.replace(b"\x00", b"x"))),
