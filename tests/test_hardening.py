@@ -358,3 +358,14 @@ def test_json_failure_is_an_error_object_on_stdout() -> None:
         doc = json.loads(res.stdout)
         assert doc["exit_code"] == code and doc["error"]
         one_error_line(res)
+
+
+def test_partition_beyond_32_bits_is_one_line(bootstrap: str, unique_name: str) -> None:
+    make_topic(bootstrap, unique_name)
+    for args in (
+        ["leader", "elect", "--topic", unique_name, "--partition", str(2**40)],
+        ["consume", unique_name, "-p", str(2**40)],
+        ["produce", unique_name, "-p", str(2**40)],
+    ):
+        res = run(*args, "-b", bootstrap, stdin="")
+        assert res.returncode == 2 and "--partition must be between 0 and" in one_error_line(res)

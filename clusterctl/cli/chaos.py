@@ -196,6 +196,10 @@ def elect(
         raise UsageError("give --preferred or --unclean, not both")
     if partition is not None and topic is None:
         raise UsageError("--partition needs --topic")
+    if partition is not None:
+        from clusterctl import validate
+
+        validate.partition(partition)
     if not all_ and topic is None:
         raise UsageError("give --topic T [--partition P] or --all")
     if all_ and topic is not None:
