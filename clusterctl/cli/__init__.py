@@ -62,6 +62,7 @@ def run(args: list[str] | None = None) -> int:
 
     command = typer.main.get_command(app)
     try:
+        command._main_shell_completion({}, "clusterctl", None)  # _CLUSTERCTL_COMPLETE=...: answer and exit
         with command.make_context("clusterctl", args) as ctx:
             command.invoke(ctx)
         return 0
