@@ -54,14 +54,10 @@ def interrupt(proc: subprocess.Popen[str], timeout: float = 180) -> tuple[int, s
     return proc.returncode, out, err
 
 
-def project_of(spec: Path) -> str:
-    return json.loads(cli(spec, "render", "--json").stdout)["cluster"]
-
-
 def test_up_ctrl_c_tears_down_what_it_started(tmp_path: Path) -> None:
-    spec = write_spec(tmp_path, f"ctlint-{uuid.uuid4().hex[:6]}", SUBNET, ZK_PORT, BROKER_PORT, zk_nodes=1)
+    project = f"ctlint-{uuid.uuid4().hex[:6]}"  # the compose project is the spec's name
+    spec = write_spec(tmp_path, project, SUBNET, ZK_PORT, BROKER_PORT, zk_nodes=1)
     render(spec)
-    project = f"clusterctl-{project_of(spec)}"
     proc = start(spec, "up", "--timeout", "300")
     try:
         wait_for(lambda: leftovers(project)["containers"], 120, "the first container", interval=0.2)
