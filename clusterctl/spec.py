@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterctl.errors import SpecError
+from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
 from clusterctl.profiles import PROFILES, ImageProfile
 
 DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
@@ -334,7 +335,13 @@ class ClusterSpec(_Model):
         """The image of every broker: Kafka, or tansu for engine=tansu."""
         if self.images.kafka:
             return self.images.kafka
-        return self.image_profile.tansu if self.kafka.engine == "tansu" else self.image_profile.kafka
+        if self.kafka.engine == "tansu":
+            return self.image_profile.tansu
+        if self.image_profile.kafka == OFFLINE_KAFKA_REPO:  # tagged with the built distribution's version
+            from clusterctl import kafkadist
+
+            return kafkadist.resolve_offline_image()
+        return self.image_profile.kafka
 
     @property
     def kafka_manager_image(self) -> str | None:
