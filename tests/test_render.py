@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from clusterctl.spec import ClusterSpec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
-CLI = str(REPO / ".venv" / "bin" / "clusterctl")
+CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 
 TANSU: dict[str, Any] = {
     "name": "lab",

@@ -23,7 +23,7 @@ from clusterctl.render import render_compose
 from clusterctl.spec import ClusterSpec, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = str(REPO / ".venv" / "bin" / "clusterctl")
+CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 
 
 def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

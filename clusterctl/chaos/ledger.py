@@ -21,6 +21,7 @@ records found at a different offset than the ack reported.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections import Counter, defaultdict
@@ -197,6 +198,7 @@ class PartitionVerdict:
     duplicated: int
     unacked_present: int
     reordered: int
+    lost_offsets: str = ""  # the acknowledged offsets that were lost, as ranges: "1200-1530,1533"
 
 
 @dataclass
@@ -310,6 +312,7 @@ def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> Ve
             duplicated=dup_per_tp[(t, p)],
             unacked_present=unacked_per_tp[(t, p)],
             reordered=reorder_per_tp[(t, p)],
+            lost_offsets=offset_ranges(sorted(e.offset for e in lost if (e.topic, e.partition) == (t, p))),
         )
         for t, p in tps
     ]
@@ -330,3 +333,12 @@ def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> Ve
         moved=moved[:SAMPLE_LIMIT],
         partitions=partitions,
     )
+
+
+def offset_ranges(offsets: list[int]) -> str:
+    """[3, 4, 5, 9] -> '3-5,9' (sorted input)."""
+    out = []
+    for _, run in itertools.groupby(enumerate(offsets), key=lambda io: io[1] - io[0]):
+        group = [o for _, o in run]
+        out.append(f"{group[0]}-{group[-1]}" if len(group) > 1 else str(group[0]))
+    return ",".join(out)
