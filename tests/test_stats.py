@@ -126,6 +126,7 @@ def test_negative_control_models_and_the_settings_that_allow_loss() -> None:
 
 def test_lost_offsets_per_partition() -> None:
     assert offset_ranges([3, 4, 5, 9, 11, 12]) == "3-5,9,11-12" and offset_ranges([]) == ""
+    assert offset_ranges([-1, 3, 4]) == "3-4,1 acked without an offset"
 
     acked = [LedgerEntry("t", 0, o, "p0", encode_value(o), o, T0) for o in range(10)]
     consumed = [NS(topic="t", partition=0, offset=o, key="p0", value=encode_value(o)) for o in (0, 1, 2, 3, 7)]
@@ -172,3 +173,22 @@ def test_report_names_the_loss_and_the_setting_that_allowed_it(tmp_path: Path) -
     assert "loss expected and found" in page and "3-5" in page
     assert "allowed by: unclean.leader.election.enable=true" in page
     assert "6.0 ≈ zookeeper.session.timeout.ms 6000" in page  # new leader, bounded by the session timeout
+
+
+def test_an_ack_without_offset_is_read_not_malformed(tmp_path: Path) -> None:
+    """An idempotent retry answered as a duplicate is acknowledged with no offset: the ledger keeps it as -1."""
+    import json
+
+    from clusterctl.chaos.ledger import read_ledger
+
+    path = tmp_path / "ledger.jsonl"
+    rows = [
+        {"ledger": 1, "topic": "t", "started": T0},
+        {"topic": "t", "partition": 0, "offset": 7, "key": "p0", "value": encode_value(0), "seq": 0, "ts": T0},
+        {"topic": "t", "partition": 0, "offset": None, "key": "p0", "value": encode_value(3), "seq": 3, "ts": T0},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # fmt: skip
+    entries = read_ledger(path).entries
+    assert [e.offset for e in entries] == [7, -1]
+    v = verify(entries, [NS(topic="t", partition=0, offset=8, key="p0", value=encode_value(3))])
+    assert v.lost_count == 1 and v.moved_count == 0 and v.partitions[0].lost_offsets == "7"

@@ -131,7 +131,7 @@ class DrillLoad:
                 LedgerEntry(
                     msg.topic(),
                     msg.partition(),
-                    msg.offset(),
+                    -1 if msg.offset() is None else msg.offset(),  # an idempotent retry's ack may carry none
                     msg.key().decode(),
                     value,
                     -1 if seq is None else seq,
