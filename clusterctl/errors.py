@@ -14,6 +14,8 @@ class ClusterctlError(Exception):
 
     exit_code = 1
     result: Any = None
+    #: the Kafka error name (NOT_CONTROLLER, ...) when the error came from a Kafka request
+    kafka_code: str | None = None
 
     def __init__(self, message: str, *, exit_code: int | None = None, hint: str | None = None) -> None:
         self.message = message

@@ -132,6 +132,8 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": str(d.group_initial_rebalance_delay_ms),
         "KAFKA_AUTO_CREATE_TOPICS_ENABLE": str(d.auto_create_topics).lower(),
         "KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": str(d.unclean_leader_election).lower(),
+        "KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": str(d.zookeeper_session_timeout_ms),
+        "KAFKA_REPLICA_LAG_TIME_MAX_MS": str(d.replica_lag_time_max_ms),
         "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }

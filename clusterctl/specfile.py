@@ -13,8 +13,9 @@ from typing import Any
 import jinja2
 import yaml
 
+from clusterctl import kafkadist
 from clusterctl.errors import ClusterctlError, SpecError, UsageError
-from clusterctl.profiles import OFFLINE_KAFKA_IMAGE, PROFILES
+from clusterctl.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
 from clusterctl.spec import ClusterSpec, parse_spec
 
 SPEC_TEMPLATE = "clusterctl.yaml.j2"
@@ -52,10 +53,12 @@ def choose_engine(profile: str, engine: str | None, brokers: int | None) -> tupl
         return engine, []
     if profile != "offline":
         return "kafka", []
-    present = local_image_exists(OFFLINE_KAFKA_IMAGE)
-    if present:
-        return "kafka", [f"engine kafka: the offline Kafka image {OFFLINE_KAFKA_IMAGE} exists locally"]
-    why = "no Docker engine answered" if present is None else f"image {OFFLINE_KAFKA_IMAGE} is not built"
+    built = [v for v in kafkadist.built_versions() if kafkadist.zookeeper_capable(v)]
+    if built:
+        image = kafkadist.offline_image(built[-1])
+        return "kafka", [f"engine kafka: the offline Kafka image {image} exists locally"]
+    engine_answers = local_image_exists(OFFLINE_ZOOKEEPER_IMAGE) is not None
+    why = "no Docker engine answered" if not engine_answers else f"no {OFFLINE_KAFKA_IMAGE}:<version> image is built"
     if brokers is not None and brokers != 1:
         raise UsageError(
             f"--brokers {brokers} needs engine kafka, but {why}",

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import RealKafka
 
 from clusterctl.kafka import admin, perf
 from clusterctl.testing.tansu import start_tansu
@@ -203,3 +204,23 @@ def test_backpressure_is_waited_out_not_dropped(bootstrap: str, unique_name: str
     assert (r["delivered"], r["failed"]) == (20000, 0)
     assert r["queue_full_waits"] > 0
     assert_ordered(r)
+
+
+@pytest.mark.real_kafka
+@pytest.mark.docker
+@pytest.mark.parametrize("engine", ENGINES)
+def test_acks_all_on_a_replicated_topic(real_kafka: RealKafka, unique_name: str, engine: str) -> None:
+    """perf on real Kafka, RF 3: every acks=all record acknowledged by the whole ISR, and all read back."""
+    b = real_kafka.bootstrap
+    assert run_cli("topic", "create", unique_name, "-p", "3", "-r", "3", "-b", b).returncode == 0
+    proc = run_cli("perf", "produce", unique_name, "-n", "20000", "--record-size", "200", "--acks", "all",
+                   "--engine", engine, "--no-create-topic", "-b", b, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert (r["records"], r["delivered"], r["failed"], r["acks"]) == (20000, 20000, 0, "all")
+    assert_ordered(r)
+    proc = run_cli("perf", "consume", unique_name, "--messages", "20000", "--timeout", "10", "-b", b, "--json")
+    assert proc.returncode == 0, proc.stderr
+    c = json.loads(proc.stdout)
+    assert c["records"] == 20000 and c["complete"] is True
+    print(f"\nperf {engine} on RF 3, acks=all: {r['records_per_sec']:.0f} rec/s, p99 {r['p99_ms']} ms")

@@ -138,11 +138,36 @@ def start_zk(zk: ZkArg, as_json: JsonOpt = False) -> None:
 
 
 @chaos_app.command("heal")
-def heal(as_json: JsonOpt = False) -> None:
-    """Undo every fault: unpause, reconnect to the cluster network, start stopped containers."""
+def heal(
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="wait until brokers are registered and ZK nodes serve")
+    ] = True,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for that")] = 120.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Undo every fault: unpause, reconnect, start stopped containers; then wait until the cluster serves again."""
     from clusterctl.chaos import faults
+    from clusterctl.errors import UsageError
+    from clusterctl.output import err_console, info
 
-    _emit_faults(faults.heal_all(get_spec()), as_json)
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    spec = get_spec()
+    results = faults.heal_all(spec)
+    waited = None
+    if wait:
+        with err_console.status("waiting for the healed cluster") as status:
+            waited = faults.wait_healed(spec, timeout, on_progress=lambda m: status.update(m))
+    if as_json:
+        from clusterctl.output import emit
+
+        emit({"healed": results, "wait": waited}, as_json=True)
+        return
+    _emit_faults(results, False)
+    if waited is not None:
+        brokers = ",".join(map(str, waited.brokers)) or "-"
+        zks = ",".join(map(str, waited.zk_serving)) or "-"
+        info(f"brokers {brokers} registered and in every broker's metadata, ZK {zks} serving ({waited.seconds:.1f}s)")
 
 
 @chaos_app.command("rolling-restart")

@@ -153,7 +153,7 @@ def images_build(
         Path | None,
         typer.Option(
             "--kafka-dist",
-            help="Apache Kafka binary distribution (kafka_2.13-3.9.x.tgz) for the kafka image",
+            help="Apache Kafka 3.x binary distribution (kafka_2.13-3.x.y.tgz); the image is tagged with its version",
             envvar=images.KAFKA_DIST_ENV,
             show_default=False,
         ),

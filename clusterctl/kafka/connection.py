@@ -91,10 +91,16 @@ def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None) -> ClusterctlError:
-    """Translate a KafkaException into one user-facing line."""
+    """Translate a KafkaException into one user-facing line (its Kafka error name kept as `kafka_code`)."""
     err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
     if err is None:
         return ClusterctlError(str(exc))
+    out = _kafka_error(err, bootstrap, waited)
+    out.kafka_code = err.name()
+    return out
+
+
+def _kafka_error(err: KafkaError, bootstrap: str, waited: float | None) -> ClusterctlError:
     code = err.code()
     if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
         within = f" within {waited:.0f}s" if waited is not None else ""
