@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -68,6 +71,45 @@ ZkOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+class DeferredInterrupt:
+    """Ctrl-C held back inside `section()` and delivered when it ends, so two steps stay together.
+
+    `consume` prints a record and acknowledges it in one section: an interrupt can never fall between
+    showing a record and committing it. Outside a section Ctrl-C interrupts at once, as usual.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        self.pending = False
+        self.previous: Any = None
+
+    def __enter__(self) -> DeferredInterrupt:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.active:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def section(self) -> Iterator[None]:
+        self.active = True
+        try:
+            yield
+        finally:
+            self.active = False
+            if self.pending:
+                self.pending = False
+                raise KeyboardInterrupt
 
 
 def _checked(check: Callable[..., object]) -> Callable[[object], object]:
