@@ -73,7 +73,18 @@ def bootstrap_servers(explicit: str | None) -> str:
 def zk_connect(explicit: str | None) -> str:
     if explicit:
         return explicit
-    return get_spec().zk_connect
+    spec = get_spec()
+    require_zookeeper(spec)
+    return spec.zk_connect
+
+
+def require_zookeeper(spec: ClusterSpec) -> None:
+    """One line when the spec's cluster runs KRaft: there is no ZooKeeper to talk to."""
+    if spec.kraft_mode:
+        raise UsageError(
+            f"cluster {spec.name} runs in KRaft mode: there is no ZooKeeper",
+            hint="`clusterctl quorum` shows the controller quorum; --zookeeper HOST:PORT reaches another ensemble",
+        )
 
 
 def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:

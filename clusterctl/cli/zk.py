@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from clusterctl import zk
-from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, zk_connect
+from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, zk_connect
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit
 
@@ -42,7 +42,12 @@ def _explicit_nodes(connect: str, timeout: float) -> list[zk.ZkNodeStatus]:
 @zk_app.command("status")
 def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 2.0) -> None:
     """Mode (leader/follower/standalone/not serving/down) of every node via srvr, and the quorum summary."""
-    nodes = _explicit_nodes(zookeeper, timeout) if zookeeper else zk.node_statuses(get_spec(), timeout)
+    if zookeeper:
+        nodes = _explicit_nodes(zookeeper, timeout)
+    else:
+        spec = get_spec()
+        require_zookeeper(spec)
+        nodes = zk.node_statuses(spec, timeout)
     q = zk.summarize(nodes)
     if as_json:
         emit({"nodes": nodes, "quorum": q}, as_json=True)
