@@ -58,6 +58,9 @@ FaultAction = Literal[
     "stop-zk",
     "start-zk",
     "rolling-restart",
+    "kill-controller",
+    "kill-controller-quorum",
+    "start-controller",
 ]
 
 
@@ -100,6 +103,15 @@ class BrokerRegistered(_M):
     registered: bool = True
 
 
+class BrokerFenced(_M):
+    id: int
+    fenced: bool = True
+
+
+class ControllerChanged(_M):
+    pass
+
+
 class Condition(_M):
     """Exactly one condition."""
 
@@ -111,6 +123,9 @@ class Condition(_M):
     zk_quorum: Literal["lost", "ok", "healthy"] | None = None
     zk_mode: ZkModeIs | None = None
     broker_registered: BrokerRegistered | None = None
+    controller_quorum: Literal["lost", "ok", "healthy"] | None = None  # kraft: leader? every voter caught up?
+    controller_changed: ControllerChanged | None = None  # the active controller differs from the one at the fault
+    broker_fenced: BrokerFenced | None = None  # kraft: absent from metadata
 
     @model_validator(mode="after")
     def _one(self) -> Condition:
@@ -146,6 +161,7 @@ class Fault(_M):
     action: FaultAction
     broker: int | None = None
     zk: int | None = None
+    controller: int | None = Field(default=None, description="start-controller: voter node id")
     node: str | None = None
     topic: str | None = None
     partition: int = 0
@@ -161,6 +177,8 @@ class Fault(_M):
             raise ValueError(f"{a} needs broker: <id>")
         if a.endswith("-zk") and self.zk is None:
             raise ValueError(f"{a} needs zk: <id>")
+        if a == "start-controller" and self.controller is None:
+            raise ValueError("start-controller needs controller: <voter node id>")
         if a == "partition-node" and self.node is None:
             raise ValueError("partition-node needs node: <service, e.g. kafka2 or zk1>")
         return self
@@ -176,6 +194,8 @@ class Elect(_M):
 class Verify(_M):
     timeout: float = Field(default=120.0, gt=0)
 
+
+KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
 
 STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "create_topic": CreateTopic,
@@ -214,6 +234,7 @@ class Scenario(_M):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,60}$")
     description: str = ""
     requires: Literal["kafka", "zookeeper", "any"] = "kafka"
+    mode: Literal["any", "zookeeper", "kraft"] = Field(default="any", description="kafka.mode the drill is for")
     topic: TopicSpec = TopicSpec()
     steps: list[dict[str, Any]] = Field(min_length=1)
 
@@ -282,13 +303,14 @@ class ScenarioInfo:
     steps: int
     file: str
     description: str
+    mode: str = "any"
 
 
 def list_scenarios(directory: Path = SCENARIO_DIR) -> list[ScenarioInfo]:
     out = []
     for p in sorted(directory.glob("*.yaml")):
         sc = load_scenario(p)
-        out.append(ScenarioInfo(sc.name, sc.requires, len(sc.steps), str(p), sc.description))
+        out.append(ScenarioInfo(sc.name, sc.requires, len(sc.steps), str(p), sc.description, sc.mode))
     return out
 
 
@@ -353,6 +375,7 @@ class Runner:
         self.load: Any = None
         self.observer: Any = None
         self.leaders_at_fault: dict[tuple[str, int], int] = {}
+        self.controller_at_fault: int | None = None
         self.background: list[tuple[threading.Thread, threading.Event]] = []
         self.detached: list[Any] = []
         self.verify_result: Any = None
@@ -360,6 +383,15 @@ class Runner:
 
     # -- checks before anything is touched
     def preflight(self) -> None:
+        mode = self.spec.kafka.mode
+        if self.sc.mode not in ("any", mode):
+            raise UsageError(
+                f"scenario {self.sc.name} is for kafka.mode={self.sc.mode}; cluster {self.spec.name} runs {mode}"
+            )
+        if self.sc.requires == "zookeeper" and self.spec.kraft_mode:
+            raise UsageError(
+                f"scenario {self.sc.name} drills ZooKeeper; cluster {self.spec.name} runs KRaft (no ZooKeeper)"
+            )
         if self.sc.requires == "kafka" and self.spec.kafka.engine != "kafka":
             raise UsageError(
                 f"scenario {self.sc.name} needs replication (real Apache Kafka); cluster {self.spec.name} runs "
@@ -376,6 +408,7 @@ class Runner:
         missing = [
             n
             for n in [self.spec.zk_container(i) for i in self.spec.zk_ids]
+            + [self.spec.controller_container(i) for i in self.spec.dedicated_controller_ids]
             + [self.spec.broker_container(i) for i in self.spec.broker_ids]
             if find_container(n) is None
         ]
@@ -511,6 +544,12 @@ class Runner:
     def _snapshot_leaders(self) -> None:
         with_topic = self._partitions(quiet=True)
         self.leaders_at_fault = {(p.topic, p.partition): p.leader for p in with_topic}
+        from clusterctl.chaos.faults import active_controller
+
+        try:
+            self.controller_at_fault = active_controller(self.spec)
+        except ClusterctlError:
+            self.controller_at_fault = None
 
     def _step_fault(self, f: Fault) -> str:
         from clusterctl.chaos import faults
@@ -527,6 +566,15 @@ class Runner:
             self.detached.append(d)
         elif a == "kill-leader":
             r = faults.kill_leader(spec, self.bootstrap, f.topic or self.topic, f.partition)
+        elif a == "kill-controller":
+            r = faults.kill_controller(spec)
+        elif a == "start-controller":
+            r = faults.start_controller(spec, f.controller or 0)
+        elif a == "kill-controller-quorum":
+            killed = faults.kill_controller_quorum(spec)
+            for k in killed:
+                self.observer.mark(k.action, k.target, heal=False, note=k.note, t=k.started)
+            return ", ".join(f"{k.target} ({k.container}) killed" for k in killed)
         elif a == "rolling-restart":
             steps = faults.rolling_restart(
                 spec,
@@ -654,6 +702,11 @@ class Runner:
         from clusterctl import zk
 
         name = c.name
+        if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
+            from clusterctl.chaos.kraft_checks import check_condition
+
+            got, self._last_seen = check_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
+            return got
         if name == "zk_quorum":
             q = zk.quorum(self.spec, timeout=1.0)
             self._last_seen = q.summary
