@@ -117,7 +117,7 @@ def test_describe_over_a_socket_first_full_answer_wins(fake_controller: tuple[st
         describe_quorum([dead], timeout=1)
     assert err.value.exit_code == 4
     with pytest.raises(QuorumError):
-        describe_one(*dead, timeout=1)
+        describe_one(dead[0], dead[1], timeout=1)
 
 
 def test_view_roles_lag_and_fencing() -> None:
@@ -174,7 +174,8 @@ def test_scenario_fields() -> None:
         parse_scenario("name: x\nsteps: [{fault: {action: start-controller}}]")
     with pytest.raises(SpecError, match="mode"):
         parse_scenario("name: x\nmode: raft\nsteps: [{sleep: 1}]")
-    ok = parse_scenario("name: x\nsteps: [{wait_for: {controller_quorum: healthy}}, {assert: {broker_fenced: {id: 2}}}]")
+    steps = "[{wait_for: {controller_quorum: healthy}}, {assert: {broker_fenced: {id: 2}}}]"
+    ok = parse_scenario(f"name: x\nsteps: {steps}")
     assert [s.args.name for s in ok.parsed_steps()] == ["controller_quorum", "broker_fenced"]
 
 
@@ -242,3 +243,19 @@ def test_compare_rejects_bad_modes(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "--modes takes zookeeper and/or kraft" in proc.stderr
     proc = _cli(tmp_path, {"name": "lab"}, "scenario", "compare", "kill-controller", "--repeat", "1")
     assert proc.returncode == 2 and "for kafka.mode=kraft only" in proc.stderr
+
+
+def test_unanswered_metadata_is_not_detection_when_other_brokers_live() -> None:
+    t = 1000.0
+    tl = Timeline(t, t + 30, [])
+    tl.events = [
+        Event(t + 1, "metadata", "brokers", "cluster", "live brokers 1,2,3", [1, 2, 3]),
+        Event(t + 5.5, "metadata", "error", "metadata", "metadata request failed: timed out"),
+        Event(t + 14.2, "metadata", "brokers", "cluster", "live brokers 1,3 (lost [2])", [1, 3]),
+    ]
+    tl.markers = [Marker(t + 5, "kill-leader", "broker 2")]
+    (m,) = analyze(tl)
+    assert (m.detected_s, m.detected_by) == (pytest.approx(9.2), "metadata")
+    tl.events[0] = Event(t + 1, "metadata", "brokers", "cluster", "live brokers 2", [2])
+    (lone,) = analyze(tl)
+    assert (lone.detected_s, lone.detected_by) == (pytest.approx(0.5), "metadata (no answer)")

@@ -572,13 +572,17 @@ def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
         nxt = next((f.t for f in faults if f.t > m.t), tl.ended)
         detected_s, detected_by = None, None
         if broker is not None:
+            # an unanswered metadata request means the broker is gone only when it was the only one live;
+            # with several, it is a client timeout and the broker list tells when the cluster noticed
+            live_before = [e.value for e in tl.events if e.t < m.t and e.kind == "brokers" and e.source == "metadata"]
+            lone = not live_before or len(live_before[-1] or []) <= 1
             for e in tl.events:
                 if e.t < m.t:
                     continue
                 if e.kind == "brokers" and isinstance(e.value, list) and broker not in e.value:
                     detected_s, detected_by = round(e.t - m.t, 3), e.source
                     break
-                if e.kind == "error" and e.source == "metadata":  # no broker answered at all (a lone broker)
+                if lone and e.kind == "error" and e.source == "metadata":  # no broker answered at all
                     detected_s, detected_by = round(e.t - m.t, 3), "metadata (no answer)"
                     break
         controller = _controller_target(m)
