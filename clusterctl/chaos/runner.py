@@ -270,7 +270,8 @@ class Runner:
             raise UsageError("stop_load: no load is running")
         self.load_summary = self.load.stop()
         s = self.load_summary
-        return f"sent {s.sent}, acked {s.acked}, failed {s.failed} {s.errors or ''}".strip()
+        fatal = f"; producer stopped: {s.fatal[:200]}" if s.fatal else ""
+        return f"sent {s.sent}, acked {s.acked}, failed {s.failed} {s.errors or ''}".strip() + fatal
 
     def _snapshot_leaders(self) -> None:
         """Leaders before a fault (leader_changed compares with them); partitions not seen keep the last known."""
