@@ -7,6 +7,8 @@ class ClusterctlError(Exception):
     """An error the user can act on. `str(err)` is the one line printed."""
 
     exit_code = 1
+    #: the Kafka error name (NOT_CONTROLLER, ...) when the error came from a Kafka request
+    kafka_code: str | None = None
 
     def __init__(self, message: str, *, exit_code: int | None = None, hint: str | None = None) -> None:
         self.message = message

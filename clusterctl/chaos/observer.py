@@ -233,7 +233,7 @@ class Observer:
     def _metadata_loop(self) -> None:
         from confluent_kafka.admin import AdminClient
 
-        from clusterctl.kafka.clients import admin_config
+        from clusterctl.kafka.connection import admin_config
 
         addresses = self._addresses()
         clients: dict[int, Any] = {}
