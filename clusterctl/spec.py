@@ -597,4 +597,6 @@ def load_spec(path: Path | str = DEFAULT_SPEC_PATH) -> ClusterSpec:
         raise SpecError(f"{path}: not valid YAML{where}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read ({exc})") from None
+    if data is None:  # an empty file is a mistake, not "all defaults" (`clusterctl init` writes a full spec)
+        raise SpecError(f"{path}: the spec file is empty", hint="run `clusterctl init` to write one")
     return parse_spec(data, source=str(path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -114,6 +115,13 @@ def render_spec_text(spec: ClusterSpec, notes: list[str], templates_dir: Path | 
     return env.get_template(SPEC_TEMPLATE).render(s=spec, d=spec.kafka.defaults, notes=notes)
 
 
+def _remove_dirs(dirs: list[Path]) -> None:
+    """Remove directories this call created (innermost first), if still empty."""
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
 def init_spec(
     path: Path,
     name: str = "kafka-lab",
@@ -136,14 +144,22 @@ def init_spec(
     text = render_spec_text(spec, notes)
     if parse_spec(yaml.safe_load(text), source="init") != spec:  # the comments template must not drift
         raise SpecError("init: the commented spec does not round-trip (template out of date)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    created = [p for p in path.parents if not p.exists()]  # innermost first
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        _remove_dirs(created)
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        _remove_dirs(created)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
     return InitResult(path=str(path), profile=profile, engine=chosen, notes=notes, spec=spec.model_dump(mode="json"))

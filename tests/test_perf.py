@@ -73,7 +73,9 @@ def test_oversized_records_are_counted_failures(bootstrap: str, unique_name: str
     proc = run_cli("perf", "produce", unique_name, "-n", "20", "--record-size", "2000000", "--engine", engine,
                    "-b", bootstrap, "--json")  # fmt: skip
     assert proc.returncode == 1
-    r = json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)  # --json failure: the error object, carrying the result
+    assert doc["exit_code"] == 1 and doc["error"]
+    r = doc["result"]
     assert (r["delivered"], r["failed"]) == (0, 20)
     assert r["errors"] == {"MSG_SIZE_TOO_LARGE": 20}
     err_lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
@@ -100,7 +102,9 @@ def test_broker_going_away_counts_failures(unique_name: str, engine: str) -> Non
         broker.stop()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
-    r = json.loads(out)
+    doc = json.loads(out)  # --json failure: the error object, carrying the result
+    assert doc["exit_code"] == 1 and doc["error"]
+    r = doc["result"]
     assert r["delivered"] > 0 and r["failed"] > 0
     assert r["delivered"] + r["failed"] == 8000
     assert "_MSG_TIMED_OUT" in r["errors"] or "_TRANSPORT" in r["errors"], r["errors"]
@@ -130,7 +134,9 @@ def test_consume_short_of_n_exits_nonzero(bootstrap: str, unique_name: str) -> N
     assert made.returncode == 0, made.stderr
     proc = run_cli("perf", "consume", unique_name, "--messages", "500", "--timeout", "1", "-b", bootstrap, "--json")
     assert proc.returncode == 5
-    r = json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)  # --json failure: the error object, carrying the result
+    assert doc["exit_code"] == 5 and doc["error"]
+    r = doc["result"]
     assert (r["records"], r["expected"], r["complete"]) == (100, 500, False)
     assert "consumed 100 of 500 records" in proc.stderr
 

@@ -136,7 +136,7 @@ def render_html(result: Any) -> str:
     from clusterctl.chaos.bounds import explain
 
     tl = result.timeline
-    verdict = "PASS" if result.ok else "FAIL"
+    verdict = "INTERRUPTED" if getattr(result, "interrupted", False) else "PASS" if result.ok else "FAIL"
     settings = getattr(result, "bounds", None) or {}
     steps = _table(
         ["#", "step", "ok", "took s", "detail"],
@@ -200,7 +200,7 @@ def render_html(result: Any) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>clusterctl scenario {html.escape(result.scenario)}</title>
 <style>
 body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
-h1 .PASS {{ color: #197a2e; }} h1 .FAIL {{ color: #b3261e; }}
+h1 .PASS {{ color: #197a2e; }} h1 .FAIL, h1 .INTERRUPTED {{ color: #b3261e; }}
 table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }}
 th {{ background: #f2f2f2; }} .err {{ color: #b3261e; font-weight: bold; }}

@@ -67,6 +67,7 @@ class ScenarioResult:
     loss_settings: list[str] = field(default_factory=list)  # settings of the scenario that allow a loss
     bounds: dict[str, str] = field(default_factory=dict)  # broker settings that bound failover times
     timeline: Any = None  # observer.Timeline (written to the JSON report, not printed)
+    interrupted: bool = False  # stopped by Ctrl-C: the steps after the interrupted one never ran
 
 
 class StepFailed(ClusterctlError):
@@ -139,6 +140,7 @@ class Runner:
         started = time.time()
         results: list[StepResult] = []
         error: str | None = None
+        interrupted = False
         try:
             for i, step in enumerate(steps, 1):
                 desc = step.describe()
@@ -151,12 +153,16 @@ class Runner:
                     results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), str(exc)))
                     error = f"step {i} ({desc}) failed: {exc}"
                     break
+                except KeyboardInterrupt:  # cleanup below still runs; the report says where it stopped
+                    results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), "interrupted"))
+                    error, interrupted = f"interrupted during step {i} ({desc})", True
+                    break
                 results.append(StepResult(i, step.kind, desc, True, t0, round(time.time() - t0, 3), detail))
         finally:
             cleanup = self._cleanup()
             timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
-        if cleanup and error is None:
-            error = cleanup
+        if cleanup and (error is None or interrupted):
+            error = cleanup if error is None else f"{error}; {cleanup}"
         ok = error is None and (self.verify_result is None or self._verdict_ok(self.verify_result))
         if error is None and not ok:
             error = f"verification failed: {self.verify_result.summary()}"
@@ -178,6 +184,7 @@ class Runner:
             loss_settings=self.sc.loss_settings(),
             bounds=failover_bounds(self.spec),
             timeline=timeline,
+            interrupted=interrupted,
         )
 
     def _verdict_ok(self, v: Any) -> bool:

@@ -52,10 +52,12 @@ def run(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a scenario against the spec's cluster; write a JSON and an HTML report; exit 6 if it failed."""
+    from dataclasses import replace
+
     from clusterctl.chaos.report import write_reports
     from clusterctl.chaos.runner import Runner, StepFailed
     from clusterctl.chaos.scenario import load_scenario
-    from clusterctl.output import info
+    from clusterctl.output import emit, info
 
     sc = load_scenario(file)
     spec = get_spec()
@@ -67,16 +69,19 @@ def run(
     result = runner.run()
     _json, html = write_reports(result, runner.work_dir)
     if as_json:
-        from dataclasses import replace
-
-        from clusterctl.output import emit
-
-        emit(replace(result, timeline=None), as_json=True)
+        if result.ok:  # a failed run's result goes out once, inside the --json error object
+            emit(replace(result, timeline=None), as_json=True)
     else:
         _print_result(result)
         info(f"report: {html}")
+    if result.interrupted:  # Ctrl-C: the partial report is written; exit 130 with "interrupted"
+        stop = KeyboardInterrupt()
+        stop.result = replace(result, timeline=None) if as_json else None  # type: ignore[attr-defined]
+        raise stop
     if not result.ok:
-        raise StepFailed(result.error or "scenario failed", hint=f"see {html}")
+        err = StepFailed(result.error or "scenario failed", hint=f"see {html}")
+        err.result = replace(result, timeline=None) if as_json else None
+        raise err
 
 
 def _print_result(result: Any) -> None:

@@ -25,6 +25,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
+from clusterctl import validate
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
 from clusterctl.kafka.connection import (
     METADATA_TIMEOUT_S,
@@ -256,6 +257,8 @@ def describe_topics(
     that does not exist raises NotFoundError. `with_configs` adds the topic's non-default configs
     (as kafka-topics.sh prints under Configs:) when the broker supports DescribeConfigs.
     """
+    for name in names or []:
+        validate.topic_name(name)
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     if names:
@@ -340,7 +343,12 @@ def create_topic(
     Retriable errors (NOT_CONTROLLER after the controller moved, ...) are retried within RETRY_BUDGET_S.
     The topic counts as created once every live broker serves its metadata with a leader for every
     partition (brokers learn new topics asynchronously): `wait_served_s` bounds that wait (0: do not wait).
+    -1 for partitions or replication factor means the broker's default (num.partitions,
+    default.replication.factor).
     """
+    validate.topic_name(name)
+    validate.count(partitions, "--partitions", broker_default=True)
+    validate.count(replication_factor, "--replication-factor", broker_default=True)
     change = retrying(
         f"create topic {name}",
         lambda: _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists),
@@ -389,10 +397,6 @@ def _create_topic_once(
     configs: dict[str, str] | None,
     if_not_exists: bool,
 ) -> TopicChange:
-    if partitions < 1:
-        raise UsageError(f"--partitions must be at least 1, got {partitions}")
-    if replication_factor < 1:
-        raise UsageError(f"--replication-factor must be at least 1, got {replication_factor}")
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
     configs = dict(configs or {})
@@ -420,6 +424,7 @@ def _create_topic_once(
 
 
 def delete_topic(bootstrap: str, name: str) -> TopicChange:
+    validate.topic_name(name)
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
     if name not in md.topics or _unknown(md.topics[name]):
@@ -434,6 +439,7 @@ def delete_topic(bootstrap: str, name: str) -> TopicChange:
 
 def create_partitions(bootstrap: str, name: str, total: int) -> TopicChange:
     """Grow a topic to `total` partitions (Kafka can only add partitions, never remove them)."""
+    validate.count(total, "--partitions")
     current = describe_topic(bootstrap, name).partition_count
     if total <= current:
         raise UsageError(f"topic {name!r} already has {current} partitions; --partitions must be more than that")
@@ -491,6 +497,7 @@ def alter_broker_configs(
 
 def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) -> list[ConfigValue]:
     """A topic's configs with their source (dynamic topic config, broker default, ...)."""
+    validate.topic_name(name)
     describe_topic(bootstrap, name)
     client = admin(bootstrap)
     futs = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name)], request_timeout=REQUEST_TIMEOUT_S)

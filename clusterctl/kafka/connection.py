@@ -16,6 +16,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
+from clusterctl import validate
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError, UsageError
 
 REQUEST_TIMEOUT_S = 15.0
@@ -35,6 +36,7 @@ Acks = Literal["0", "1", "all"]
 
 
 def _base(bootstrap: str) -> dict[str, Any]:
+    validate.bootstrap_servers(bootstrap, "bootstrap servers")
     return {
         "bootstrap.servers": bootstrap,
         "logger": LIBRDKAFKA_LOGGER,
@@ -115,6 +117,7 @@ def _kafka_error(err: KafkaError, bootstrap: str, waited: float | None) -> Clust
 
 def check_topic(bootstrap: str, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:
     """Fail with one line unless `topic` exists; return its partition count."""
+    validate.topic_name(topic)
     md = fetch_metadata(bootstrap, timeout)
     t = md.topics.get(topic)
     if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
