@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -113,3 +115,15 @@ def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
             raise UsageError(f"{what} expects key=value, got {pair!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Hold Ctrl-C until the block is done (it is raised right after), so a pair of steps such as
+    "print a record, then acknowledge it" cannot be cut between the two."""
+    blocked = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
