@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _runtime_helpers import cli, cli_json, leftovers, render
+from _runtime_helpers import CLI, cli, cli_json, leftovers, render
 
 from clusterctl import images
 from clusterctl.render import existing_cluster_id
@@ -138,10 +138,13 @@ def test_down_and_up_keep_topics_and_data(kraft_cluster: Path) -> None:
     assert cli(kraft_cluster, "topic", "create", topic, "-p", "3", "-r", "3").returncode == 0
     lines = [f"record-{i}" for i in range(300)]
     prod = subprocess.run(
-        [str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "clusterctl"), "-s", str(kraft_cluster),
-         "produce", topic], input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120,
+        [CLI, "-s", str(kraft_cluster), "produce", topic],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
         cwd=kraft_cluster.parent,
-    )  # fmt: skip
+    )
     assert prod.returncode == 0, prod.stderr
     down = cli_json(kraft_cluster, "down")
     assert down["volumes_removed"] == [] and len(down["volumes_kept"]) == 6

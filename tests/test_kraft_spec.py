@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from clusterctl.spec import ClusterSpec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
-CLI = str(REPO / ".venv" / "bin" / "clusterctl")
+CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 
 KRAFT: dict[str, Any] = {"name": "lab", "profile": "offline", "kafka": {"mode": "kraft"}}
 CASES: dict[str, dict[str, Any]] = {
@@ -132,6 +133,10 @@ def test_zookeeper_mode_unchanged_by_kraft_fields() -> None:
         ({"kafka": {"mode": "kraft"}, "kraft": {"controllers": 7}}, "kraft.controllers=7: more than 5 voters"),
         ({"kafka": {"mode": "kraft"}, "zookeeper": {"nodes": 5}}, "kafka.mode=kraft has no ZooKeeper"),
         ({"kafka": {"mode": "kraft"}, "kafka_manager": {"enabled": True}}, "kafka_manager (CMAK) reads ZooKeeper"),
+        (
+            {"kafka": {"mode": "kraft", "defaults": {"zookeeper_session_timeout_ms": 9000}}},
+            "zookeeper_session_timeout_ms is a ZooKeeper-mode setting",
+        ),
         ({"kraft": {"controllers": 5}}, "kraft settings need kafka.mode: kraft"),
         ({"images": {"kafka": "apache/kafka:4.1.0"}}, "is Kafka 4.1, which has no ZooKeeper mode"),
         ({"images": {"kafka": "confluentinc/cp-kafka:8.0.0"}}, "is Kafka 4.0, which has no ZooKeeper mode"),

@@ -24,7 +24,6 @@ from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.spec import ClusterSpec, parse_spec
 
 MODES = ("zookeeper", "kraft")
-ZK_SESSION_TIMEOUT_DEFAULT_MS = 18_000  # Kafka 3.x default of zookeeper.session.timeout.ms
 
 
 @dataclass
@@ -78,8 +77,7 @@ def bounding(spec: ClusterSpec) -> tuple[str, int]:
     """The setting that bounds how fast a dead broker is noticed, and its value in ms."""
     if spec.kraft_mode:
         return "broker.session.timeout.ms", spec.kraft.broker_session_timeout_ms
-    value = getattr(spec.kafka, "zookeeper_session_timeout_ms", None)  # a spec knob where one exists
-    return "zookeeper.session.timeout.ms", int(value or ZK_SESSION_TIMEOUT_DEFAULT_MS)
+    return "zookeeper.session.timeout.ms", spec.kafka.defaults.zookeeper_session_timeout_ms
 
 
 def spec_for_mode(spec: ClusterSpec, mode: str) -> ClusterSpec:
@@ -203,7 +201,7 @@ def compare(
     """Run `scenario` `repeat` times per mode; every run is appended to `results` as it finishes."""
     from clusterctl import render
     from clusterctl.chaos.report import write_reports
-    from clusterctl.chaos.scenario import Runner
+    from clusterctl.chaos.runner import Runner
     from clusterctl.runtime import cluster
 
     if repeat < 1:
