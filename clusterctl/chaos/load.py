@@ -56,6 +56,7 @@ class LoadSummary:
     seconds: float
     errors: dict[str, int]
     intervals: list[LoadInterval]
+    fatal: str | None = None  # the producer stopped on a fatal error (idempotence broken by a loss, ...)
 
 
 class DrillLoad:
@@ -189,7 +190,11 @@ class DrillLoad:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        pending = self._producer.flush(flush_timeout)
+        try:
+            pending = self._producer.flush(flush_timeout)
+        except Exception as exc:  # a fatal producer error (e.g. OUT_OF_ORDER_SEQUENCE_NUMBER) surfaces here
+            self._fatal = self._fatal or f"{type(exc).__name__}: {exc}"
+            pending = len(self._producer)
         self._ledger.close()
         if self._fatal and self.sent == 0:
             raise ClusterctlError(f"drill producer failed: {self._fatal}")
@@ -204,6 +209,7 @@ class DrillLoad:
                 seconds=round(time.time() - self._started, 3),
                 errors=dict(self.errors),
                 intervals=list(self.intervals),
+                fatal=self._fatal,
             )
 
     @property

@@ -5,11 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -73,45 +72,6 @@ ZkOpt = Annotated[
 ]
 
 
-class DeferredInterrupt:
-    """Ctrl-C held back inside `section()` and delivered when it ends, so two steps stay together.
-
-    `consume` prints a record and acknowledges it in one section: an interrupt can never fall between
-    showing a record and committing it. Outside a section Ctrl-C interrupts at once, as usual.
-    """
-
-    def __init__(self) -> None:
-        self.active = False
-        self.pending = False
-        self.previous: Any = None
-
-    def __enter__(self) -> DeferredInterrupt:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handler)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-
-    def _handler(self, signum: int, frame: Any) -> None:
-        if self.active:
-            self.pending = True
-        else:
-            raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def section(self) -> Iterator[None]:
-        self.active = True
-        try:
-            yield
-        finally:
-            self.active = False
-            if self.pending:
-                self.pending = False
-                raise KeyboardInterrupt
-
-
 def _checked(check: Callable[..., object]) -> Callable[[object], object]:
     """A Typer option callback running a `validate` check (None passes: the option was not given)."""
 
@@ -143,7 +103,18 @@ def zk_connect(explicit: str | None) -> str:
     """`--zookeeper` if given (checked: host:port,...[/chroot]), else the spec's connect string."""
     if explicit is not None:
         return validate.zk_connect(explicit)
-    return get_spec().zk_connect
+    spec = get_spec()
+    require_zookeeper(spec)
+    return spec.zk_connect
+
+
+def require_zookeeper(spec: ClusterSpec) -> None:
+    """One line when the spec's cluster runs KRaft: there is no ZooKeeper to talk to."""
+    if spec.kraft_mode:
+        raise UsageError(
+            f"cluster {spec.name} runs in KRaft mode: there is no ZooKeeper",
+            hint="`clusterctl quorum` shows the controller quorum; --zookeeper HOST:PORT reaches another ensemble",
+        )
 
 
 def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
@@ -155,3 +126,15 @@ def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
             raise UsageError(f"{what} expects key=value, got {pair!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Hold Ctrl-C until the block is done (it is raised right after), so a pair of steps such as
+    "print a record, then acknowledge it" cannot be cut between the two."""
+    blocked = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)

@@ -14,12 +14,12 @@ from rich.markup import escape
 from clusterctl import validate
 from clusterctl.cli.common import (
     BootstrapOpt,
-    DeferredInterrupt,
     JsonOpt,
     bootstrap_servers,
     get_spec,
     parse_kv,
     seconds_option,
+    uninterrupted,
 )
 from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
 from clusterctl.kafka import admin, clients
@@ -370,19 +370,16 @@ def consume_cmd(
     kept: list[clients.ConsumedRecord] = []
     count = 0
     # with a group, only what was printed is acknowledged, so only that is committed (table mode: at the end)
-    with (
-        clients.Reader(
-            bs, topic, start=start, partition=partition, group=group, max_messages=max_messages, timeout=timeout
-        ) as reader,
-        DeferredInterrupt() as ctrl_c,
-    ):
+    with clients.Reader(
+        bs, topic, start=start, partition=partition, group=group, max_messages=max_messages, timeout=timeout
+    ) as reader:
         try:
             for rec in reader:
                 count += 1
                 if table and not as_json:
                     kept.append(rec)
                     continue
-                with ctrl_c.section():  # printed and acknowledged together, never one without the other
+                with uninterrupted():  # a printed record is an acknowledged one, Ctrl-C or not
                     if as_json:
                         print_json_line(rec)
                     else:
@@ -396,7 +393,7 @@ def consume_cmd(
                     reader.ack([rec])
         finally:  # Ctrl-C or an error included: show what was read, then commit exactly that
             if table and not as_json:
-                with ctrl_c.section():
+                with uninterrupted():  # the table shown is the table acknowledged
                     emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
                     reader.ack(kept)
     info(f"consumed {count} messages from {topic} in {time.monotonic() - began:.1f}s")

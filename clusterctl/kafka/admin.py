@@ -484,12 +484,13 @@ def alter_broker_configs(
     entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete or []]
     if not entries or not brokers:
         return
-    resources = [ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=entries) for b in brokers]
     client = admin(bootstrap)
 
     def alter() -> None:
-        for fut in client.incremental_alter_configs(resources, request_timeout=REQUEST_TIMEOUT_S).values():
-            _result(fut, bootstrap)
+        for b in brokers:  # the AdminClient takes one BROKER resource per call
+            res = ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=entries)
+            for fut in client.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S).values():
+                _result(fut, bootstrap)
 
     retrying("alter broker configs", alter)
 
@@ -541,7 +542,8 @@ def elect_leaders(
     )
     out = []
     for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        code = err.args[0].code() if isinstance(err, KafkaException) else None
+        kerr = err.args[0] if isinstance(err, KafkaException) and err.args else err
+        code = kerr.code() if isinstance(kerr, KafkaError) else None
         ok = err is None or code == KafkaError.ELECTION_NOT_NEEDED
         out.append(ElectionResult(tp.topic, tp.partition, ok, None if ok else str(err)))
     return out
