@@ -20,6 +20,7 @@ from pathlib import Path
 
 from docker.errors import APIError, BuildError, DockerException
 
+from clusterctl.env import KAFKA_DIST_ENV
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
 from clusterctl.profiles import OFFLINE_SPARK_IMAGE as SPARK_IMAGE
@@ -30,7 +31,6 @@ from clusterctl.runtime import docker as dk
 
 BASE_IMAGE = "clusterctl/base:bookworm"
 HASH_LABEL = "io.clusterctl.inputs-hash"
-KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"

@@ -3,6 +3,11 @@
 Domain calls return plain data (dataclasses, dicts, lists). CLI modules describe *which* fields
 to show as `Column`s; this module does all the rendering, so `--json` prints exactly the data
 the table shows.
+
+Piped or logged output (stdout not a terminal) is never cut: tables are printed at their natural width and
+cells fold rather than end in an ellipsis. Times shown to people are ISO-8601, UTC unless `--local-time`;
+`--json` keeps the data as it is (epochs stay numbers). rich is imported on first use, not at import time,
+so `clusterctl --help` does not pay for it.
 """
 
 from __future__ import annotations
@@ -14,13 +19,64 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+# created on first use by __getattr__ (tests may replace them with setattr)
+console: Console
+err_console: Console
+
+_local_time = False
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("console", "err_console"):
+        from rich.console import Console
+
+        made = Console(stderr=name == "err_console")
+        globals()[name] = made
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _out() -> Console:
+    return globals().get("console") or __getattr__("console")
+
+
+def _err() -> Console:
+    return globals().get("err_console") or __getattr__("err_console")
+
+
+def use_local_time(local: bool) -> None:
+    """Show times in the local zone with its offset (`--local-time`) instead of UTC."""
+    global _local_time
+    _local_time = local
+
+
+def format_time(v: Any) -> str:
+    """An epoch in seconds, a datetime or an ISO string as ISO-8601: UTC (`Z`) unless `--local-time`."""
+    if v is None or v == "":
+        return "-"
+    if isinstance(v, str):
+        try:
+            when = _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+        except ValueError:
+            return v
+    elif isinstance(v, _dt.datetime):
+        when = v
+    elif isinstance(v, int | float) and not isinstance(v, bool):
+        when = _dt.datetime.fromtimestamp(v, tz=_dt.timezone.utc)
+    else:
+        return format_value(v)
+    if when.tzinfo is None:  # naive times here are UTC (Docker's, ZooKeeper's)
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    spec = "milliseconds" if when.microsecond else "seconds"
+    if _local_time:
+        return when.astimezone().isoformat(timespec=spec)
+    return when.astimezone(_dt.timezone.utc).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +115,8 @@ def format_value(v: Any) -> str:
         return ",".join(format_value(x) for x in v)
     if isinstance(v, enum.Enum):
         return str(v.value)
+    if isinstance(v, _dt.datetime):
+        return format_time(v)
     return str(v)
 
 
@@ -96,9 +154,12 @@ def print_json_line(data: Any) -> None:
 
 
 def build_table(rows: Iterable[Any], columns: Sequence[Column], title: str | None = None) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, header_style="bold", show_lines=False)
     for col in columns:
-        table.add_column(col.header, justify=col.justify, style=col.style)  # type: ignore[arg-type]
+        # fold, never ellipsis: a narrow terminal wraps a long value instead of cutting it
+        table.add_column(col.header, justify=col.justify, style=col.style, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*(col.cell(row) for col in columns))
     return table
@@ -106,12 +167,34 @@ def build_table(rows: Iterable[Any], columns: Sequence[Column], title: str | Non
 
 def build_kv(data: Any, fields: Sequence[Column], title: str | None = None) -> Table:
     """A two-column key/value table for a single record (e.g. a perf summary)."""
+    from rich.table import Table
+
     table = Table(title=title, show_header=False, box=None, pad_edge=False)
-    table.add_column("key", style="bold")
-    table.add_column("value")
+    table.add_column("key", style="bold", overflow="fold")
+    table.add_column("value", overflow="fold")
     for col in fields:
         table.add_row(col.header, col.cell(data))
     return table
+
+
+def print_table(table: Table, out: Console | None = None) -> None:
+    """Print a table; when the output is not a terminal, at its natural width (however wide) so nothing wraps."""
+    out = out or _out()
+    if out.is_terminal:
+        out.print(table)
+        return
+    from rich.measure import Measurement
+
+    natural = Measurement.get(out, out.options.update(width=1_000_000), table).maximum
+    before = out.width
+    if natural <= before:
+        out.print(table)
+        return
+    out.width = natural
+    try:
+        out.print(table)
+    finally:
+        out.width = before
 
 
 def emit(
@@ -128,23 +211,25 @@ def emit(
     if as_json:
         print_json(data)
         return
+    out = _out()
     if kv is not None:
-        console.print(build_kv(data, kv, title=title))
+        print_table(build_kv(data, kv, title=title), out)
         return
     if columns is None:
-        console.print(data)
+        out.print(data, soft_wrap=not out.is_terminal)
         return
     row_list = list(data if rows is None else rows)
     if not row_list and empty:
-        console.print(empty)
+        out.print(empty, soft_wrap=not out.is_terminal)
         return
-    console.print(build_table(row_list, columns, title=title))
+    print_table(build_table(row_list, columns, title=title), out)
 
 
 def info(message: str) -> None:
     """Progress / status text for humans, on stderr so `--json` stdout stays clean."""
-    err_console.print(message)
+    err = _err()
+    err.print(message, soft_wrap=not err.is_terminal)
 
 
 def error_line(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    _err().print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)

@@ -1,7 +1,5 @@
 """CLI for the 'perf' noun: `perf produce` / `perf consume` (kafka-*-perf-test.sh on confluent-kafka)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
@@ -10,7 +8,7 @@ import typer
 from clusterctl import diskguard
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
-from clusterctl.output import Column, emit, err_console, info
+from clusterctl.output import Column, emit, format_time, info
 
 perf_app = typer.Typer(name="perf", help="Producer and consumer throughput/latency tests.", no_args_is_help=True)
 
@@ -41,8 +39,8 @@ PRODUCE_FIELDS = [
     Column("Disk", "disk", fmt=lambda d: _disk_line(d)),
 ]
 CONSUME_FIELDS = [
-    Column("start.time", "start_time"),
-    Column("end.time", "end_time"),
+    Column("start.time", "start_time", fmt=format_time),
+    Column("end.time", "end_time", fmt=format_time),
     Column("data.consumed.in.MB", "data_consumed_mb", fmt=lambda v: f"{v:.4f}"),
     Column("MB.sec", "mb_per_sec", fmt=lambda v: f"{v:.4f}"),
     Column("data.consumed.in.nMsg", "records"),
@@ -135,6 +133,7 @@ def produce_cmd(
 ) -> None:
     """Send N records of B bytes and report throughput and send-to-ack latency percentiles."""
     from clusterctl.kafka import perf, perf_native  # numpy and friends: loaded only when perf runs
+    from clusterctl.output import err_console
 
     extra = parse_kv(producer_prop, "--producer-prop")
     if retention_bytes is not None and retention_bytes < 1:

@@ -1,19 +1,19 @@
 """CLI for topics (`topic ...`) and the top-level `produce` / `consume` commands."""
 
-from __future__ import annotations
-
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
 from clusterctl.errors import ClusterctlError, SpecError, UsageError
-from clusterctl.kafka import admin, clients
-from clusterctl.output import Column, console, emit, err_console, info, print_json, print_json_line
+from clusterctl.output import Column, emit, info, print_json, print_json_line
+
+if TYPE_CHECKING:
+    from clusterctl.kafka import admin
 
 topic_app = typer.Typer(name="topic", help="Create, list, describe, alter and delete topics.", no_args_is_help=True)
 
@@ -57,7 +57,7 @@ RECORD_COLUMNS = [
 ]
 
 
-def topic_header(t: admin.TopicDescription) -> str:
+def topic_header(t: "admin.TopicDescription") -> str:
     """kafka-topics.sh's per-topic line: Topic, PartitionCount, ReplicationFactor, Configs."""
     configs = ",".join(f"{k}={v}" for k, v in t.configs.items())
     return (
@@ -67,9 +67,11 @@ def topic_header(t: admin.TopicDescription) -> str:
 
 
 def filter_partitions(
-    topics: list[admin.TopicDescription], under_replicated: bool, unavailable: bool
-) -> list[admin.TopicDescription]:
+    topics: "list[admin.TopicDescription]", under_replicated: bool, unavailable: bool
+) -> "list[admin.TopicDescription]":
     """Keep only partitions matching the filters (topics left with none are dropped)."""
+    from clusterctl.kafka import admin
+
     if not (under_replicated or unavailable):
         return topics
     out = []
@@ -82,7 +84,9 @@ def filter_partitions(
     return out
 
 
-def render_describe(topics: list[admin.TopicDescription], as_json: bool) -> None:
+def render_describe(topics: "list[admin.TopicDescription]", as_json: bool) -> None:
+    from clusterctl.output import console
+
     if as_json:
         print_json(topics)
         return
@@ -120,6 +124,8 @@ def create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a topic (refuses a replication factor above the number of live brokers)."""
+    from clusterctl.kafka import admin
+
     configs = parse_kv(config)
     bs = bootstrap_servers(bootstrap_server)
     default_p, default_rf = _create_defaults(bootstrap_server)
@@ -136,6 +142,8 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List topics with their partition count and replication factor."""
+    from clusterctl.kafka import admin
+
     rows = admin.list_topics(bootstrap_servers(bootstrap_server), include_internal=internal)
     emit(rows, as_json=as_json, columns=TOPIC_LIST_COLUMNS, empty="no topics")
 
@@ -152,6 +160,8 @@ def describe(
     as_json: JsonOpt = False,
 ) -> None:
     """Leader, replicas and ISR per partition (Leader -1 = no leader), like kafka-topics.sh --describe."""
+    from clusterctl.kafka import admin
+
     topics = admin.describe_topics(
         bootstrap_servers(bootstrap_server), names or None, include_internal=internal, with_configs=True
     )
@@ -166,6 +176,8 @@ def delete(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a topic and all its data."""
+    from clusterctl.kafka import admin
+
     bs = bootstrap_servers(bootstrap_server)
     if not yes:
         if not sys.stdin.isatty():
@@ -190,6 +202,8 @@ def alter(
     as_json: JsonOpt = False,
 ) -> None:
     """Add partitions and/or change configs incrementally (other configs are left alone)."""
+    from clusterctl.kafka import admin
+
     configs = parse_kv(config)
     if partitions is None and not configs and not delete_config:
         raise UsageError("nothing to alter: give --partitions, --config k=v or --delete-config k")
@@ -214,6 +228,8 @@ def configs(
     as_json: JsonOpt = False,
 ) -> None:
     """A topic's configs and where each comes from (needs DescribeConfigs on the broker)."""
+    from clusterctl.kafka import admin
+
     rows = admin.describe_configs(bootstrap_servers(bootstrap_server), name, include_defaults=all_)
     emit(
         rows,
@@ -256,6 +272,9 @@ def produce_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Send one message per input line; print a delivery summary (non-zero exit if any failed)."""
+    from clusterctl.kafka import clients
+    from clusterctl.output import err_console
+
     if acks not in ("0", "1", "all", "-1"):
         raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
     bs = bootstrap_servers(bootstrap_server)
@@ -296,6 +315,9 @@ def consume_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Print messages (partition, offset, key, value); `--json` gives one JSON object per line."""
+    from clusterctl.kafka import clients
+    from clusterctl.output import console
+
     if from_beginning and offset is not None:
         raise UsageError("give either --from-beginning or --offset, not both")
     start: Any = "beginning" if from_beginning else "committed" if group else "latest"
