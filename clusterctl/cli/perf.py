@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from clusterctl import diskguard
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, state
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
 from clusterctl.output import Column, emit, format_time, info
 
@@ -66,6 +66,8 @@ def _disk_line(d: diskguard.DiskCheck | None) -> str:
 
 def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
     """(partitions, RF, local) for a topic perf creates: the spec's defaults when a spec is at hand."""
+    if not state.spec_path.is_file():  # as SpecError below, without loading the spec machinery (pydantic)
+        return 1, 1, False
     try:
         spec = get_spec()
     except SpecError:
