@@ -191,6 +191,8 @@ def print_table(table: Table, out: Console | None = None) -> None:
         out.print(table)
         return
     out.width = natural
+    if table.title_justify == "center":
+        table.title_justify = "left"  # a wide key/value table's title stays above its keys
     try:
         out.print(table)
     finally:

@@ -133,3 +133,36 @@ def test_fast_option_conversion_matches_typer_for_every_option() -> None:
                 assert got == want, f"{cmd.name} {param.name} {value!r}: fast {got} != typer {want}"
                 checked += 1
     assert checked > 300
+
+
+# ---------------------------------------------------------------- one module per command line
+
+
+def _top_level(app: Any) -> set[str]:
+    return set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+
+
+def test_each_command_is_registered_by_the_module_main_imports_for_it() -> None:
+    from clusterctl.cli import COMMAND_MODULE, NOUN_MODULES, build_app
+
+    for module in NOUN_MODULES:
+        mapped = {cmd for cmd, mod in COMMAND_MODULE.items() if mod == module}
+        assert _top_level(build_app([module])) == mapped, module
+
+
+def test_app_for_builds_only_the_named_command_module() -> None:
+    from clusterctl.cli import app_for
+
+    assert _top_level(app_for(["-s", "x.yaml", "--local-time", "topic", "list"])) == {"topic", "produce", "consume"}
+    assert _top_level(app_for(["--spec", "status", "zk", "status"])) == {"zk"}  # `status` is the option's value
+    everything = _top_level(app)
+    for argv in (["--help"], [], ["--version"], ["no-such-command"]):
+        assert _top_level(app_for(argv)) == everything
+
+
+def test_root_options_taking_a_value_are_known() -> None:
+    from clusterctl.cli import ROOT_OPTIONS_WITH_VALUE
+
+    root = typer.main.get_command(app)
+    with_value = {o for p in root.params if not getattr(p, "is_flag", False) for o in p.opts}
+    assert set(ROOT_OPTIONS_WITH_VALUE) == with_value

@@ -1,7 +1,7 @@
 """CLI for the 'perf' noun: `perf produce` / `perf consume` (kafka-*-perf-test.sh on confluent-kafka)."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -9,6 +9,9 @@ from clusterctl import diskguard
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, state
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
 from clusterctl.output import Column, emit, format_time, info
+
+if TYPE_CHECKING:
+    from clusterctl.kafka import perf
 
 perf_app = typer.Typer(name="perf", help="Producer and consumer throughput/latency tests.", no_args_is_help=True)
 
@@ -62,6 +65,12 @@ def _disk_line(d: diskguard.DiskCheck | None) -> str:
         return f"{est}; {d.note}"
     line = f"{est}; {diskguard.fmt_bytes(d.free_bytes)} free at {d.path} ({d.source})"
     return f"{line}; {d.note}" if d.note else line
+
+
+def _print_window(window: "perf.ProduceWindow") -> None:
+    from clusterctl.output import err_console  # rich: loaded only when a progress line is due
+
+    err_console.print(window.line(), soft_wrap=True, highlight=False)
 
 
 def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
@@ -135,7 +144,6 @@ def produce_cmd(
 ) -> None:
     """Send N records of B bytes and report throughput and send-to-ack latency percentiles."""
     from clusterctl.kafka import perf, perf_native  # numpy and friends: loaded only when perf runs
-    from clusterctl.output import err_console
 
     extra = parse_kv(producer_prop, "--producer-prop")
     if retention_bytes is not None and retention_bytes < 1:
@@ -166,7 +174,7 @@ def produce_cmd(
         batch_size=batch_size,
         linger_ms=linger_ms,
         extra_config=extra,
-        progress=lambda w: err_console.print(w.line(), soft_wrap=True, highlight=False),
+        progress=_print_window,
         progress_interval=reporting_interval,
         engine=engine,
     )
