@@ -188,9 +188,10 @@ SPARK_CLUSTERCTL_FILES = (
     "__init__.py",
     "errors.py",
     "kafka/__init__.py",
-    "kafka/admin.py",
-    "kafka/clients.py",
+    "kafka/connection.py",
     "spark/__init__.py",
+    "spark/datasource.py",
+    "spark/options.py",
     "spark/source.py",
     "spark/sink.py",
 )

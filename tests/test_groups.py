@@ -7,7 +7,7 @@ import json
 import pytest
 from _dataplane import run
 
-from clusterctl.kafka import admin, clients, groups
+from clusterctl.kafka import admin, clients, connection, groups
 
 pytestmark = pytest.mark.tansu
 
@@ -69,7 +69,7 @@ def test_lag_goes_to_zero_and_reset(bootstrap: str, unique_name: str) -> None:
 def _active_consumer(bootstrap: str, topic: str, group: str):
     from confluent_kafka import Consumer
 
-    c = Consumer(clients.consumer_config(bootstrap, group, client_id="lag-test-client"))
+    c = Consumer(connection.consumer_config(bootstrap, group, client_id="lag-test-client"))
     c.subscribe([topic])
     for _ in range(60):
         c.poll(0.5)

@@ -166,7 +166,7 @@ def test_payload_file_values_are_what_the_broker_stores(
 ) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
-    from clusterctl.kafka.clients import consumer_config
+    from clusterctl.kafka.connection import consumer_config
 
     payloads = tmp_path / "payloads.txt"
     payloads.write_text("alpha\nbeta\ngamma\n")

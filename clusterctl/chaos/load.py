@@ -28,7 +28,8 @@ from clusterctl.chaos.ledger import (
     verify,
 )
 from clusterctl.errors import ClusterctlError, TimeoutError_
-from clusterctl.kafka.clients import ConsumedRecord, check_topic, consumer_config, producer_config
+from clusterctl.kafka.clients import ConsumedRecord
+from clusterctl.kafka.connection import check_topic, consumer_config, producer_config
 
 INTERVAL_S = 0.5
 
@@ -204,7 +205,7 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Cons
     """Every record of `topic` from the beginning up to the end offsets taken now (read_committed off)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
 
-    from clusterctl.kafka.admin import log_end_offsets
+    from clusterctl.kafka.connection import log_end_offsets
 
     partitions = check_topic(bootstrap, topic)
     ends = log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])

@@ -196,7 +196,7 @@ class Observer:
     def _metadata_loop(self) -> None:
         from confluent_kafka.admin import AdminClient
 
-        from clusterctl.kafka.clients import admin_config
+        from clusterctl.kafka.connection import admin_config
 
         assert self.bootstrap is not None
         client = AdminClient(admin_config(self.bootstrap))

@@ -205,7 +205,7 @@ def consume_cmd(
 
     extra = parse_kv(consumer_prop, "--consumer-prop")
     servers = bootstrap_servers(bootstrap)
-    from clusterctl.kafka.clients import check_topic
+    from clusterctl.kafka.connection import check_topic
 
     check_topic(servers, topic)
     result = perf.run_consume(

@@ -8,27 +8,29 @@ Stable API used by the chaos observer and failover drills:
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
-    ClusterMetadata,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
     NewPartitions,
     NewTopic,
-    OffsetSpec,
 )
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.clients import METADATA_TIMEOUT_S, admin_config, consumer_config, kafka_error
+from clusterctl.kafka.connection import (
+    METADATA_TIMEOUT_S,
+    REQUEST_TIMEOUT_S,
+    _result,
+    admin,
+    fetch_metadata,
+)
 
-REQUEST_TIMEOUT_S = 15.0
 INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state
 
 
@@ -123,34 +125,6 @@ class Reassignment:
 
 
 # ---------------------------------------------------------------- plumbing
-
-
-def admin(bootstrap: str) -> AdminClient:
-    return AdminClient(admin_config(bootstrap))
-
-
-def fetch_metadata(
-    bootstrap: str, timeout: float = METADATA_TIMEOUT_S, client: AdminClient | None = None
-) -> ClusterMetadata:
-    """One metadata request with a short timeout; an unreachable cluster is one line naming the address."""
-    client = client or admin(bootstrap)
-    start = time.monotonic()
-    try:
-        return client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
-
-
-def _result(future: Any, bootstrap: str, timeout: float = REQUEST_TIMEOUT_S) -> Any:
-    start = time.monotonic()
-    try:
-        return future.result(timeout=timeout)
-    except KafkaException as exc:
-        raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
-    except TimeoutError:
-        raise kafka_error(
-            KafkaException(KafkaError(KafkaError._TIMED_OUT, "no answer")), bootstrap, waited=timeout
-        ) from None
 
 
 def _partition_state(topic: str, p: Any) -> PartitionState:
@@ -255,43 +229,6 @@ def list_topics(bootstrap: str, include_internal: bool = False) -> list[TopicSum
         TopicSummary(t.name, t.partition_count, t.replication_factor, t.internal)
         for t in describe_topics(bootstrap, include_internal=include_internal)
     ]
-
-
-def log_end_offsets(bootstrap: str, tps: list[tuple[str, int]], client: Any = None) -> dict[tuple[str, int], int]:
-    """Log-end offset (high watermark) per partition: ListOffsets, cross-checked by one fetch.
-
-    Some Kafka-protocol brokers (tansu) answer ListOffsets(latest) with the last record batch's
-    base offset + 1; the high watermark in a fetch response is right, so fetch one record just
-    below the listed end and keep the larger value. Real Kafka gives the same number both ways.
-    """
-    client = client or admin(bootstrap)
-    if not tps:
-        return {}
-    futs = client.list_offsets(
-        {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}, request_timeout=REQUEST_TIMEOUT_S
-    )
-    listed = {(tp.topic, tp.partition): _result(f, bootstrap).offset for tp, f in futs.items()}
-    probe = [TopicPartition(t, p, end - 1) for (t, p), end in listed.items() if end > 0]
-    if not probe:
-        return listed
-    consumer = Consumer(consumer_config(bootstrap, fetch_max_bytes=1_048_576))
-    try:
-        consumer.assign(probe)
-        pending = {(tp.topic, tp.partition) for tp in probe}
-        deadline = time.monotonic() + 3.0
-        while pending and time.monotonic() < deadline:
-            consumer.poll(0.2)
-            for key in list(pending):
-                _low, high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
-                if high >= 0:
-                    listed[key] = max(listed[key], high)
-                    pending.discard(key)
-    finally:
-        consumer.close()
-    return listed
-
-
-# ---------------------------------------------------------------- topic changes
 
 
 def create_topic(

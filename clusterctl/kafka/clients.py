@@ -1,16 +1,8 @@
-"""Client configuration shared by every Kafka user in clusterctl, plus produce and consume.
-
-`producer_config` / `consumer_config` / `admin_config` are the one place client settings live:
-librdkafka's own log lines are routed into a quiet Python logger (the CLI prints one error line,
-not a flood of connection retries), timeouts are short enough for an operator's terminal, and
-idempotence is on whenever acks=all.
-"""
+"""Produce and consume: the console producer and consumer behind `clusterctl produce` / `consume`."""
 
 from __future__ import annotations
 
-import logging
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,106 +18,16 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError, UsageError
-
-# librdkafka logs every failed connection attempt; keep them out of the user's terminal unless asked.
-LIBRDKAFKA_LOGGER = logging.getLogger("clusterctl.librdkafka")
-LIBRDKAFKA_LOGGER.addHandler(logging.NullHandler())
-LIBRDKAFKA_LOGGER.propagate = False
-
-METADATA_TIMEOUT_S = 5.0
-JOIN_TIMEOUT_S = 30.0
-ADVERTISED_HINT = (
-    "check the cluster is up, and that every broker advertises a listener reachable from this host "
-    "(advertised.listeners)"
+from clusterctl.errors import TimeoutError_, UsageError
+from clusterctl.kafka.connection import (
+    JOIN_TIMEOUT_S,
+    Acks,
+    check_topic,
+    consumer_config,
+    kafka_error,
+    log_end_offsets,
+    producer_config,
 )
-
-Acks = Literal["0", "1", "all"]
-
-
-def _base(bootstrap: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "logger": LIBRDKAFKA_LOGGER,
-        "socket.connection.setup.timeout.ms": 5000,
-        "reconnect.backoff.max.ms": 2000,
-    }
-
-
-def admin_config(bootstrap: str, **overrides: Any) -> dict[str, Any]:
-    """AdminClient settings (dotted librdkafka keys may be passed with `_` for `.`)."""
-    return {**_base(bootstrap), **_dotted(overrides)}
-
-
-def producer_config(bootstrap: str, acks: Acks | str = "all", **overrides: Any) -> dict[str, Any]:
-    """Producer settings: idempotent with acks=all, a 30 s delivery timeout, small linger."""
-    acks = str(acks)
-    if acks not in ("0", "1", "all", "-1"):
-        raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
-    conf: dict[str, Any] = {
-        **_base(bootstrap),
-        "acks": acks,
-        "enable.idempotence": acks in ("all", "-1"),
-        "linger.ms": 5,
-        "message.timeout.ms": 30000,
-    }
-    conf.update(_dotted(overrides))
-    return conf
-
-
-def consumer_config(
-    bootstrap: str, group: str | None = None, *, auto_offset_reset: str = "earliest", **overrides: Any
-) -> dict[str, Any]:
-    """Consumer settings. Without `group`, a throwaway group.id that never commits (use assign()).
-
-    session.timeout.ms is 6 s (the broker's default minimum) so group joins finish quickly.
-    """
-    conf: dict[str, Any] = {
-        **_base(bootstrap),
-        "group.id": group or f"clusterctl-nogroup-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "auto.offset.reset": auto_offset_reset,
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 1500,
-        "enable.partition.eof": False,
-    }
-    conf.update(_dotted(overrides))
-    return conf
-
-
-def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
-    return {k.replace("_", "."): v for k, v in overrides.items()}
-
-
-def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None) -> ClusterctlError:
-    """Translate a KafkaException into one user-facing line."""
-    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-    if err is None:
-        return ClusterctlError(str(exc))
-    code = err.code()
-    if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
-        within = f" within {waited:.0f}s" if waited is not None else ""
-        return UnreachableError(f"no Kafka broker answered at {bootstrap}{within}", hint=ADVERTISED_HINT)
-    if code == KafkaError._TIMED_OUT or code == KafkaError.REQUEST_TIMED_OUT:
-        within = f" after {waited:.0f}s" if waited is not None else ""
-        return TimeoutError_(f"timed out talking to {bootstrap}{within}: {err.str()}", hint=ADVERTISED_HINT)
-    if code == KafkaError._UNSUPPORTED_FEATURE:
-        return ClusterctlError(f"the broker at {bootstrap} does not support this: {err.str()}")
-    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-        return NotFoundError(f"unknown topic or partition ({err.str()})")
-    return ClusterctlError(f"{err.name()}: {err.str()}")
-
-
-def check_topic(bootstrap: str, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:
-    """Fail with one line unless `topic` exists; return its partition count."""
-    from clusterctl.kafka.admin import fetch_metadata
-
-    md = fetch_metadata(bootstrap, timeout)
-    t = md.topics.get(topic)
-    if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-        raise NotFoundError(f"unknown topic {topic!r} on {bootstrap}", hint="clusterctl topic list")
-    return len(t.partitions)
-
 
 # ---------------------------------------------------------------- produce
 
@@ -259,9 +161,7 @@ def consume(
     if partition is not None and not 0 <= partition < partitions:
         raise UsageError(f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist")
     ends: dict[int, int] = {}
-    if start == "latest":  # resolved here, cross-checked (see admin.log_end_offsets), not by OFFSET_END
-        from clusterctl.kafka.admin import log_end_offsets
-
+    if start == "latest":  # resolved here, cross-checked (see connection.log_end_offsets), not by OFFSET_END
         ends = {p: off for (_t, p), off in log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)]).items()}
     reset = "latest" if start == "latest" else "earliest"
     consumer = Consumer(consumer_config(bootstrap, group, auto_offset_reset=reset, **overrides))
