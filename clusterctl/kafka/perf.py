@@ -17,6 +17,7 @@ acks after every chunk and sleeps inside the poll, so that wait stays small.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -123,8 +124,8 @@ def build_payloads(record_size: int, payload_file: Path | None = None, delimiter
     if payload_file is None:
         if record_size < 0:
             raise UsageError(f"--record-size must be at least 0, got {record_size}")
-        rng = np.random.default_rng()
-        return [bytes(rng.integers(65, 91, size=record_size, dtype=np.uint8))]
+        # os.urandom rather than numpy.random, whose import costs more than the whole payload
+        return [bytes(np.frombuffer(os.urandom(record_size), dtype=np.uint8) % 26 + 65)]
     try:
         text = payload_file.read_bytes()
     except OSError as exc:
@@ -580,15 +581,17 @@ def prepare_topic(
     bootstrap: str, plan: TopicPlan, *, create: bool, retention_bytes: int | None
 ) -> tuple[bool, str | None]:
     """Create the topic (with retention.bytes when asked) or cap an existing one; returns (created, note)."""
-    from clusterctl.kafka.admin import alter_topic_configs, create_topic
-
     configs = {"retention.bytes": str(retention_bytes)} if retention_bytes is not None else {}
     if not plan.exists:
         if not create:
             raise NotFoundError(f"unknown topic {plan.topic!r} on {bootstrap}", hint="drop --no-create-topic")
+        from clusterctl.kafka.admin import create_topic  # only now: an existing topic needs no admin module
+
         create_topic(bootstrap, plan.topic, plan.partitions, plan.replication_factor, configs, if_not_exists=True)
         return True, None
     if configs:
+        from clusterctl.kafka.admin import alter_topic_configs
+
         try:
             alter_topic_configs(bootstrap, plan.topic, configs)
         except ClusterctlError as exc:
