@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, zk_connect
+from clusterctl import validate
+from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, seconds_option, zk_connect
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit, format_time
 
@@ -17,7 +18,9 @@ zk_app = typer.Typer(
 )
 
 PathArg = Annotated[str, typer.Argument(help="znode path, e.g. /brokers/ids")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="seconds to wait for a ZooKeeper session")]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", help="seconds to wait for a ZooKeeper session", callback=seconds_option())
+]
 
 
 def _data_text(value: Any) -> str:
@@ -31,18 +34,16 @@ def _data_text(value: Any) -> str:
 def _explicit_nodes(connect: str, timeout: float) -> "list[zk.ZkNodeStatus]":
     from clusterctl import zk
 
-    out: list[zk.ZkNodeStatus] = []
-    for i, hostport in enumerate(connect.split("/")[0].split(","), start=1):
-        host, _, port = hostport.strip().rpartition(":")
-        if not host or not port.isdigit():
-            raise UsageError(f"--zookeeper expects host:port[,host:port...], got {connect!r}")
-        out.append(zk.probe_node(i, "-", host, int(port), timeout))
-    return out
+    validate.zk_connect(connect)
+    hosts = validate.host_ports(connect.split("/")[0], "--zookeeper")
+    return [zk.probe_node(i, "-", host, port, timeout) for i, (host, port) in enumerate(hosts, start=1)]
 
 
 @zk_app.command("status")
 def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 2.0) -> None:
     """Mode (leader/follower/standalone/not serving/down) of every node via srvr, and the quorum summary."""
+    from rich.text import Text
+
     from clusterctl import zk
 
     nodes = _explicit_nodes(zookeeper, timeout) if zookeeper else zk.node_statuses(get_spec(), timeout)
@@ -67,13 +68,12 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
         ],
     )
     style = "green" if q.has_quorum else "bold red"
-    emit(f"[{style}]{q.summary}[/]", as_json=False)
+    emit(Text(q.summary, style=style), as_json=False)
 
 
 @zk_app.command("ls")
 def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
     """Children of a znode."""
-    from rich.markup import escape
 
     from clusterctl import zk
 
@@ -83,7 +83,7 @@ def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, t
         emit({"path": path, "children": children}, as_json=True)
         return
     for child in children:
-        emit(escape(child), as_json=False)
+        emit(child, as_json=False)
 
 
 @zk_app.command("get")
@@ -117,7 +117,6 @@ def tree(
     timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The znode tree below PATH with each node's data (JSON decoded)."""
-    from rich.markup import escape
 
     from clusterctl import zk
 
@@ -132,7 +131,7 @@ def tree(
         name = e.path if e.depth == 0 else e.path.rsplit("/", 1)[-1]
         data = _data_text(e.data)
         line = "  " * e.depth + name + (f"  {data}" if data else "")
-        emit(escape(line), as_json=False)
+        emit(line, as_json=False)
 
 
 def register(app: typer.Typer) -> None:

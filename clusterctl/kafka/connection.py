@@ -16,6 +16,7 @@ from typing import Any, Literal
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
+from clusterctl import validate
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError, UsageError
 
 REQUEST_TIMEOUT_S = 15.0
@@ -35,6 +36,7 @@ Acks = Literal["0", "1", "all"]
 
 
 def _base(bootstrap: str) -> dict[str, Any]:
+    validate.bootstrap_servers(bootstrap, "bootstrap servers")
     return {
         "bootstrap.servers": bootstrap,
         "logger": LIBRDKAFKA_LOGGER,
@@ -89,10 +91,16 @@ def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None) -> ClusterctlError:
-    """Translate a KafkaException into one user-facing line."""
+    """Translate a KafkaException into one user-facing line (its Kafka error name kept as `kafka_code`)."""
     err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
     if err is None:
         return ClusterctlError(str(exc))
+    out = _kafka_error(err, bootstrap, waited)
+    out.kafka_code = err.name()
+    return out
+
+
+def _kafka_error(err: KafkaError, bootstrap: str, waited: float | None) -> ClusterctlError:
     code = err.code()
     if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
         within = f" within {waited:.0f}s" if waited is not None else ""
@@ -109,6 +117,7 @@ def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None)
 
 def check_topic(bootstrap: str, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:
     """Fail with one line unless `topic` exists; return its partition count."""
+    validate.topic_name(topic)
     md = fetch_metadata(bootstrap, timeout)
     t = md.topics.get(topic)
     if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):

@@ -567,8 +567,12 @@ class TopicPlan:
 
 def plan_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int) -> TopicPlan:
     """Look the topic up; an existing topic's own partition count and RF win over the defaults."""
+    from clusterctl import validate
     from clusterctl.kafka.connection import fetch_metadata
 
+    validate.topic_name(topic)
+    validate.count(partitions, "--partitions", broker_default=True)
+    validate.count(replication_factor, "--replication-factor", broker_default=True)
     md = fetch_metadata(bootstrap)
     t = md.topics.get(topic)
     if t is None or t.error is not None or not t.partitions:
