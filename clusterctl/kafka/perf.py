@@ -239,6 +239,8 @@ def perf_producer_config(
         # sending flat out, every queued MiB is latency). --producer-prop overrides either.
         "socket.nagle.disable": True,
         "queue.buffering.max.kbytes": JAVA_BUFFER_MEMORY_KB,
+        # connect while the engine is set up, not when the first batch is waiting (sparse connections)
+        "enable.sparse.connections": False,
     }
     if batch_size is not None:
         overrides["batch.size"] = batch_size
