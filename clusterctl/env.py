@@ -7,3 +7,4 @@ from pathlib import Path
 
 DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
 SPEC_ENV = "CLUSTERCTL_SPEC"
+KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"

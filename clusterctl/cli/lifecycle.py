@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from clusterctl.cli.common import JsonOpt, get_spec, seconds_option
+from clusterctl.env import KAFKA_DIST_ENV
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafkadist import KAFKA_DIST_ENV
 from clusterctl.output import Column, emit, format_time, info
 
 if TYPE_CHECKING:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
-from rich.markup import escape
 
 from clusterctl import validate
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
@@ -286,6 +285,7 @@ def produce_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Send one message per input line; print a delivery summary (non-zero exit if any failed)."""
+    from rich.markup import escape
 
     from clusterctl.kafka import clients
     from clusterctl.output import err_console
