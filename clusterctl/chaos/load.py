@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from clusterctl.chaos.ledger import (
     LedgerEntry,
@@ -76,6 +76,8 @@ class DrillLoad:
         self.partitions = partitions or check_topic(bootstrap, topic)
         conf = producer_config(bootstrap, "all", **producer_overrides)
         conf["enable.idempotence"] = True
+        # a fatal error (e.g. the broker forgot our producer id after losing data) stops the load; the verdict stays
+        conf["error_cb"] = self._on_error
         self._producer = Producer(conf)
         self._ledger = LedgerWriter(
             ledger_path, topic, partitions=self.partitions, acks="all", idempotence=True, bootstrap=bootstrap
@@ -100,6 +102,10 @@ class DrillLoad:
                 self.intervals.append(LoadInterval(self.intervals[-1].t + INTERVAL_S))
             self.intervals.append(LoadInterval(start))
         return self.intervals[-1]
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self._fatal = f"{err.name()}: {err.str()}"
 
     def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
         now = time.time()
@@ -178,7 +184,13 @@ class DrillLoad:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        pending = self._producer.flush(flush_timeout)
+        try:
+            pending = self._producer.flush(flush_timeout)
+        except (KafkaException, SystemError) as exc:
+            # a fatal producer error (e.g. the broker forgot our producer id) can surface from flush, as a
+            # SystemError when delivery callbacks were due; what was acknowledged is in the ledger already
+            self._fatal = self._fatal or f"{type(exc).__name__}: {exc}"
+            pending = len(self._producer)
         self._ledger.close()
         if self._fatal and self.sent == 0:
             raise ClusterctlError(f"drill producer failed: {self._fatal}")
