@@ -34,7 +34,7 @@ KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-IMAGES_DIR = Path(__file__).resolve().parent.parent / "templates" / "images"
+IMAGES_DIR = Path(__file__).resolve().parent / "templates" / "images"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterctl"
 
 # target name -> image; the base is implied by every other target

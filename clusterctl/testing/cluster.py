@@ -129,10 +129,11 @@ class KafkaCluster:
         if "profile" not in data:
             offline = PROFILES["offline"]
             data["profile"] = "offline" if not images.missing_images([offline.zookeeper]) else "default"
-        profile = PROFILES[str(data["profile"])]
-        kafka_image = _get(data, "images.kafka") or profile.kafka
         engine = self._engine_wanted
         if engine == "auto":
+            probe = copy.deepcopy(data)
+            self._size(probe, "kafka")
+            kafka_image = parse_spec(probe, "cluster spec").broker_image  # the spec resolves the image's tag
             have_kafka = data["profile"] != "offline" or not images.missing_images([kafka_image])
             engine = "kafka" if have_kafka else "tansu"
             self.engine_reason = (
@@ -140,6 +141,11 @@ class KafkaCluster:
             )
         else:
             self.engine_reason = "asked for"
+        self._size(data, engine)
+
+    @staticmethod
+    def _size(data: dict[str, Any], engine: str) -> None:
+        """Engine, broker count and replication settings that fit together."""
         _set(data, "kafka.engine", engine)
         if engine == "tansu":  # one broker, nothing to replicate
             _set(data, "kafka.brokers", 1)
