@@ -268,7 +268,8 @@ class KafkaCluster:
         spec, work, self._work = self.spec, self._work, None
         try:
             if compose is not None and spec is not None:
-                self._remove(compose, spec)
+                with _signals_held():
+                    self._remove(compose, spec)
         finally:
             if work is not None:
                 shutil.rmtree(work, ignore_errors=True)
@@ -539,6 +540,21 @@ class KafkaCluster:
             d.abort()
             raise
         d.finish()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ignore SIGINT/SIGTERM while removing: a second Ctrl-C (or a TERM to the process group, which reaches
+    `docker compose down` too) must not abort the cleanup it asked for. SIGKILL still works."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
