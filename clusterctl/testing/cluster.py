@@ -489,8 +489,9 @@ class KafkaCluster:
         spec = self._spec
         results = faults.heal_all(spec, self._detached)
         self._detached = []
-        if wait:
+        if wait:  # as `clusterctl chaos heal` waits, then the `up` health check and (Kafka) full ISR
             limit = timeout or self.timeout
+            faults.wait_healed(spec, limit)
             health.wait_healthy(spec, limit)
             if spec.kafka.engine == "kafka":
                 faults.wait_full_isr(self.bootstrap_servers, limit)
