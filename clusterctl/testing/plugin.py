@@ -158,6 +158,7 @@ def _slug(name: str) -> str:
 @pytest.fixture
 def kafka_topic(kafka_cluster: KafkaCluster, request: pytest.FixtureRequest) -> Iterator[str]:
     """A new topic with a unique name (the spec's RF; 3 partitions unless @pytest.mark.clusterctl_topic says)."""
+    _require_engine(request.node, kafka_cluster)  # before creating anything for a test that will not run
     mark = request.node.get_closest_marker(TOPIC_MARK)
     kwargs = dict(mark.kwargs) if mark else {}
     name = f"{_slug(request.node.name)}-{uuid.uuid4().hex[:8]}"
@@ -182,17 +183,22 @@ def kafka_drill(kafka_cluster: KafkaCluster, kafka_topic: str) -> Iterator[Drill
             drill.abort()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    yield
+def _require_engine(item: pytest.Item, cluster: KafkaCluster | None) -> None:
+    """Skip the test when @pytest.mark.clusterctl_engine names another engine than the session's cluster runs."""
     mark = item.get_closest_marker(ENGINE_MARK)
-    cluster = _ours(item, "kafka_cluster") if mark is not None else None
     if mark is None or cluster is None:
         return
     wanted = mark.args[0] if mark.args else mark.kwargs.get("engine", "kafka")
     if cluster.engine != wanted:
         got = f"{cluster.engine} ({cluster.engine_reason})"
         pytest.skip(f"needs engine {wanted}; this session's kafka_cluster runs {got}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    yield
+    if item.get_closest_marker(ENGINE_MARK) is not None:
+        _require_engine(item, _ours(item, "kafka_cluster"))
 
 
 @pytest.hookimpl(wrapper=True)
