@@ -48,13 +48,14 @@ def test_orders_survive_a_broker_kill(kafka_cluster, kafka_topic, kafka_drill):
 def test_publisher_retries_while_the_leader_is_unavailable(kafka_cluster, kafka_topic):
     publisher = OrderPublisher(kafka_cluster.bootstrap_servers, kafka_topic, delivery_timeout_ms=2000)
     leader = kafka_cluster.leader(kafka_topic, partition=0)
-    # freeze the leader longer than a delivery may take: sends fail with timeouts until it is back
-    pause = threading.Thread(target=kafka_cluster.pause_broker, args=(leader, 5))
-    pause.start()
+    # freeze the leader for longer than a delivery may take: sends fail with timeouts until it is back
+    kafka_cluster.pause_broker(leader)  # until heal()
+    healer = threading.Timer(5.0, kafka_cluster.heal)
+    healer.start()
     try:
         report = publisher.publish(orders(100))
     finally:
-        pause.join()
+        healer.join()
     assert report.resent > 0, f"expected transient failures while broker {leader} was paused: {report}"
     assert len(report.delivered) == 100
     assert published_ids(kafka_cluster.bootstrap_servers, kafka_topic, 100) == {f"order-{i}" for i in range(100)}
