@@ -255,3 +255,40 @@ def test_missing_image_skips_naming_it(pytester: pytest.Pytester, tmp_path: Path
     result = pytester.runpytest_subprocess("-rs", f"--clusterctl-spec={spec}", timeout=120)
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*clusterctl kafka_cluster: image clusterctl/no-such-image:1 not present locally*"])
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _run_examples(*args: str) -> tuple[str, float]:
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-rs", "-p", "no:cacheprovider", *args],
+        cwd=EXAMPLES,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    return out, time.monotonic() - t0
+
+
+def test_example_project_on_tansu() -> None:
+    out, took = _run_examples("--clusterctl-engine=tansu")
+    assert "1 passed, 1 skipped" in out, out[-3000:]
+    assert "needs engine kafka; this session's kafka_cluster runs tansu" in out
+    assert _leftovers(_cluster_names(out)[0]) == {}
+    print(f"\nexamples on tansu: {took:.1f} s")
+
+
+@pytest.mark.real_kafka
+def test_example_project_on_real_kafka() -> None:
+    """The example's broker-kill test with 3 Apache Kafka brokers (the plugin's own cluster, not the shared one)."""
+    out, took = _run_examples("--clusterctl-engine=kafka")
+    assert "2 passed" in out, out[-3000:]
+    assert "engine kafka" in out and "3 broker(s)" in out
+    assert _leftovers(_cluster_names(out)[0]) == {}
+    m = re.search(r"healthy ([\d.]+) s after the fixture was requested; removed in ([\d.]+) s", out)
+    assert m, out[-3000:]
+    print(f"\nexamples on real Kafka: healthy {m.group(1)} s after the fixture request, whole run {took:.1f} s")
