@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 
 import pytest
@@ -19,10 +20,9 @@ def published_ids(bootstrap: str, topic: str, expect: int, timeout: float = 60.0
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
     seen: set[str] = set()
-    waited = 0.0
-    while len(seen) < expect and waited < timeout:
+    deadline = time.monotonic() + timeout
+    while len(seen) < expect and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
-        waited += 0.5
         if msg is not None and msg.error() is None and (key := msg.key() or b"").startswith(b"order-"):
             seen.add(key.decode())
     consumer.close()
