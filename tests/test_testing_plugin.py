@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.tansu]
 INI = "[pytest]\nclusterctl_engine = tansu\nclusterctl_zookeepers = 1\naddopts = -p no:cacheprovider\n"
 
 SAMPLE = """
+import time
 import uuid
 
 import pytest
@@ -54,10 +55,9 @@ def test_produce_and_consume_on_a_fresh_topic(kafka_cluster, kafka_topic):
                   "auto.offset.reset": "earliest"})
     c.subscribe([kafka_topic])
     got = []
-    deadline = 60
-    while len(got) < 10 and deadline > 0:
+    deadline = time.monotonic() + 60
+    while len(got) < 10 and time.monotonic() < deadline:
         m = c.poll(0.5)
-        deadline -= 0.5
         if m is not None and m.error() is None:
             got.append(m.value().decode())
     c.close()
@@ -147,6 +147,11 @@ def test_sample_user_tests_run_against_tansu_and_leave_nothing(pytester: pytest.
 
 
 PARALLEL = """
+import pytest
+
+pytestmark = pytest.mark.clusterctl(zookeepers=1)  # stronger than the ini's 3
+
+
 def test_isolated(kafka_cluster):
     kafka_cluster.create_topic("same-name-in-every-session", partitions=1)
     print(kafka_cluster.subnet, kafka_cluster.bootstrap_servers)
@@ -157,7 +162,7 @@ def test_two_sessions_in_parallel_do_not_clash(pytester: pytest.Pytester) -> Non
     dirs = []
     for name in ("a", "b"):
         d = pytester.mkdir(name)
-        (d / "pytest.ini").write_text(INI)
+        (d / "pytest.ini").write_text(INI.replace("clusterctl_zookeepers = 1", "clusterctl_zookeepers = 3"))
         (d / "test_parallel.py").write_text(PARALLEL)
         dirs.append(d)
     procs = [
@@ -174,6 +179,7 @@ def test_two_sessions_in_parallel_do_not_clash(pytester: pytest.Pytester) -> Non
     for p, out in zip(procs, outs, strict=True):
         assert p.returncode == 0, out
         assert "1 passed" in out
+        assert "1 ZooKeeper node," in out  # the marker beat the ini option
     names = [_cluster_names(o)[0] for o in outs]
     subnets = [re.search(r"subnet (\S+),", o).group(1) for o in outs]  # type: ignore[union-attr]
     boots = [re.search(r"bootstrap (\S+)\n", o).group(1) for o in outs]  # type: ignore[union-attr]
