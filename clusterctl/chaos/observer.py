@@ -9,6 +9,10 @@ Sources (each on its own thread, all optional):
 - ZooKeeper watches (kazoo): /controller, /brokers/ids and each observed partition's state znode,
   plus the session state of the watching client.
 - ZK Mode per node from `srvr` (four-letter word) every `zk_interval`, and the quorum it implies.
+- KRaft mode instead of the two ZooKeeper sources: DescribeQuorum every `quorum_interval` (the active
+  controller, its epoch, whether the quorum has a leader), and the fenced brokers (spec brokers that metadata
+  does not list: KRaft brokers report only unfenced ones). Metadata's controller id is not recorded there:
+  a KRaft broker reports a random live broker in that field.
 - The drill producer's per-interval acks and errors (attached at the end).
 
 Only changes are stored (plus one sample at start and end), so a long drill stays small.
@@ -28,7 +32,16 @@ from typing import Any
 
 from clusterctl.spec import ClusterSpec
 
-HEAL_ACTIONS = {"unpause", "reconnect", "start", "start-broker", "start-zk", "restart-broker", "heal"}
+HEAL_ACTIONS = {
+    "unpause",
+    "reconnect",
+    "start",
+    "start-broker",
+    "start-zk",
+    "start-controller",
+    "restart-broker",
+    "heal",
+}
 PAUSE_ACTIONS = {"pause", "pause-broker", "pause-follower"}
 POLL_TIMEOUT_S = 1.0  # one metadata request; a paused or cut-off broker never answers
 BROKER_BACKOFF_S = 2.0  # a broker that did not answer is asked again after this long
@@ -65,6 +78,23 @@ class ZkModeSample:
 
 
 @dataclass
+class ControllerSample:
+    """KRaft: the quorum leader (-1: none, or no answer) and its epoch."""
+
+    t: float
+    leader: int
+    epoch: int
+
+
+@dataclass
+class FencedSample:
+    """KRaft: spec brokers missing from metadata (fenced or not registered)."""
+
+    t: float
+    brokers: list[int]
+
+
+@dataclass
 class Marker:
     """A fault or heal on the timeline (what the drill did)."""
 
@@ -96,6 +126,9 @@ class Timeline:
     markers: list[Marker] = field(default_factory=list)
     load: list[Any] = field(default_factory=list)  # LoadInterval rows
     gaps: list[Gap] = field(default_factory=list)
+    controllers: list[ControllerSample] = field(default_factory=list)  # kraft mode
+    fenced: list[FencedSample] = field(default_factory=list)  # kraft mode
+    mode: str = "zookeeper"
 
 
 class Observer:
@@ -111,20 +144,25 @@ class Observer:
         zk_connect: str | None = None,
         watch_zk: bool = True,
         poll_metadata: bool = True,
+        quorum_interval: float = 0.5,
     ) -> None:
         self.spec = spec
         self.bootstrap = bootstrap
         self.topics = list(topics or [])
         self.interval = interval
         self.zk_interval = zk_interval
-        self.zk_connect = zk_connect or (spec.zk_connect if spec else None)
-        self.watch_zk = watch_zk and self.zk_connect is not None
+        self.quorum_interval = quorum_interval
+        self.kraft = spec is not None and spec.kraft_mode
+        self.zk_connect = zk_connect or (spec.zk_connect if spec and not self.kraft else None)
+        self.watch_zk = watch_zk and bool(self.zk_connect)
         self.poll_metadata = poll_metadata and bootstrap is not None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._zk: Any = None
-        self.timeline = Timeline(time.time(), 0.0, self.topics)
+        self.timeline = Timeline(time.time(), 0.0, self.topics, mode="kraft" if self.kraft else "zookeeper")
+        self._last_quorum_leader: tuple[int, int] | None = None
+        self._last_fenced: tuple[int, ...] | None = None
         self._last_part: dict[tuple[str, int], tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
         self._last_zk_part: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._last_mode: dict[int, str] = {}
@@ -174,7 +212,9 @@ class Observer:
     def start(self) -> Observer:
         if self.poll_metadata:
             self._spawn(self._metadata_loop, "observe-metadata")
-        if self.spec is not None:
+        if self.spec is not None and self.kraft:
+            self._spawn(self._quorum_loop, "observe-quorum")
+        elif self.spec is not None:
             self._spawn(self._zk_mode_loop, "observe-zk-mode")
         if self.watch_zk:
             self._start_zk_watches()
@@ -192,7 +232,7 @@ class Observer:
         if self.spec is not None:
             # a scenario may end the instant its own check passes, before the loop's next sample: take it now
             with contextlib.suppress(Exception):
-                self._zk_mode_sample()
+                self._quorum_sample() if self.kraft else self._zk_mode_sample()
         if self._zk is not None:
             with contextlib.suppress(Exception):
                 self._zk.stop()
@@ -211,6 +251,11 @@ class Observer:
                 )
             for zk_id, mode in self._last_mode.items():
                 self.timeline.zk_modes.append(ZkModeSample(self.timeline.ended, zk_id, mode))
+            if self._last_quorum_leader is not None:
+                leader, epoch = self._last_quorum_leader
+                self.timeline.controllers.append(ControllerSample(self.timeline.ended, leader, epoch))
+            if self._last_fenced is not None:
+                self.timeline.fenced.append(FencedSample(self.timeline.ended, list(self._last_fenced)))
         return self.timeline
 
     def __enter__(self) -> Observer:
@@ -295,8 +340,16 @@ class Observer:
                 detail += f" (lost {gone})" if gone else f" (joined {back})"
             self.event("metadata", "brokers", "cluster", detail, list(brokers))
             self._last_brokers = brokers
+        if self.kraft and self.spec is not None:
+            fenced = tuple(b for b in self.spec.broker_ids if b not in brokers)
+            if fenced != self._last_fenced:
+                with self._lock:
+                    self.timeline.fenced.append(FencedSample(now, list(fenced)))
+                detail = f"fenced brokers {_ids(fenced)}" if fenced else "no broker fenced"
+                self.event("metadata", "fenced", "cluster", detail, list(fenced))
+                self._last_fenced = fenced
         controller = bid(md.controller_id)
-        if controller != self._last_controller:
+        if not self.kraft and controller != self._last_controller:
             self.event("metadata", "controller", "cluster", f"controller {controller}", controller)
             self._last_controller = controller
         with self._lock:
@@ -324,6 +377,45 @@ class Observer:
                     self.event("metadata", "leader", subject, f"leader {prev[0]} -> {state[0]}", state[0])
                 if prev[2] != state[2]:
                     self.event("metadata", "isr", subject, f"isr {_ids(prev[2])} -> {_ids(state[2])}", list(state[2]))
+
+    # ------------------------------------------------------------ KRaft controller quorum
+
+    def _quorum_loop(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            self._quorum_sample()
+            self._stop.wait(max(0.0, self.quorum_interval - (time.monotonic() - t0)))
+
+    def _quorum_sample(self) -> None:
+        from clusterctl import kraft
+        from clusterctl.errors import ClusterctlError
+
+        assert self.spec is not None
+        try:
+            info = kraft.describe(self.spec, timeout=max(0.5, min(1.5, self.quorum_interval * 3)))
+            state = (info.leader_id, info.leader_epoch)
+            why = ""
+        except ClusterctlError as exc:
+            prev_epoch = self._last_quorum_leader[1] if self._last_quorum_leader else -1
+            state, why = (-1, prev_epoch), exc.message
+        if state == self._last_quorum_leader:
+            return
+        prev = self._last_quorum_leader
+        self._last_quorum_leader = state
+        now = time.time()
+        with self._lock:
+            self.timeline.controllers.append(ControllerSample(now, state[0], state[1]))
+        if prev is None or prev[0] != state[0]:
+            who = f"node {state[0]} (epoch {state[1]})" if state[0] >= 0 else "none"
+            self.event(
+                "quorum", "controller", "quorum", f"active controller {who}", state[0] if state[0] >= 0 else None
+            )
+        has_leader = state[0] >= 0
+        if prev is None or (prev[0] >= 0) != has_leader:
+            detail = (
+                "controller quorum has a leader" if has_leader else f"controller quorum has no leader ({why[:120]})"
+            )
+            self.event("quorum", "quorum", "controller quorum", detail, has_leader)
 
     # ------------------------------------------------------------ ZooKeeper Mode per node
 
@@ -503,7 +595,9 @@ class FaultMetrics:
     t: float
     broker: int | None
     zk: int | None
-    detected_s: float | None  # broker: gone from /brokers/ids or metadata; zk: node not serving
+    detected_s: (
+        float | None
+    )  # broker: gone from /brokers/ids or metadata; zk: node not serving; controller: leader moved
     detected_by: str | None
     controller_change_s: float | None
     quorum_lost_s: float | None
@@ -521,6 +615,11 @@ def _target_ids(m: Marker) -> tuple[int | None, int | None]:
     if m.target.startswith("zk") and m.target[2:].isdigit():
         return None, int(m.target[2:])
     return None, None
+
+
+def _controller_target(m: Marker) -> int | None:
+    words = m.target.split()
+    return int(words[1]) if len(words) == 2 and words[0] == "controller" and words[1].isdigit() else None
 
 
 AckTimes = Mapping[tuple[str, int], Sequence[float]]
@@ -541,21 +640,34 @@ def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
         nxt = next((f.t for f in faults if f.t > m.t), tl.ended)
         detected_s, detected_by = None, None
         if broker is not None:
+            # an unanswered metadata request means the broker is gone only when it was the only one live;
+            # with several, it is a client timeout and the broker list tells when the cluster noticed
+            live_before = [e.value for e in tl.events if e.t < m.t and e.kind == "brokers" and e.source == "metadata"]
+            lone = not live_before or len(live_before[-1] or []) <= 1
             for e in tl.events:
                 if e.t < m.t:
                     continue
                 if e.kind == "brokers" and isinstance(e.value, list) and broker not in e.value:
                     detected_s, detected_by = round(e.t - m.t, 3), e.source
                     break
-                if e.kind == "error" and e.source == "metadata":  # no broker answered at all (a lone broker)
+                if lone and e.kind == "error" and e.source == "metadata":  # no broker answered at all
                     detected_s, detected_by = round(e.t - m.t, 3), "metadata (no answer)"
+                    break
+        controller = _controller_target(m)
+        if controller is not None:
+            for e in tl.events:
+                if e.t >= m.t and e.kind == "controller" and e.source == "quorum" and e.value != controller:
+                    detected_s, detected_by = round(e.t - m.t, 3), "quorum"
                     break
         if zk_id is not None:
             for s in tl.zk_modes:
                 if s.t >= m.t and s.zk_id == zk_id and s.mode in ("down", "not serving"):
                     detected_s, detected_by = round(s.t - m.t, 3), "zk-mode"
                     break
-        ctrl = next((e.t for e in tl.events if e.t >= m.t and e.kind == "controller" and e.source == "metadata"), None)
+        ctrl = next(
+            (e.t for e in tl.events if e.t >= m.t and e.kind == "controller" and e.source in ("metadata", "quorum")),
+            None,
+        )
         q_lost = next((e.t for e in tl.events if e.t >= m.t and e.kind == "quorum" and e.value is False), None)
         q_ok = None
         if heal is not None:
