@@ -37,6 +37,8 @@ from clusterctl.spec import ClusterSpec, parse_spec
 Engine = Literal["auto", "kafka", "tansu"]
 NAME_PREFIX = "ctltest"
 CLASH_RETRIES = 3
+# static addresses a spec may pin; on a freshly allocated subnet they come from the spec's default layout
+STATIC_IP_KEYS = ("zookeeper.ips", "kafka.ips", "kraft.ips", "kafka_manager.ip", "spark.master_ip", "spark.worker_ips")
 
 
 class ClusterUnavailable(ClusterctlError):
@@ -168,7 +170,7 @@ class KafkaCluster:
         if self.isolate:
             data["name"] = f"{NAME_PREFIX}-{uuid.uuid4().hex[:10]}"
             data["network"] = {"subnet": allocate.free_subnet()}
-            for key in ("zookeeper.ips", "kafka.ips", "kafka_manager.ip", "spark.master_ip", "spark.worker_ips"):
+            for key in STATIC_IP_KEYS:
                 if _get(data, key) is not None:
                     _set(data, key, None)
             draft = parse_spec(data, "cluster spec")
@@ -178,7 +180,8 @@ class KafkaCluster:
             if draft.spark.enabled:
                 extra += ["spark.master_port", "spark.ui_port"]
             base = allocate.free_port_block(zk_n + b_n + len(extra), bind)
-            _set(data, "zookeeper.client_port", base)
+            if zk_n:  # none in kraft mode, where zookeeper settings are refused
+                _set(data, "zookeeper.client_port", base)
             _set(data, "kafka.host_port", base + zk_n)
             for i, key in enumerate(extra):
                 _set(data, key, base + zk_n + b_n + i)
