@@ -25,7 +25,7 @@ NOUN_MODULES = ("cluster", "topic", "group", "zk", "perf", "chaos", "scenario", 
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
 # A command missing here still works: main() then builds every module, as for --help and completion.
 COMMAND_MODULE = {
-    **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "images", "cluster"), "cluster"),
+    **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "images", "cluster", "quorum"), "cluster"),
     **dict.fromkeys(("topic", "produce", "consume"), "topic"),
     **dict.fromkeys(("chaos", "leader", "reassign"), "chaos"),
     "group": "group",

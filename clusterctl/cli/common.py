@@ -1,7 +1,9 @@
 """Options shared by every command and the resolution of the cluster a command talks to."""
 
+import contextlib
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -145,7 +147,18 @@ def zk_connect(explicit: str | None) -> str:
     """`--zookeeper` if given (checked: host:port,...[/chroot]), else the spec's connect string."""
     if explicit is not None:
         return validate.zk_connect(explicit)
-    return get_spec().zk_connect
+    spec = get_spec()
+    require_zookeeper(spec)
+    return spec.zk_connect
+
+
+def require_zookeeper(spec: "ClusterSpec") -> None:
+    """One line when the spec's cluster runs KRaft: there is no ZooKeeper to talk to."""
+    if spec.kraft_mode:
+        raise UsageError(
+            f"cluster {spec.name} runs in KRaft mode: there is no ZooKeeper",
+            hint="`clusterctl quorum` shows the controller quorum; --zookeeper HOST:PORT reaches another ensemble",
+        )
 
 
 def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
@@ -157,3 +170,15 @@ def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
             raise UsageError(f"{what} expects key=value, got {pair!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Hold Ctrl-C until the block is done (it is raised right after), so a pair of steps such as
+    "print a record, then acknowledge it" cannot be cut between the two."""
+    blocked = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)

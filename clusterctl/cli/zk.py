@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clusterctl import validate
-from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, seconds_option, zk_connect
+from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, seconds_option, zk_connect
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit, format_time
 
@@ -46,7 +46,12 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
 
     from clusterctl import zk
 
-    nodes = _explicit_nodes(zookeeper, timeout) if zookeeper else zk.node_statuses(get_spec(), timeout)
+    if zookeeper:
+        nodes = _explicit_nodes(zookeeper, timeout)
+    else:
+        spec = get_spec()
+        require_zookeeper(spec)
+        nodes = zk.node_statuses(spec, timeout)
     q = zk.summarize(nodes)
     if as_json:
         emit({"nodes": nodes, "quorum": q}, as_json=True)
