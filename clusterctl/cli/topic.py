@@ -393,8 +393,9 @@ def consume_cmd(
                     reader.ack([rec])
         finally:  # Ctrl-C or an error included: show what was read, then commit exactly that
             if table and not as_json:
-                emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
-                reader.ack(kept)
+                with uninterrupted():  # the table shown is the table acknowledged
+                    emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
+                    reader.ack(kept)
     info(f"consumed {count} messages from {topic} in {time.monotonic() - began:.1f}s")
 
 
