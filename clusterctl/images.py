@@ -210,6 +210,7 @@ SPARK_CLUSTERCTL_FILES = (
     "errors.py",
     "kafka/__init__.py",
     "kafka/connection.py",
+    "validate.py",
     "spark/__init__.py",
     "spark/datasource.py",
     "spark/options.py",
