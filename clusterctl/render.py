@@ -33,7 +33,7 @@ from clusterctl.spec import (
     ClusterSpec,
 )
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"  # a link to the repository's templates/
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
 ENV_FILE = ".env"

@@ -14,11 +14,10 @@ from typing import ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
 from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
 from clusterctl.profiles import PROFILES, ImageProfile
-
-DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 NETWORK_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
@@ -335,10 +334,11 @@ class ClusterSpec(_Model):
         if k.mode == "zookeeper":
             if self.kraft != KRaftSpec():
                 raise ValueError("kraft settings need kafka.mode: kraft (this spec runs ZooKeeper mode)")
-            version = kafka_version_of(self.broker_image) if k.engine == "kafka" else None
+            image = self._declared_kafka_image() if k.engine == "kafka" else None
+            version = kafka_version_of(image) if image else None
             if version is not None and version[0] >= 4:
                 raise ValueError(
-                    f"image {self.broker_image} is Kafka {version[0]}.{version[1]}, which has no ZooKeeper mode: "
+                    f"image {image} is Kafka {version[0]}.{version[1]}, which has no ZooKeeper mode: "
                     "set kafka.mode: kraft or use a Kafka 3.x image"
                 )
             return
@@ -359,9 +359,10 @@ class ClusterSpec(_Model):
             raise ValueError(
                 f"profile {self.profile}'s broker image has no KRaft support: use profile default or offline"
             )
-        version = kafka_version_of(self.broker_image)
+        image = self._declared_kafka_image()
+        version = kafka_version_of(image) if image else None
         if version is not None and version < (3, 3):
-            raise ValueError(f"image {self.broker_image} is Kafka {version[0]}.{version[1]}; KRaft needs Kafka 3.3+")
+            raise ValueError(f"image {image} is Kafka {version[0]}.{version[1]}; KRaft needs Kafka 3.3+")
         kr = self.kraft
         if kr.combined and kr.controllers > k.brokers:
             raise ValueError(
@@ -377,6 +378,13 @@ class ClusterSpec(_Model):
                 f"kraft.broker_heartbeat_interval_ms={kr.broker_heartbeat_interval_ms} must be below "
                 f"broker_session_timeout_ms={kr.broker_session_timeout_ms}"
             )
+
+    def _declared_kafka_image(self) -> str | None:
+        """The Kafka image as the spec or a published profile names it; the offline tag comes from the
+        distribution at use (kafkadist checks its version there), so validation does not resolve it."""
+        if self.images.kafka:
+            return self.images.kafka
+        return None if self.profile == "offline" else self.image_profile.kafka
 
     def _check_ips(self) -> None:
         net = self.network.network

@@ -17,7 +17,8 @@ import yaml
 
 from clusterctl import kraft
 from clusterctl.chaos import compare
-from clusterctl.chaos.observer import Event, Marker, Timeline, analyze
+from clusterctl.chaos.analysis import analyze
+from clusterctl.chaos.observer import Event, Marker, Timeline
 from clusterctl.chaos.scenario import load_scenario, parse_scenario
 from clusterctl.errors import SpecError
 from clusterctl.kafka.quorum import (

@@ -254,6 +254,22 @@ def current_leader(bootstrap: str, topic: str, partition: int) -> int:
     raise NotFoundError(f"topic {topic!r} has partitions 0..{desc.partition_count - 1}; no partition {partition}")
 
 
+def wait_leader_changed(bootstrap: str, topic: str, partition: int, old_leader: int, timeout: float) -> int:
+    """Wait until `topic`-`partition` has a leader other than `old_leader`; return the new leader."""
+    t0 = time.monotonic()
+    last = "no metadata yet"
+    while time.monotonic() - t0 < timeout:
+        try:
+            leader = current_leader(bootstrap, topic, partition)
+            if leader != old_leader:
+                return leader
+            last = f"leader still {leader}"
+        except ClusterctlError as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise TimeoutError_(f"{topic}-{partition} still had no new leader (was {old_leader}) after {timeout:.0f}s: {last}")
+
+
 def replicas_of(bootstrap: str, topic: str, partition: int) -> tuple[int, list[int]]:
     """(leader, followers) of `topic`-`partition` now, from metadata."""
     from clusterctl.kafka.admin import describe_topic
@@ -540,18 +556,18 @@ class RollingStep:
     isr_full_after_s: float
 
 
-def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5) -> float:
-    """Wait until every partition of every topic has its full replica set in sync; seconds waited."""
+def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5, topics: list[str] | None = None) -> float:
+    """Wait until every partition (of `topics`, default all) has its full replica set in sync; seconds waited."""
     from clusterctl.kafka.admin import describe_topics
 
     t0 = time.monotonic()
     missing = "no metadata yet"
     while time.monotonic() - t0 < timeout:
         try:
-            topics = describe_topics(bootstrap, include_internal=True, timeout=min(5.0, timeout))
+            described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
             bad = [
                 f"{p.topic}-{p.partition}"
-                for t in topics
+                for t in described
                 for p in t.partitions
                 if p.leader < 0 or set(p.isr) != set(p.replicas)
             ]

@@ -57,7 +57,7 @@ class ScenarioResult:
     started: float
     ended: float
     steps: list[StepResult]
-    faults: list[Any] = field(default_factory=list)  # observer.FaultMetrics
+    faults: list[Any] = field(default_factory=list)  # analysis.FaultMetrics
     verify: Any = None  # ledger.VerifyResult
     load: Any = None  # load.LoadSummary
     error: str | None = None
@@ -142,7 +142,8 @@ class Runner:
             )
 
     def run(self) -> ScenarioResult:
-        from clusterctl.chaos.observer import Observer, analyze
+        from clusterctl.chaos.analysis import analyze
+        from clusterctl.chaos.observer import Observer
 
         self.preflight()
         steps = self.sc.parsed_steps()
