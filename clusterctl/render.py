@@ -1,4 +1,4 @@
-"""Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret), written atomically.
+"""Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret or console token), written atomically.
 
 All values are derived here from the validated spec; templates/docker-compose.yml.j2 only loops and
 places them. A render goes into a temporary directory next to the target and is renamed into place,
@@ -36,11 +36,14 @@ COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
 ENV_FILE = ".env"
 SECRET_VAR = "CMAK_APPLICATION_SECRET"
+CONSOLE_TOKEN_VAR = "CLUSTERCTL_CONSOLE_TOKEN"  # the console's access token (kafka_manager.kind console)
+CONSOLE_PORT = 9000  # inside the console container
 ZK_4LW = "srvr,mntr,ruok,stat,conf,cons,isro,envi,wchs"
 ZK_CLIENT_PORT = 2181
 CMAK_PORT = 9000
 
 _SECRET_RE = re.compile(rf"^{SECRET_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
+_TOKEN_RE = re.compile(rf"^{CONSOLE_TOKEN_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
 
 
 class RenderError(ClusterctlError):
@@ -233,6 +236,33 @@ def _spark_context(spec: ClusterSpec) -> dict[str, Any] | None:
     return {"master": master, "workers": workers}
 
 
+def _console_context(spec: ClusterSpec, zk_services: list[str]) -> dict[str, Any]:
+    """kafka-manager as clusterctl's console: the same pages as `clusterctl ui`, on the cluster network."""
+    tansu = spec.kafka.engine == "tansu"
+    # tansu advertises only the host address: reach it like the spark workers do, through a loopback relay
+    relays = " ".join(f"{listen}={target}" for listen, target in spec.spark_kafka_relays()) if tansu else ""
+    bootstrap = spec.bootstrap_servers if relays else spec.internal_bootstrap_servers
+    command = ["python3", "-m", "clusterctl.console", "--host", "0.0.0.0", "--port", str(CONSOLE_PORT),
+               "--bootstrap-server", bootstrap, "--zookeeper", spec.internal_zk_connect, "--cluster", spec.name,
+               "--exposed-on", spec.publish.bind_address]  # fmt: skip
+    env = {CONSOLE_TOKEN_VAR: f"${{{CONSOLE_TOKEN_VAR}:?missing: run clusterctl render to create .env}}"}
+    if relays:
+        env["KAFKA_LOOPBACK_RELAY"] = relays
+    health = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{CONSOLE_PORT}/healthz', timeout=3)"
+    return {
+        "service": spec.manager_service,
+        "container": spec.container_name(spec.manager_service),
+        "image": spec.kafka_manager_image,
+        "ip": spec.manager_ip,
+        "depends_on": zk_services,
+        "env": env,
+        "command": command,
+        "port": f"{spec.publish.bind_address}:{spec.kafka_manager.port}:{CONSOLE_PORT}",
+        "labels": _labels(spec, "manager", 1),
+        "healthcheck": ["CMD", "python3", "-c", health],
+    }
+
+
 def build_context(spec: ClusterSpec) -> dict[str, Any]:
     """Everything the compose template places, derived from the spec."""
     profile = spec.image_profile
@@ -298,7 +328,9 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
             }
         )
     manager = None
-    if spec.kafka_manager.enabled:
+    if spec.kafka_manager.enabled and spec.manager_kind == "console":
+        manager = _console_context(spec, zk_services)
+    elif spec.kafka_manager.enabled:
         manager = {
             "service": spec.manager_service,
             "container": spec.container_name(spec.manager_service),
@@ -313,6 +345,7 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
             "command": ["-Dpidfile.path=/dev/null", "-Djava.net.preferIPv4Stack=true"],
             "port": f"{bind}:{spec.kafka_manager.port}:{CMAK_PORT}",
             "labels": _labels(spec, "manager", 1),
+            "healthcheck": None,
         }
     return {
         "cluster": spec.name,
@@ -355,9 +388,18 @@ def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> st
 
 def existing_secret(out_dir: Path) -> str | None:
     """The CMAK secret persisted by an earlier render, if any."""
+    return _env_value(out_dir, _SECRET_RE)
+
+
+def existing_console_token(out_dir: Path) -> str | None:
+    """The console token persisted by an earlier render, if any."""
+    return _env_value(out_dir, _TOKEN_RE)
+
+
+def _env_value(out_dir: Path, pattern: re.Pattern[str]) -> str | None:
     path = out_dir / ENV_FILE
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        m = _SECRET_RE.search(path.read_text(encoding="utf-8"))
+        m = pattern.search(path.read_text(encoding="utf-8"))
         if m:
             return m.group(1)
     return None
@@ -405,10 +447,14 @@ def render(
         raise RenderError(f"{out_dir} exists and is not a directory")
     text = render_compose(spec, templates_dir)
 
-    secret = existing_secret(out_dir)
+    # one secret per kind: CMAK's application secret, or the console's access token
+    console = spec.kafka_manager.enabled and spec.manager_kind == "console"
+    secret_var = CONSOLE_TOKEN_VAR if console else SECRET_VAR
+    secret = existing_console_token(out_dir) if console else existing_secret(out_dir)
     secret_state = "kept" if secret else "none"
     if spec.kafka_manager.enabled and secret is None:
         secret, secret_state = secrets.token_hex(32), "created"
+    what = "console access token" if console else "CMAK application secret"
 
     parent = out_dir.parent
     created_parents = [p for p in [parent, *parent.parents] if not p.exists()]
@@ -422,7 +468,7 @@ def render(
         if secret is not None:
             _write(
                 tmp / ENV_FILE,
-                f"# CMAK application secret, generated once for cluster {spec.name}\n{SECRET_VAR}={secret}\n",
+                f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n",
                 0o600,
             )
             files.append(ENV_FILE)

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from clusterctl.cli import chaos, cluster, group, perf, scenario, spark, topic, zk
+from clusterctl.cli import chaos, cluster, group, perf, scenario, spark, topic, ui, zk
 from clusterctl.cli.common import root_callback
 from clusterctl.errors import ClusterctlError
 from clusterctl.output import error_line
@@ -20,7 +20,7 @@ app = typer.Typer(
 )
 app.callback()(root_callback)
 
-for _module in (cluster, topic, group, zk, perf, chaos, scenario, spark):
+for _module in (cluster, topic, group, zk, perf, chaos, scenario, spark, ui):
     _module.register(app)
 
 

@@ -180,14 +180,16 @@ def describe_topics(
     include_internal: bool = False,
     with_configs: bool = False,
     timeout: float = METADATA_TIMEOUT_S,
+    client: AdminClient | None = None,
 ) -> list[TopicDescription]:
     """Leader, replicas and ISR of every partition, from one metadata request.
 
     `names=None` means every topic (internal ones only with `include_internal`). A named topic
     that does not exist raises NotFoundError. `with_configs` adds the topic's non-default configs
     (as kafka-topics.sh prints under Configs:) when the broker supports DescribeConfigs.
+    A long-lived `client` (the console's poller) saves a connection per call.
     """
-    client = admin(bootstrap)
+    client = client or admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     if names:
         missing = [n for n in names if n not in md.topics or _unknown(md.topics[n])]
@@ -234,9 +236,9 @@ def describe_topic(bootstrap: str, name: str, with_configs: bool = False) -> Top
     return describe_topics(bootstrap, [name], with_configs=with_configs)[0]
 
 
-def cluster_info(bootstrap: str, timeout: float = METADATA_TIMEOUT_S) -> ClusterInfo:
+def cluster_info(bootstrap: str, timeout: float = METADATA_TIMEOUT_S, client: AdminClient | None = None) -> ClusterInfo:
     """Cluster id, controller and brokers (DescribeCluster, falling back to metadata)."""
-    client = admin(bootstrap)
+    client = client or admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     try:
         desc = client.describe_cluster(request_timeout=timeout).result()
@@ -496,3 +498,43 @@ def _zk(zk_connect: str, timeout: float) -> Any:
         zk.close()
         raise UnreachableError(f"no ZooKeeper answered at {zk_connect} within {timeout:.0f}s") from None
     return zk
+
+
+# ---------------------------------------------------------------- per-broker views
+
+
+@dataclass
+class BrokerLoad:
+    """What one broker carries: partitions it leads, replicas it holds, and led partitions short of ISR."""
+
+    broker: int
+    leaders: int
+    replicas: int
+    under_replicated: int  # as Kafka's UnderReplicatedPartitions metric: led partitions whose ISR is short
+
+
+def broker_loads(topics: list[TopicDescription], broker_ids: list[int]) -> list[BrokerLoad]:
+    """Leaders, replicas and under-replicated partitions per broker (brokers named by replicas included)."""
+    loads = {b: BrokerLoad(b, 0, 0, 0) for b in broker_ids}
+    for t in topics:
+        for p in t.partitions:
+            for r in p.replicas:
+                loads.setdefault(r, BrokerLoad(r, 0, 0, 0)).replicas += 1
+            if p.leader >= 0:
+                led = loads.setdefault(p.leader, BrokerLoad(p.leader, 0, 0, 0))
+                led.leaders += 1
+                led.under_replicated += int(p.under_replicated)
+    return sorted(loads.values(), key=lambda b: b.broker)
+
+
+def kafka_version(bootstrap: str, broker_id: int, client: AdminClient | None = None) -> str | None:
+    """A broker's inter.broker.protocol.version (its Kafka version unless pinned lower); None if it cannot say."""
+    client = client or admin(bootstrap)
+    res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
+    try:
+        fut = next(iter(client.describe_configs([res], request_timeout=REQUEST_TIMEOUT_S).values()))
+        entries = fut.result(timeout=REQUEST_TIMEOUT_S)
+    except (KafkaException, TimeoutError, StopIteration):
+        return None
+    entry = entries.get("inter.broker.protocol.version")
+    return str(entry.value) if entry is not None and entry.value else None
