@@ -218,3 +218,20 @@ def test_print_url_and_read_only(browser: Any, bootstrap: str) -> None:
             assert resp.status == 403 and "read-only" in resp.text()
         finally:
             ctx.close()
+
+
+def test_token_rules_and_zk_nodes() -> None:
+    from clusterctl.console.data import ConsoleTarget
+    from clusterctl.console.server import Listen, check_token, is_loopback
+    from clusterctl.errors import UsageError
+
+    assert is_loopback("127.0.0.1") and is_loopback("127.8.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+    assert check_token("127.0.0.1", None) is None and check_token("127.0.0.1", "x" * 64) is None
+    with pytest.raises(UsageError, match="needs a token"):
+        check_token("0.0.0.0", None)
+    with pytest.raises(UsageError, match="too short"):
+        check_token("0.0.0.0", "short")
+    assert Listen("0.0.0.0", 9000, "t" * 32).url == f"http://127.0.0.1:9000/?token={'t' * 32}"
+    target = ConsoleTarget("b:9092", "zk1:2181,zk2:2182,127.0.0.1/chroot")
+    assert target.zk_nodes == [(1, "zk1", 2181), (2, "zk2", 2182), (3, "127.0.0.1", 2181)]

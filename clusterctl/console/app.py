@@ -94,6 +94,8 @@ class Console:
             ctx = frag.context()
         except ClusterctlError as exc:
             return f'<p class="error">{html.escape(_error(exc))}</p>'
+        except Exception as exc:  # never let one bad poll end a live stream
+            return f'<p class="error">{html.escape(f"error: {type(exc).__name__}: {exc}")}</p>'
         return self.env.get_template(frag.template).render(target=self.target, **ctx)
 
     def _cluster_ctx(self) -> dict[str, Any]:
@@ -102,11 +104,11 @@ class Console:
         zv = zk_error = None
         if self.target.zk_connect:
             try:
-                zv = hub.zk.get()
+                zv = hub.zk.peek()
             except ClusterctlError as exc:
                 zk_error = _error(exc)
         try:
-            version = hub.version.get()
+            version = hub.version.peek()
         except ClusterctlError:
             version = None
         parts = [p for t in md.topics for p in t.partitions]
@@ -129,7 +131,7 @@ class Console:
             ends, ends_error = None, _error(exc)
         configs: dict[str, str] = {}
         with contextlib.suppress(ClusterctlError):
-            configs = self.hub.configs.get().get(name, {})
+            configs = self.hub.configs.peek().get(name, {})
         return {"t": t, "ends": ends, "ends_error": ends_error, "configs": configs}
 
     def _drill_ctx(self, name: str) -> dict[str, Any]:

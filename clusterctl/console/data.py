@@ -56,28 +56,63 @@ class ConsoleTarget:
         return out
 
 
+_REFRESHERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="console-refresh")
+
+
 class Cached(Generic[T]):
-    """One value computed at most once per `ttl` seconds, whoever asks; errors are kept as well."""
+    """One value computed at most once per `ttl` seconds, whoever asks; the last error is kept as well.
+
+    `get()` waits for a fresh value; `peek()` answers at once with the last one and refreshes a stale one in
+    the background, so a slow source (log-end offsets while a leader is down) never holds up a live page.
+    """
 
     def __init__(self, fn: Callable[[], T], ttl: float) -> None:
         self.fn = fn
         self.ttl = ttl
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # single flight
         self._at = -1e9
         self._value: T | None = None
         self._error: ClusterctlError | None = None
+        self._refreshing = False
+
+    def _stale(self) -> bool:
+        return time.monotonic() - self._at >= self.ttl
+
+    def _compute(self) -> None:
+        try:
+            self._value, self._error = self.fn(), None
+        except ClusterctlError as exc:
+            self._error = exc
+        except Exception as exc:  # an unexpected client error: shown on the page, not fatal to the stream
+            self._error = ClusterctlError(f"{type(exc).__name__}: {exc}")
+        self._at = time.monotonic()
+
+    def _result(self) -> T:
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
 
     def get(self) -> T:
         with self._lock:
-            if time.monotonic() - self._at >= self.ttl:
-                try:
-                    self._value, self._error = self.fn(), None
-                except ClusterctlError as exc:
-                    self._error = exc
-                self._at = time.monotonic()
-            if self._error is not None:
-                raise self._error
-            return self._value  # type: ignore[return-value]
+            if self._stale():
+                self._compute()
+            return self._result()
+
+    def peek(self) -> T:
+        if self._at < 0:  # nothing yet: the first caller waits
+            return self.get()
+        if self._stale() and not self._refreshing:
+            self._refreshing = True
+            _REFRESHERS.submit(self._background)
+        return self._result()
+
+    def _background(self) -> None:
+        try:
+            with self._lock:
+                if self._stale():
+                    self._compute()
+        finally:
+            self._refreshing = False
 
 
 @dataclass
@@ -164,17 +199,15 @@ class Hub:
             return self._client
 
     def _metadata(self) -> Metadata:
-        bs = self.target.bootstrap
-        client = self.admin_client()
-        topics = admin.describe_topics(bs, include_internal=True, client=client)
-        return Metadata(admin.cluster_info(bs, client=client), topics, time.time())
+        info, topics = admin.metadata_snapshot(self.target.bootstrap, self.admin_client())
+        return Metadata(info, topics, time.time())
 
     def _configs(self) -> dict[str, dict[str, str]]:
         topics = admin.describe_topics(self.target.bootstrap, include_internal=True, with_configs=True)
         return {t.name: t.configs for t in topics}
 
     def _version(self) -> str | None:
-        info = self.metadata.get().cluster
+        info = self.metadata.peek().cluster
         for b in info.brokers:
             v = admin.kafka_version(self.target.bootstrap, b.id, self.admin_client())
             if v:
@@ -201,21 +234,21 @@ class Hub:
             view.error = str(exc)
         return view
 
-    def _keyed(self, kind: str, key: str, fn: Callable[[], Any], ttl: float) -> Any:
+    def _keyed(self, kind: str, key: str, fn: Callable[[], Any], ttl: float, wait: bool = True) -> Any:
         with self._lock:
             cached = self._per_key.get((kind, key))
             if cached is None:
                 if len(self._per_key) > 256:  # names come from URLs: keep the map bounded
                     self._per_key.clear()
                 cached = self._per_key[(kind, key)] = Cached(fn, ttl)
-        return cached.get()
+        return cached.get() if wait else cached.peek()
 
     # ---- views (plain data for templates)
 
     def topic_rows(self) -> list[TopicRow]:
         md = self.metadata.get()
         try:
-            configs = self.configs.get()
+            configs = self.configs.peek()
         except ClusterctlError:
             configs = {}
         return [
@@ -243,12 +276,12 @@ class Hub:
             ends = admin.log_end_offsets(self.target.bootstrap, [(name, p.partition) for p in t.partitions])
             return {p: end for (_t, p), end in ends.items()}
 
-        return dict(self._keyed("leo", name, fetch, SLOW_TTL_S))
+        return dict(self._keyed("leo", name, fetch, SLOW_TTL_S, wait=False))
 
     def broker_rows(self) -> list[BrokerRow]:
         md = self.metadata.get()
         try:
-            zv: ZkView | None = self.zk.get() if self.target.zk_connect else None
+            zv: ZkView | None = self.zk.peek() if self.target.zk_connect else None
         except ClusterctlError:
             zv = None
         in_md = {b.id: b for b in md.cluster.brokers}

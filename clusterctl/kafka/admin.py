@@ -198,17 +198,28 @@ def describe_topics(
         selected = list(dict.fromkeys(names))
     else:
         selected = sorted(n for n in md.topics if include_internal or not _is_internal(n))
-    out: list[TopicDescription] = []
-    for name in selected:
-        t = md.topics[name]
-        parts = [_partition_state(name, p) for p in sorted(t.partitions.values(), key=lambda p: p.id)]
-        rf = max((len(p.replicas) for p in parts), default=0)
-        out.append(TopicDescription(name, len(parts), rf, _is_internal(name), parts))
+    out = [_topic_description(name, md.topics[name]) for name in selected]
     if with_configs and out:
         configs = _topic_configs(client, bootstrap, [t.name for t in out])
         for desc in out:
             desc.configs = configs.get(desc.name, {})
     return out
+
+
+def _topic_description(name: str, t: Any) -> TopicDescription:
+    parts = [_partition_state(name, p) for p in sorted(t.partitions.values(), key=lambda p: p.id)]
+    rf = max((len(p.replicas) for p in parts), default=0)
+    return TopicDescription(name, len(parts), rf, _is_internal(name), parts)
+
+
+def metadata_snapshot(
+    bootstrap: str, client: AdminClient | None = None, timeout: float = METADATA_TIMEOUT_S
+) -> tuple[ClusterInfo, list[TopicDescription]]:
+    """Brokers, controller and every topic (internal ones too) from one metadata request (the console's poll)."""
+    md = fetch_metadata(bootstrap, timeout, client or admin(bootstrap))
+    brokers = sorted((BrokerInfo(b.id, b.host or "", b.port) for b in md.brokers.values()), key=lambda b: b.id)
+    topics = [_topic_description(n, md.topics[n]) for n in sorted(md.topics) if not _unknown(md.topics[n])]
+    return ClusterInfo(md.cluster_id, md.controller_id, brokers), topics
 
 
 def _unknown(t: Any) -> bool:
