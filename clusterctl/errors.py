@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ClusterctlError(Exception):
-    """An error the user can act on. `str(err)` is the one line printed."""
+    """An error the user can act on. `str(err)` is the one line printed.
+
+    `result` may carry what was done before the failure (a partial summary): the CLI has already
+    printed it as a table, and puts it under "result" in the `--json` error object.
+    """
 
     exit_code = 1
+    result: Any = None
+    #: the Kafka error name (NOT_CONTROLLER, ...) when the error came from a Kafka request
+    kafka_code: str | None = None
 
     def __init__(self, message: str, *, exit_code: int | None = None, hint: str | None = None) -> None:
         self.message = message
@@ -29,6 +38,14 @@ class UsageError(ClusterctlError):
     """Bad arguments that Typer could not catch (mutually exclusive options, bad k=v pairs)."""
 
     exit_code = 2
+
+
+class InputError(UsageError):
+    """A bad line of input (stdin or a file); `line` is its 1-based number."""
+
+    def __init__(self, line: int, message: str) -> None:
+        self.line = line
+        super().__init__(f"line {line}: {message}")
 
 
 class NotFoundError(ClusterctlError):

@@ -21,7 +21,9 @@ from typing import Any
 
 from docker.errors import APIError, BuildError, DockerException
 
+from clusterctl import kafkadist
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.kafkadist import KAFKA_DIST_ENV
 from clusterctl.profiles import CONSOLE_IMAGE, SPARK_VERSION
 from clusterctl.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
 from clusterctl.profiles import OFFLINE_SPARK_IMAGE as SPARK_IMAGE
@@ -31,14 +33,13 @@ from clusterctl.runtime import docker as dk
 
 BASE_IMAGE = "clusterctl/base:bookworm"
 HASH_LABEL = "io.clusterctl.inputs-hash"
-KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 IMAGES_DIR = Path(__file__).resolve().parent.parent / "templates" / "images"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterctl"
 
-# target name -> image; the base is implied by every other target
+# target name -> image (kafka: the repository; its tag is the distribution's version); the base is implied
 TARGETS: dict[str, str] = {
     "base": BASE_IMAGE,
     "zookeeper": ZOOKEEPER_IMAGE,
@@ -80,7 +81,11 @@ class BuildResult:
 def list_images() -> list[ImageInfo]:
     """The offline images and whether each exists locally."""
     out: list[ImageInfo] = []
-    for target, name in TARGETS.items():
+    names = [(t, n) for t, n in TARGETS.items() if t != "kafka"]
+    versions = kafkadist.built_versions() or [kafkadist.UNBUILT_TAG]
+    kafka = [kafkadist.offline_image(v) for v in versions]
+    names[2:2] = [("kafka", n) for n in kafka]
+    for target, name in names:
         try:
             img = dk.client().images.get(name)
         except DockerException:
@@ -107,11 +112,22 @@ def missing_images(names: Iterable[str]) -> list[str]:
 
 def build_hint(names: Iterable[str]) -> str:
     """The `images build` command that would produce the given images."""
-    targets = [t for t, img in TARGETS.items() if img in set(names)]
+    wanted = set(names)
+    targets = [t for t, img in TARGETS.items() if img in wanted or (t == "kafka" and any(map(is_kafka_image, wanted)))]
     cmd = "clusterctl images build " + " ".join(targets)
     if "kafka" in targets:
-        cmd += " --kafka-dist PATH/kafka_2.13-3.9.x.tgz"
+        cmd += " --kafka-dist PATH/kafka_2.13-3.x.y.tgz"
     return cmd
+
+
+def is_kafka_image(name: str) -> bool:
+    """A clusterctl/kafka:<version> image (built here from a distribution)."""
+    return name.startswith(KAFKA_IMAGE + ":")
+
+
+def ours(name: str) -> bool:
+    """An image `clusterctl images build` makes."""
+    return name in TARGETS.values() or is_kafka_image(name)
 
 
 # ---- inputs and hashes ----
@@ -160,24 +176,29 @@ def _child_hash(target: str, extra: Path | None) -> str:
 
 
 def kafka_dist_root(dist: Path) -> str:
-    """Validate a Kafka distribution (tarball or unpacked dir); return its top-level dir name ('' for a dir)."""
+    """Validate a Kafka distribution (tarball or unpacked dir); return its top-level dir name ('' for a dir).
+
+    A Kafka without ZooKeeper mode (4.x) is refused in one line.
+    """
     if not dist.exists():
         raise NotFoundError(f"--kafka-dist {dist} does not exist")
     if dist.is_dir():
         if not (dist / "bin" / "kafka-server-start.sh").is_file():
             raise UsageError(f"--kafka-dist {dist} is not a Kafka distribution (no bin/kafka-server-start.sh)")
+        kafkadist.check_zookeeper_mode(kafkadist.dist_version(dist), f"--kafka-dist {dist}")
         return ""
     try:
         with tarfile.open(dist, "r:*") as tar:
             for member in tar:
                 parts = member.name.lstrip("./").split("/")
                 if parts[-2:] == ["bin", "kafka-server-start.sh"] and len(parts) <= 3:
+                    kafkadist.check_zookeeper_mode(kafkadist.dist_version(dist), f"--kafka-dist {dist}")
                     return parts[0] if len(parts) == 3 else ""
     except (tarfile.TarError, OSError, EOFError):
-        raise UsageError(f"--kafka-dist {dist} is not a readable tar archive (expected kafka_2.13-3.9.x.tgz)") from None
+        raise UsageError(f"--kafka-dist {dist} is not a readable tar archive (expected kafka_2.13-3.x.y.tgz)") from None
     raise UsageError(
         f"--kafka-dist {dist} is not a Kafka distribution (no bin/kafka-server-start.sh)",
-        hint="use the binary release, e.g. kafka_2.13-3.9.0.tgz, not the source release",
+        hint="use the binary release, e.g. kafka_2.13-3.7.0.tgz, not the source release",
     )
 
 
@@ -192,9 +213,10 @@ SPARK_CLUSTERCTL_FILES = (
     "__init__.py",
     "errors.py",
     "kafka/__init__.py",
-    "kafka/admin.py",
-    "kafka/clients.py",
+    "kafka/connection.py",
     "spark/__init__.py",
+    "spark/datasource.py",
+    "spark/options.py",
     "spark/source.py",
     "spark/sink.py",
 )
@@ -298,9 +320,12 @@ CONSOLE_CLUSTERCTL_FILES = (
     "profiles.py",
     "spec.py",
     "zk.py",
+    "kafkadist.py",
+    "validate.py",
     "kafka/__init__.py",
     "kafka/admin.py",
     "kafka/clients.py",
+    "kafka/connection.py",
     "kafka/groups.py",
 )
 
@@ -518,7 +543,7 @@ def resolve_targets(targets: Iterable[str], kafka_dist: Path | None) -> list[str
         if kafka_dist is None:
             raise UsageError(
                 "the kafka image needs a Kafka distribution: pass --kafka-dist PATH "
-                f"(a kafka_2.13-3.9.x.tgz binary release) or set {KAFKA_DIST_ENV}"
+                f"(a kafka_2.13-3.x.y.tgz binary release) or set {KAFKA_DIST_ENV}"
             )
         kafka_dist_root(kafka_dist)
     return chosen
@@ -566,6 +591,8 @@ def build_target(
         if kafka_dist is None:
             raise UsageError("the kafka image needs a Kafka distribution: pass --kafka-dist PATH")
         kafka_dist_root(kafka_dist)
+        if image == KAFKA_IMAGE:
+            image = kafkadist.offline_image(kafkadist.dist_version(kafka_dist))
     extra = kafka_dist if target == "kafka" else _tansu_binary() if target == "tansu" else None
     h = _child_hash(target, extra)
     if not force and _existing_hash(image) == h:

@@ -18,6 +18,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 console = Console()
 err_console = Console(stderr=True)
@@ -95,22 +96,27 @@ def print_json_line(data: Any) -> None:
     sys.stdout.flush()
 
 
+def plain(text: str | None) -> Text | None:
+    """User data (names, values, paths, messages) as literal text: never parsed as Rich markup."""
+    return None if text is None else Text(text)
+
+
 def build_table(rows: Iterable[Any], columns: Sequence[Column], title: str | None = None) -> Table:
-    table = Table(title=title, header_style="bold", show_lines=False)
+    table = Table(title=plain(title), header_style="bold", show_lines=False)
     for col in columns:
         table.add_column(col.header, justify=col.justify, style=col.style)  # type: ignore[arg-type]
     for row in rows:
-        table.add_row(*(col.cell(row) for col in columns))
+        table.add_row(*(Text(col.cell(row)) for col in columns))
     return table
 
 
 def build_kv(data: Any, fields: Sequence[Column], title: str | None = None) -> Table:
     """A two-column key/value table for a single record (e.g. a perf summary)."""
-    table = Table(title=title, show_header=False, box=None, pad_edge=False)
+    table = Table(title=plain(title), show_header=False, box=None, pad_edge=False)
     table.add_column("key", style="bold")
     table.add_column("value")
     for col in fields:
-        table.add_row(col.header, col.cell(data))
+        table.add_row(col.header, Text(col.cell(data)))
     return table
 
 
@@ -124,7 +130,10 @@ def emit(
     kv: Sequence[Column] | None = None,
     empty: str | None = None,
 ) -> None:
-    """Print `data` as JSON, or as a table of `rows` (default: `data`) / a key-value panel."""
+    """Print `data` as JSON, or as a table of `rows` (default: `data`) / a key-value panel.
+
+    A plain `str` is printed literally (pass a `rich.text.Text` for styled text).
+    """
     if as_json:
         print_json(data)
         return
@@ -132,19 +141,32 @@ def emit(
         console.print(build_kv(data, kv, title=title))
         return
     if columns is None:
-        console.print(data)
+        console.print(Text(data) if isinstance(data, str) else data)
         return
     row_list = list(data if rows is None else rows)
     if not row_list and empty:
-        console.print(empty)
+        console.print(Text(empty))
         return
     console.print(build_table(row_list, columns, title=title))
 
 
 def info(message: str) -> None:
-    """Progress / status text for humans, on stderr so `--json` stdout stays clean."""
-    err_console.print(message)
+    """Progress / status text for humans, on stderr so `--json` stdout stays clean (printed literally)."""
+    err_console.print(Text(message))
+
+
+def one_line(message: str) -> str:
+    return " ".join(message.split())
 
 
 def error_line(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """`error: <message>` as one literal line on stderr (the message may carry user data)."""
+    err_console.print(Text.assemble(("error: ", "bold red"), one_line(message)), highlight=False, soft_wrap=True)
+
+
+def error_json(message: str, exit_code: int, result: Any = None) -> None:
+    """The `--json` failure object on stdout: `{"error": ..., "exit_code": ...}` (+ `result` done so far)."""
+    data: dict[str, Any] = {"error": one_line(message), "exit_code": exit_code}
+    if result is not None:
+        data["result"] = result
+    print_json_line(data)

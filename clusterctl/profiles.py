@@ -11,9 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
+
 # Offline image names; clusterctl/images.py builds these (tests/test_render.py checks they agree).
 OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
-OFFLINE_KAFKA_IMAGE = "clusterctl/kafka:3.9"
+# The Kafka image is tagged with its distribution's version (clusterctl/kafka:3.7.0); the profile names the
+# repository and spec.broker_image resolves the tag (clusterctl/kafkadist.py).
+OFFLINE_KAFKA_IMAGE = OFFLINE_KAFKA_REPO
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
 # clusterctl's web console as the kafka-manager service (kafka_manager.kind: console), built by
 # `clusterctl images build console` in every profile (no registry carries it)

@@ -1,8 +1,9 @@
 """Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret or console token), written atomically.
 
 All values are derived here from the validated spec; templates/docker-compose.yml.j2 only loops and
-places them. A render goes into a temporary directory next to the target and is renamed into place,
-so a failed render leaves nothing behind and never a half-written file.
+places them. A render is checked in a private staging directory, then each file is written beside
+its target and renamed into place, so a failed render leaves nothing half-written, and nothing that
+clusterctl did not write is ever deleted.
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": str(d.group_initial_rebalance_delay_ms),
         "KAFKA_AUTO_CREATE_TOPICS_ENABLE": str(d.auto_create_topics).lower(),
         "KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": str(d.unclean_leader_election).lower(),
+        "KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": str(d.zookeeper_session_timeout_ms),
+        "KAFKA_REPLICA_LAG_TIME_MAX_MS": str(d.replica_lag_time_max_ms),
         "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }
@@ -435,17 +438,77 @@ def compose_config_check(compose_file: Path) -> bool:
     return True
 
 
+MANIFEST_FILE = ".clusterctl-render.json"
+RENDER_HEADER = "# Rendered by `clusterctl render`"
+
+
+def rendered_files(out_dir: Path) -> list[str] | None:
+    """The files an earlier render wrote into `out_dir`; None when clusterctl did not render it.
+
+    A manifest names them; a directory rendered before manifests existed is recognised by its
+    compose file's header.
+    """
+    try:
+        data = json.loads((out_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+        return [f for f in data.get("files", []) if isinstance(f, str) and f and "/" not in f and f not in (".", "..")]
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, AttributeError):
+        return []  # our manifest, unreadable: ours, but delete nothing on its word
+    try:
+        with (out_dir / COMPOSE_FILE).open(encoding="utf-8") as fh:
+            if fh.readline().startswith(RENDER_HEADER):
+                return [COMPOSE_FILE, ENV_FILE]
+    except (OSError, UnicodeDecodeError):
+        pass
+    return None
+
+
+def _atomic_write(path: Path, text: str, mode: int) -> None:
+    """Write beside `path`, then rename over it: readers see the old file or the new one, never half."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def render(
     spec: ClusterSpec,
     out_dir: Path | None = None,
     templates_dir: Path = TEMPLATES_DIR,
     validate: bool = True,
+    protect: Path | None = None,
 ) -> RenderResult:
-    """Render into a temp dir beside `out_dir` (default compose/<name>), check it, then swap it into place."""
+    """Render into `out_dir` (default compose/<name>), each file written atomically.
+
+    The output is checked (`docker compose config`) in a private staging directory first. Nothing is
+    deleted that clusterctl did not write: a non-empty directory that an earlier render did not
+    produce is refused, other files in a rendered directory are left alone, and `protect` (the spec
+    file) is never written over.
+    """
     out_dir = Path(out_dir) if out_dir is not None else spec.compose_dir
     if out_dir.exists() and not out_dir.is_dir():
         raise RenderError(f"{out_dir} exists and is not a directory")
     text = render_compose(spec, templates_dir)
+
+    previous: list[str] = []
+    try:
+        non_empty = out_dir.is_dir() and any(out_dir.iterdir())
+    except OSError as exc:
+        raise RenderError(f"cannot read {out_dir}: {exc.strerror or exc}") from None
+    if non_empty:
+        owned = rendered_files(out_dir)
+        if owned is None:
+            raise RenderError(
+                f"{out_dir} is not empty and was not written by clusterctl render; refusing to write into it",
+                hint="choose a new or empty directory with --output-dir",
+            )
+        previous = owned
 
     # one secret per kind: CMAK's application secret, or the console's access token
     console = spec.kafka_manager.enabled and spec.manager_kind == "console"
@@ -455,38 +518,39 @@ def render(
     if spec.kafka_manager.enabled and secret is None:
         secret, secret_state = secrets.token_hex(32), "created"
     what = "console access token" if console else "CMAK application secret"
+    files: dict[str, tuple[str, int]] = {COMPOSE_FILE: (text, 0o644)}
+    if secret is not None:
+        env = f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n"
+        files[ENV_FILE] = (env, 0o600)
+    if protect is not None:
+        for name in [*files, MANIFEST_FILE]:
+            target = out_dir / name
+            if target.exists() and target.resolve() == protect.resolve():
+                raise RenderError(f"rendering into {out_dir} would overwrite the spec file {protect}")
 
-    parent = out_dir.parent
-    created_parents = [p for p in [parent, *parent.parents] if not p.exists()]
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.render-", dir=parent))
-    backup: Path | None = None
+    staging = Path(tempfile.mkdtemp(prefix="clusterctl-render-"))
     try:
-        os.chmod(tmp, 0o755)
-        _write(tmp / COMPOSE_FILE, text)
-        files = [COMPOSE_FILE]
-        if secret is not None:
-            _write(
-                tmp / ENV_FILE,
-                f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n",
-                0o600,
-            )
-            files.append(ENV_FILE)
-        validated = compose_config_check(tmp / COMPOSE_FILE) if validate else False
-        if out_dir.exists():
-            backup = parent / f".{out_dir.name}.old-{tmp.name.rsplit('-', 1)[-1]}"
-            os.rename(out_dir, backup)
-        os.rename(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if backup is not None and not out_dir.exists():
-            os.rename(backup, out_dir)
-        for p in created_parents:  # innermost first
+        for name, (content, mode) in files.items():
+            _write(staging / name, content, mode)
+        validated = compose_config_check(staging / COMPOSE_FILE) if validate else False
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    created = [p for p in [out_dir, *out_dir.parents] if not p.exists()]  # innermost first
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, (content, mode) in files.items():
+            _atomic_write(out_dir / name, content, mode)
+        for stale in sorted(set(previous) - set(files)):  # written by an earlier render, not produced now
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                (out_dir / stale).unlink()
+        manifest = {"cluster": spec.name, "files": sorted(files)}
+        _atomic_write(out_dir / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", 0o644)
+    except OSError as exc:
+        for p in created:
             with contextlib.suppress(OSError):
                 p.rmdir()
-        raise
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
+        raise RenderError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
     return RenderResult(
         cluster=spec.name,
         profile=spec.profile,

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterctl.errors import SpecError
+from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
 from clusterctl.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
 
 DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
@@ -94,6 +95,10 @@ class ZooKeeperSpec(_Model):
         return v
 
 
+LAB_ZK_SESSION_TIMEOUT_MS = 6000  # Kafka's default: 18000
+LAB_REPLICA_LAG_TIME_MAX_MS = 10000  # Kafka's default: 30000
+
+
 class BrokerDefaults(_Model):
     """Cluster-wide broker settings; internal topics are sized to the broker count."""
 
@@ -107,6 +112,21 @@ class BrokerDefaults(_Model):
     auto_create_topics: bool = False
     unclean_leader_election: bool = False
     heap: str = Field(default="512m", pattern=r"^[1-9]\d{0,5}[mMgG]$")
+    # Failover timing (docs/failover-timing.md). Kafka's defaults are 18000 and 30000: a SIGKILLed broker stays
+    # registered and in every ISR until its ZooKeeper session expires, so acks=all writes on every partition it
+    # replicates wait that long. Lab defaults are sized from measurements on this kind of machine.
+    zookeeper_session_timeout_ms: int = Field(
+        default=LAB_ZK_SESSION_TIMEOUT_MS,
+        ge=1000,
+        le=600_000,
+        description="zookeeper.session.timeout.ms: how long a dead broker stays registered (new leader, ISR shrink)",
+    )
+    replica_lag_time_max_ms: int = Field(
+        default=LAB_REPLICA_LAG_TIME_MAX_MS,
+        ge=1000,
+        le=600_000,
+        description="replica.lag.time.max.ms: how long a leader keeps a silent follower in the ISR",
+    )
     internal_topics_replication_factor: int | None = Field(
         default=None, ge=1, description="__consumer_offsets/__transaction_state RF (default: min(3, brokers))"
     )
@@ -255,6 +275,12 @@ class ClusterSpec(_Model):
                 f"kafka.defaults.internal_topics_min_isr={self.internal_topics_min_isr} exceeds the internal topics' "
                 f"replication factor {irf}"
             )
+        tick = self.zookeeper.tick_time_ms
+        if not 2 * tick <= d.zookeeper_session_timeout_ms <= 20 * tick:
+            raise ValueError(
+                f"kafka.defaults.zookeeper_session_timeout_ms={d.zookeeper_session_timeout_ms} is outside what "
+                f"ZooKeeper grants with tick_time_ms={tick} ({2 * tick}-{20 * tick}): it would be clamped"
+            )
         if d.min_insync_replicas > irf:
             raise ValueError(
                 f"kafka.defaults.min_insync_replicas={d.min_insync_replicas} exceeds the internal topics' replication "
@@ -343,7 +369,13 @@ class ClusterSpec(_Model):
         """The image of every broker: Kafka, or tansu for engine=tansu."""
         if self.images.kafka:
             return self.images.kafka
-        return self.image_profile.tansu if self.kafka.engine == "tansu" else self.image_profile.kafka
+        if self.kafka.engine == "tansu":
+            return self.image_profile.tansu
+        if self.image_profile.kafka == OFFLINE_KAFKA_REPO:  # tagged with the built distribution's version
+            from clusterctl import kafkadist
+
+            return kafkadist.resolve_offline_image()
+        return self.image_profile.kafka
 
     @property
     def manager_kind(self) -> ManagerKind:
@@ -581,4 +613,6 @@ def load_spec(path: Path | str = DEFAULT_SPEC_PATH) -> ClusterSpec:
         raise SpecError(f"{path}: not valid YAML{where}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read ({exc})") from None
+    if data is None:  # an empty file is a mistake, not "all defaults" (`clusterctl init` writes a full spec)
+        raise SpecError(f"{path}: the spec file is empty", hint="run `clusterctl init` to write one")
     return parse_spec(data, source=str(path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -12,8 +13,9 @@ from typing import Any
 import jinja2
 import yaml
 
+from clusterctl import kafkadist
 from clusterctl.errors import ClusterctlError, SpecError, UsageError
-from clusterctl.profiles import OFFLINE_KAFKA_IMAGE, PROFILES
+from clusterctl.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
 from clusterctl.spec import ClusterSpec, parse_spec
 
 SPEC_TEMPLATE = "clusterctl.yaml.j2"
@@ -51,10 +53,12 @@ def choose_engine(profile: str, engine: str | None, brokers: int | None) -> tupl
         return engine, []
     if profile != "offline":
         return "kafka", []
-    present = local_image_exists(OFFLINE_KAFKA_IMAGE)
-    if present:
-        return "kafka", [f"engine kafka: the offline Kafka image {OFFLINE_KAFKA_IMAGE} exists locally"]
-    why = "no Docker engine answered" if present is None else f"image {OFFLINE_KAFKA_IMAGE} is not built"
+    built = [v for v in kafkadist.built_versions() if kafkadist.zookeeper_capable(v)]
+    if built:
+        image = kafkadist.offline_image(built[-1])
+        return "kafka", [f"engine kafka: the offline Kafka image {image} exists locally"]
+    engine_answers = local_image_exists(OFFLINE_ZOOKEEPER_IMAGE) is not None
+    why = "no Docker engine answered" if not engine_answers else f"no {OFFLINE_KAFKA_IMAGE}:<version> image is built"
     if brokers is not None and brokers != 1:
         raise UsageError(
             f"--brokers {brokers} needs engine kafka, but {why}",
@@ -114,6 +118,13 @@ def render_spec_text(spec: ClusterSpec, notes: list[str], templates_dir: Path | 
     return env.get_template(SPEC_TEMPLATE).render(s=spec, d=spec.kafka.defaults, notes=notes)
 
 
+def _remove_dirs(dirs: list[Path]) -> None:
+    """Remove directories this call created (innermost first), if still empty."""
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
 def init_spec(
     path: Path,
     name: str = "kafka-lab",
@@ -136,14 +147,22 @@ def init_spec(
     text = render_spec_text(spec, notes)
     if parse_spec(yaml.safe_load(text), source="init") != spec:  # the comments template must not drift
         raise SpecError("init: the commented spec does not round-trip (template out of date)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    created = [p for p in path.parents if not p.exists()]  # innermost first
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        _remove_dirs(created)
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        _remove_dirs(created)
+        if isinstance(exc, OSError):
+            raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
     return InitResult(path=str(path), profile=profile, engine=chosen, notes=notes, spec=spec.model_dump(mode="json"))

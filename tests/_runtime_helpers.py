@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ import yaml
 from clusterctl.runtime import docker as dk
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = str(REPO / ".venv" / "bin" / "clusterctl")
+CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 
 
 def write_spec(

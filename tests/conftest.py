@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from clusterctl.spec import ClusterSpec
 from clusterctl.testing.tansu import TansuBroker, start_tansu
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,6 +34,69 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "real_kafka" in item.keywords:
             item.add_marker(skip)
+
+
+@dataclass
+class RealKafka:
+    """The session's real Apache Kafka cluster: 3 ZooKeeper nodes + 3 brokers from the offline images."""
+
+    spec_path: Path
+    spec: ClusterSpec
+    bootstrap: str
+    project: str
+
+
+# test-only addresses of the shared real-Kafka cluster (other docker tests use other subnets and ports)
+REAL_KAFKA_SUBNET = "10.78.0.0/25"
+REAL_KAFKA_ZK_PORT = 22181
+REAL_KAFKA_BROKER_PORT = 29092
+
+
+@pytest.fixture(scope="session")
+def real_kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKafka]:
+    """One cluster for every real_kafka test, from CLUSTERCTL_KAFKA_DIST alone.
+
+    Builds clusterctl/kafka:<dist version> (skipped when built), renders a 3 ZK + 3 broker offline spec, brings it
+    up with the real CLI, and at the end takes it down with --volumes and checks nothing is left behind.
+    """
+    import uuid
+
+    from _runtime_helpers import cli, leftovers, render, write_spec
+
+    from clusterctl import images
+    from clusterctl.spec import load_spec
+
+    dist = kafka_dist()
+    assert dist is not None  # real_kafka tests are skipped without it
+    images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
+    work = tmp_path_factory.mktemp("real-kafka")
+    project = f"ctlkafka-{uuid.uuid4().hex[:6]}"
+    spec_path = write_spec(work, project, REAL_KAFKA_SUBNET, zk_port=REAL_KAFKA_ZK_PORT,
+                           broker_port=REAL_KAFKA_BROKER_PORT, engine="kafka", brokers=3)  # fmt: skip
+    render(spec_path)
+    spec = load_spec(spec_path)
+    try:
+        res = cli(spec_path, "up", "--timeout", "300")
+        assert res.returncode == 0, res.stderr
+        yield RealKafka(spec_path, spec, spec.bootstrap_servers, project)
+    finally:
+        res = cli(spec_path, "down", "--volumes")
+        assert res.returncode == 0, res.stderr
+        assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
+
+
+@pytest.fixture
+def real_kafka(real_kafka_cluster: RealKafka) -> Iterator[RealKafka]:
+    """The shared real-Kafka cluster, left healed and healthy after the test (no test depends on another's order)."""
+    from clusterctl.chaos import faults
+    from clusterctl.health import wait_healthy
+
+    spec = real_kafka_cluster.spec
+    yield real_kafka_cluster
+    faults.heal_all(spec)
+    faults.wait_healed(spec, timeout=180)
+    wait_healthy(spec, timeout=60)
+    faults.wait_full_isr(spec.bootstrap_servers, timeout=180)
 
 
 @pytest.fixture(scope="session")

@@ -1,47 +1,36 @@
-"""Broker-side drills on a real 3-broker Apache Kafka cluster (needs CLUSTERCTL_KAFKA_DIST; skipped otherwise).
+"""Broker-side drills on the shared real 3-broker Apache Kafka cluster (tests/conftest.py; needs CLUSTERCTL_KAFKA_DIST).
 
-Test-only spec: subnet 10.79.0.0/24, ZK 23181-23183, brokers 29492-29494. Runs the shipped kill-leader and
-preferred-election-after-restart scenarios through the real CLI and requires 0 acknowledged writes lost.
+Runs the shipped scenarios through the real CLI: the no-loss drills must lose no acknowledged write, and the
+negative controls must lose some (the verifier is shown to catch a real loss). Every test leaves the cluster
+healed and healthy (the real_kafka fixture), so none depends on another's order.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _runtime_helpers import cli, cli_json, render, write_spec
+from _runtime_helpers import cli, cli_json
+from conftest import RealKafka
 
-from clusterctl import images
+from clusterctl import zk
+from clusterctl.kafka import admin
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 
 
-@pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    images.build_images(["zookeeper", "kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
-    work = tmp_path_factory.mktemp("chaos-kafka")
-    spec_path = write_spec(work, f"ctlchaosk-{uuid.uuid4().hex[:6]}", "10.79.0.0/24", zk_port=23181,
-                           broker_port=29492, engine="kafka", brokers=3)  # fmt: skip
-    render(spec_path)
-    try:
-        res = cli(spec_path, "up", "--timeout", "300")
-        assert res.returncode == 0, res.stderr
-        yield spec_path
-    finally:
-        cli(spec_path, "down", "--volumes")
-
-
 @pytest.mark.parametrize("scenario", ["kill-leader", "preferred-election-after-restart", "graceful-stop"])
-def test_drill_loses_no_acknowledged_write(kafka_cluster: Path, tmp_path: Path, scenario: str) -> None:
-    res = cli(kafka_cluster, "scenario", "run", scenario, "--report-dir", str(tmp_path), "--json", timeout=900)
+def test_drill_loses_no_acknowledged_write(real_kafka: RealKafka, tmp_path: Path, scenario: str) -> None:
+    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--report-dir", str(tmp_path), "--json",
+              timeout=900)  # fmt: skip
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["ok"] and data["verify"]["lost_count"] == 0 and data["verify"]["reordered_count"] == 0
-    assert data["verify"]["acked"] > 0
+    assert data["verify"]["acked"] > 0 and data["expect"] == "no-loss" and data["loss_settings"] == []
+    assert data["bounds"] == {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "10000"}
     fault = data["faults"][0]
     assert fault["detected_s"] is not None
     led = [p for p in fault["partitions"] if p["led_by_target"]]
@@ -49,32 +38,67 @@ def test_drill_loses_no_acknowledged_write(kafka_cluster: Path, tmp_path: Path, 
     print(f"\n{scenario}: {json.dumps(fault)}")
 
 
-def test_leader_imbalance_and_elect(kafka_cluster: Path) -> None:
-    data = cli_json(kafka_cluster, "leader", "imbalance")
+@pytest.mark.parametrize(
+    ("scenario", "setting"),
+    [("acks1-leader-isolated", "acks=1"), ("unclean-election", "unclean.leader.election.enable=true")],
+)
+def test_negative_control_loses_acknowledged_writes(
+    real_kafka: RealKafka, tmp_path: Path, scenario: str, setting: str
+) -> None:
+    """The verifier catches a real loss: the run passes only because lost > 0, and says which setting allowed it."""
+    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--report-dir", str(tmp_path), "--json",
+              timeout=900)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    v = data["verify"]
+    assert data["ok"] and data["expect"] == "loss" and v["lost_count"] > 0, v
+    assert any(s.startswith(setting) for s in data["loss_settings"])
+    lost = [p for p in v["partitions"] if p["lost"]]
+    assert lost and all(p["lost_offsets"] for p in lost)
+    assert sum(p["lost"] for p in lost) == v["lost_count"]
+    page = (tmp_path / "report.html").read_text()
+    assert "Lost acknowledged offsets per partition" in page and f"allowed by: {setting}" in page
+    print(f"\n{scenario}: acked {v['acked']}, lost {v['lost_count']}, duplicated {v['duplicated_count']}, "
+          f"lost offsets {[(p['partition'], p['lost_offsets']) for p in lost]}")  # fmt: skip
+
+
+def test_leader_imbalance_and_elect(real_kafka: RealKafka) -> None:
+    data = cli_json(real_kafka.spec_path, "leader", "imbalance")
     assert {b["broker"] for b in data["brokers"]} <= {1, 2, 3}
-    res = cli(kafka_cluster, "leader", "elect", "--preferred", "--all", "--json")
+    res = cli(real_kafka.spec_path, "leader", "elect", "--preferred", "--all", "--json")
     assert res.returncode == 0, res.stderr
-    assert cli_json(kafka_cluster, "leader", "imbalance")["not_preferred"] == []
+    assert cli_json(real_kafka.spec_path, "leader", "imbalance")["not_preferred"] == []
 
 
-def test_kill_leader_command_moves_leadership(kafka_cluster: Path) -> None:
+def test_kill_leader_then_heal_waits_until_the_broker_is_back(real_kafka: RealKafka) -> None:
+    """`chaos heal` returns only once the restarted broker is registered and in every broker's metadata."""
+    spec_path, spec = real_kafka.spec_path, real_kafka.spec
     topic = f"kl-{uuid.uuid4().hex[:6]}"
-    assert (
-        cli(kafka_cluster, "topic", "create", topic, "--partitions", "1", "--replication-factor", "3").returncode == 0
-    )
-    out = cli_json(kafka_cluster, "chaos", "kill-leader", topic, "0")
-    assert out[0]["after"] == "exited"
-    cli(kafka_cluster, "chaos", "heal")
-
-
-def test_throttled_reassignment_moves_replicas_and_removes_throttle(kafka_cluster: Path, tmp_path: Path) -> None:
-    topic = f"ra-{uuid.uuid4().hex[:6]}"
-    res = cli(kafka_cluster, "topic", "create", topic, "--partitions", "3", "--replication-factor", "2")
+    res = cli(spec_path, "topic", "create", topic, "--partitions", "1", "--replication-factor", "3")
     assert res.returncode == 0, res.stderr
-    assert (
-        cli(kafka_cluster, "perf", "produce", topic, "--num-records", "20000", "--record-size", "1000").returncode == 0
-    )
-    (desc,) = cli_json(kafka_cluster, "topic", "describe", topic)
+    (killed,) = cli_json(spec_path, "chaos", "kill-leader", topic, "0")
+    assert killed["after"] == "exited"
+    broker = int(killed["target"].split()[1])
+    started = time.monotonic()
+    healed = cli_json(spec_path, "chaos", "heal")
+    took = time.monotonic() - started
+    assert [h["target"] for h in healed["healed"]] == [f"broker {broker}"]
+    assert healed["wait"]["brokers"] == [1, 2, 3]
+    # no waiting here: the very next command sees the broker
+    with zk.zk_client(spec.zk_connect) as c:
+        assert zk.registered_brokers(c) == [1, 2, 3]
+    views = admin.metadata_per_broker({b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids})
+    assert all(not isinstance(v, str) and v.brokers == {1, 2, 3} for v in views.values()), views
+    print(f"\nchaos heal after kill-leader (broker {broker}): {took:.1f}s, waited {healed['wait']['seconds']}s")
+
+
+def test_throttled_reassignment_moves_replicas_and_removes_throttle(real_kafka: RealKafka, tmp_path: Path) -> None:
+    spec_path = real_kafka.spec_path
+    topic = f"ra-{uuid.uuid4().hex[:6]}"
+    res = cli(spec_path, "topic", "create", topic, "--partitions", "3", "--replication-factor", "2")
+    assert res.returncode == 0, res.stderr
+    assert cli(spec_path, "perf", "produce", topic, "--num-records", "20000", "--record-size", "1000").returncode == 0
+    (desc,) = cli_json(spec_path, "topic", "describe", topic)
     # each partition gets the broker it lacks as its new preferred leader
     moves = [
         {"topic": topic, "partition": p["partition"],
@@ -83,11 +107,11 @@ def test_throttled_reassignment_moves_replicas_and_removes_throttle(kafka_cluste
     ]  # fmt: skip
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": moves}))
-    res = cli(kafka_cluster, "reassign", topic, "--plan", str(plan), "--execute", "--throttle", "5000000", "--json")
+    res = cli(spec_path, "reassign", topic, "--plan", str(plan), "--execute", "--throttle", "5000000", "--json")
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["moved"] == 3 and out["throttle"] == 5000000 and out["throttle_removed"] is True
-    (after,) = cli_json(kafka_cluster, "topic", "describe", topic)
+    (after,) = cli_json(spec_path, "topic", "describe", topic)
     assert {p["partition"]: sorted(p["replicas"]) for p in after["partitions"]} == {
         m["partition"]: sorted(m["replicas"]) for m in moves
     }

@@ -141,6 +141,52 @@ def test_broker_container_faults(cluster: Path) -> None:
     assert "kafka1" in (nets[spec.network_name].get("Aliases") or [])
 
 
+def test_heal_waits_until_zk_serves_and_the_broker_answers(cluster: Path) -> None:
+    """`chaos heal` returns once the healed ZK node serves and the broker answers; --no-wait does not wait."""
+    spec = load_spec(cluster)
+    wait_for(lambda: healthy(spec), 60, "healthy ensemble")
+    follower = next(i for i in spec.zk_ids if i not in zk.quorum(spec).leaders)
+    cli_json(cluster, "chaos", "kill-zk", str(follower))
+    cli_json(cluster, "chaos", "kill-broker", "1")
+    res = cli(cluster, "chaos", "heal")
+    assert res.returncode == 0, res.stderr
+    assert "ZK 1,2,3 serving" in res.stderr or "ZK 1,2,3 serving" in res.stdout, res.stdout + res.stderr
+    # nothing left to wait for: the ensemble is whole and the broker answers right away
+    assert healthy(spec)
+    assert cli(cluster, "topic", "list").returncode == 0
+    data = cli_json(cluster, "chaos", "heal")  # nothing to heal: returns at once, still checked
+    assert data["healed"] == [] and data["wait"]["zk_serving"] == [1, 2, 3] and data["wait"]["seconds"] < 5
+    cli_json(cluster, "chaos", "kill-zk", str(follower))
+    started = time.monotonic()
+    data = cli_json(cluster, "chaos", "heal", "--no-wait")
+    assert data["wait"] is None and [h["target"] for h in data["healed"]] == [f"zk {follower}"]
+    assert time.monotonic() - started < 15
+    wait_for(lambda: healthy(spec), 60, "healthy ensemble")
+    res = cli(cluster, "chaos", "heal", "--timeout", "0")
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == ["error: --timeout must be positive"]
+
+
+def test_scenario_repeat_summarizes_the_runs(cluster: Path, tmp_path: Path) -> None:
+    """`scenario run --repeat 2`: per-run numbers, median/p95/max, and an HTML summary linking each report."""
+    wait_for(lambda: cli(cluster, "topic", "list").returncode == 0, 30, "broker answers", interval=0.5)
+    res = cli(cluster, "scenario", "run", "short-pause", "--repeat", "2", "--report-dir", str(tmp_path), "--json",
+              timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["passed"] == 2 and [r["run"] for r in data["runs"]] == [1, 2] and not data["interrupted"]
+    assert all(r["lost"] == 0 and r["acked"] > 2000 and 4.5 <= r["write_gap_s"] <= 8.0 for r in data["runs"])
+    by = {s["metric"]: s for s in data["summary"]}
+    gaps = sorted(r["write_gap_s"] for r in data["runs"])
+    assert by["write_gap_s"]["max"] == gaps[-1] and by["write_gap_s"]["n"] == 2
+    assert by["write_gap_s"]["median"] == pytest.approx(sum(gaps) / 2, abs=1e-3)
+    assert data["bounds"] == {}  # tansu: no replication, no setting bounds these times
+    page = (tmp_path / "summary.html").read_text()
+    assert "2/2 passed" in page and "href='run-01/report.html'" in page and "href='run-02/report.html'" in page
+    assert (tmp_path / "run-01" / "report.html").is_file() and (tmp_path / "run-02" / "report.json").is_file()
+    human = cli(cluster, "scenario", "run", "short-pause", "--repeat", "1", "--report-dir", str(tmp_path / "one"))
+    assert human.returncode == 0, human.stderr
+
+
 def test_fault_errors_are_one_line(cluster: Path) -> None:
     for args, expected in [
         (("chaos", "kill-broker", "7"), "error: unknown broker id 7; the spec has brokers 1"),

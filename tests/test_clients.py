@@ -9,21 +9,21 @@ import pytest
 from _dataplane import run
 
 from clusterctl.errors import UsageError
-from clusterctl.kafka import admin, clients
+from clusterctl.kafka import admin, clients, connection
 
 pytestmark = pytest.mark.tansu
 
 
 def test_client_configs() -> None:
-    p = clients.producer_config("127.0.0.1:1", acks="all", linger_ms=20)
+    p = connection.producer_config("127.0.0.1:1", acks="all", linger_ms=20)
     assert p["enable.idempotence"] is True and p["acks"] == "all" and p["linger.ms"] == 20
-    assert clients.producer_config("127.0.0.1:1", acks="1")["enable.idempotence"] is False
+    assert connection.producer_config("127.0.0.1:1", acks="1")["enable.idempotence"] is False
     with pytest.raises(UsageError):
-        clients.producer_config("127.0.0.1:1", acks="2")
-    c = clients.consumer_config("127.0.0.1:1")
+        connection.producer_config("127.0.0.1:1", acks="2")
+    c = connection.consumer_config("127.0.0.1:1")
     assert c["group.id"].startswith("clusterctl-nogroup-") and c["enable.auto.commit"] is False
     assert c["session.timeout.ms"] == 6000
-    assert clients.consumer_config("127.0.0.1:1", "g1")["group.id"] == "g1"
+    assert connection.consumer_config("127.0.0.1:1", "g1")["group.id"] == "g1"
 
 
 def test_keyed_round_trip_preserves_order_within_partition(bootstrap: str, unique_name: str) -> None:

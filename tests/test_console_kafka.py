@@ -1,15 +1,14 @@
 """The console on real Apache Kafka (needs CLUSTERCTL_KAFKA_DIST; skipped otherwise): a failover seen live.
 
-Test-only spec: subnet 10.87.13.0/24, ZK host ports 24381-24383, brokers 29892-29894. While `scenario run
-kill-leader` kills partition 0's leader, a browser on the topic page sees the new leader without a reload; the
-delay after the observer's own metadata poll saw it is printed (and must stay under 2 s). Then the replica
-actions tansu cannot do: add partitions and a preferred-replica election, confirmed in the page, checked by the CLI.
+On the session's shared 3-broker cluster (tests/conftest.py). While `scenario run kill-leader` kills partition
+0's leader, a browser on the topic page sees the new leader without a reload; the delay after the observer's own
+metadata poll saw it is printed (and must stay under 2 s). Then the replica actions tansu cannot do: add
+partitions and a preferred-replica election, confirmed in the page, checked by the CLI.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -18,9 +17,7 @@ from typing import Any
 
 import pytest
 from _console import CLUSTERCTL, cells, chromium, console, screenshot
-from _runtime_helpers import cli, cli_json, render, wait_for, write_spec
-
-from clusterctl import images
+from _runtime_helpers import cli, cli_json, wait_for
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker, pytest.mark.browser]
 
@@ -38,19 +35,10 @@ WATCH_LEADER = """(initial) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    images.build_images(["zookeeper", "kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
-    work = tmp_path_factory.mktemp("console-kafka")
-    spec_path = write_spec(work, f"ctluik-{uuid.uuid4().hex[:6]}", "10.87.13.0/24", zk_port=24381,
-                           broker_port=29892, engine="kafka", brokers=3)  # fmt: skip
-    render(spec_path)
-    try:
-        res = cli(spec_path, "up", "--timeout", "300")
-        assert res.returncode == 0, res.stderr
-        yield spec_path
-    finally:
-        cli(spec_path, "down", "--volumes")
+@pytest.fixture
+def kafka_cluster(real_kafka: Any) -> Path:
+    """The session's shared real-Kafka cluster (tests/conftest.py), healed after each test."""
+    return Path(real_kafka.spec_path)
 
 
 @pytest.fixture(scope="module")

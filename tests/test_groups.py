@@ -6,8 +6,9 @@ import json
 
 import pytest
 from _dataplane import run
+from conftest import RealKafka
 
-from clusterctl.kafka import admin, clients, groups
+from clusterctl.kafka import admin, clients, connection, groups
 
 pytestmark = pytest.mark.tansu
 
@@ -69,7 +70,7 @@ def test_lag_goes_to_zero_and_reset(bootstrap: str, unique_name: str) -> None:
 def _active_consumer(bootstrap: str, topic: str, group: str):
     from confluent_kafka import Consumer
 
-    c = Consumer(clients.consumer_config(bootstrap, group, client_id="lag-test-client"))
+    c = Consumer(connection.consumer_config(bootstrap, group, client_id="lag-test-client"))
     c.subscribe([topic])
     for _ in range(60):
         c.poll(0.5)
@@ -93,13 +94,9 @@ def test_reset_refused_while_group_active(bootstrap: str, unique_name: str) -> N
 
 
 @pytest.mark.real_kafka
-def test_describe_active_group_members_real_kafka(unique_name: str) -> None:
+def test_describe_active_group_members_real_kafka(real_kafka: RealKafka, unique_name: str) -> None:
     """tansu's DescribeGroups answer carries no members, so member/assignment columns need real Kafka."""
-    import os
-
-    bootstrap = os.environ.get("CLUSTERCTL_KAFKA_BOOTSTRAP")
-    if not bootstrap:
-        pytest.skip("set CLUSTERCTL_KAFKA_BOOTSTRAP to the real Kafka cluster started from CLUSTERCTL_KAFKA_DIST")
+    bootstrap = real_kafka.bootstrap
     topic, group = unique_name, f"{unique_name}-g"
     admin.create_topic(bootstrap, topic, 2, 1)
     c = _active_consumer(bootstrap, topic, group)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tarfile
 import time
 import uuid
@@ -17,7 +18,7 @@ from clusterctl.runtime import docker as dk
 
 pytestmark = pytest.mark.docker
 
-CLI = [str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "clusterctl")]
+CLI = [str(Path(sys.executable).parent / "clusterctl")]  # the console script of the running environment
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -1,84 +1,61 @@
-"""Full 3 ZooKeeper + 3 Apache Kafka broker cluster from the offline images (needs CLUSTERCTL_KAFKA_DIST).
-
-Builds clusterctl/kafka from the supplied distribution, brings the cluster up with the real CLI and checks
-broker registration, the controller, and that a topic with RF 3 has an ISR of 3 (via the admin API and
-the partition state znode). Test-only spec: subnet 10.78.0.0/25, ZK 22181-22183, brokers 29092-29094.
-"""
+"""The shared real Apache Kafka cluster (3 ZooKeeper + 3 brokers, tests/conftest.py): registration, controller,
+a topic with RF 3 and ISR 3 (admin API and the partition state znode), and `topic create` meaning served."""
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import yaml
-from _runtime_helpers import cli, cli_json, leftovers, render, wait_for, write_spec
+from _runtime_helpers import cli, cli_json, wait_for
+from conftest import RealKafka
 
-from clusterctl import images, zk
-from clusterctl.spec import load_spec
+from clusterctl import zk
+from clusterctl.kafka import admin
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 
-@pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    dist = Path(os.environ[images.KAFKA_DIST_ENV])
-    images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
-    work = tmp_path_factory.mktemp("kafka-cluster")
-    spec_path = write_spec(
-        work,
-        f"ctlkafka-{uuid.uuid4().hex[:6]}",
-        "10.78.0.0/25",
-        zk_port=22181,
-        broker_port=29092,
-        engine="kafka",
-        brokers=3,
-    )
-    render(spec_path)
-    try:
-        res = cli(spec_path, "up", "--timeout", "300")
-        assert res.returncode == 0, res.stderr
-        yield spec_path
-    finally:
-        cli(spec_path, "down", "--volumes")
-
-
-def test_all_brokers_registered_and_controller(kafka_cluster: Path) -> None:
-    status = cli_json(kafka_cluster, "status")
+def test_all_brokers_registered_and_controller(real_kafka: RealKafka) -> None:
+    status = cli_json(real_kafka.spec_path, "status")
     assert status["brokers_registered"] == [1, 2, 3]
     assert status["brokers_missing"] == []
     assert status["controller"] in (1, 2, 3)
-    ids = cli_json(kafka_cluster, "zk", "ls", "/brokers/ids")
+    ids = cli_json(real_kafka.spec_path, "zk", "ls", "/brokers/ids")
     assert ids["children"] == ["1", "2", "3"]
-    controller = cli_json(kafka_cluster, "zk", "get", "/controller")
+    controller = cli_json(real_kafka.spec_path, "zk", "get", "/controller")
     assert controller["data"]["brokerid"] == status["controller"]
 
 
-def test_topic_with_rf3_has_isr_of_3(kafka_cluster: Path) -> None:
+def test_topic_with_rf3_has_isr_of_3(real_kafka: RealKafka) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    spec = load_spec(kafka_cluster)
+    spec = real_kafka.spec
     topic = f"rf3-{uuid.uuid4().hex[:6]}"
-    admin = AdminClient({"bootstrap.servers": spec.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3)])[topic].result(timeout=30)
+    client = AdminClient({"bootstrap.servers": spec.bootstrap_servers})
+    client.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3)])[topic].result(timeout=30)
 
     def all_isr_3() -> bool:
-        md = admin.list_topics(topic, timeout=10).topics[topic]
+        md = client.list_topics(topic, timeout=10).topics[topic]
         return len(md.partitions) == 3 and all(len(p.isrs) == 3 for p in md.partitions.values())
 
     wait_for(all_isr_3, 60, f"ISR of 3 on every partition of {topic}")
-    with zk.zk_client(spec.zk_connect) as client:
+    with zk.zk_client(spec.zk_connect) as c:
         for p in range(3):
-            state = zk.get(client, f"/brokers/topics/{topic}/partitions/{p}/state").data
+            state = zk.get(c, f"/brokers/topics/{topic}/partitions/{p}/state").data
             assert sorted(state["isr"]) == [1, 2, 3]
             assert state["leader"] in (1, 2, 3)
 
 
-def test_down_volumes_leaves_nothing(kafka_cluster: Path) -> None:
-    project = yaml.safe_load(kafka_cluster.read_text())["name"]
-    res = cli(kafka_cluster, "down", "--volumes")
+def test_created_topic_is_served_by_every_broker(real_kafka: RealKafka) -> None:
+    """`topic create` returns once every broker's metadata has the topic with a leader per partition."""
+    topic = f"served-{uuid.uuid4().hex[:6]}"
+    res = cli(real_kafka.spec_path, "topic", "create", topic, "--partitions", "6", "--replication-factor", "3")
     assert res.returncode == 0, res.stderr
-    assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
+    spec = real_kafka.spec
+    views = admin.metadata_per_broker(
+        {b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids}, timeout=5.0, topic=topic
+    )
+    for b, view in views.items():
+        assert not isinstance(view, str), f"broker {b}: {view}"
+        assert view.brokers == {1, 2, 3}
+        assert view.leaders is not None and len(view.leaders) == 6 and min(view.leaders.values()) >= 1, (b, view)

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import RealKafka
 
 from clusterctl.kafka import admin, perf
 from clusterctl.testing.tansu import start_tansu
@@ -72,7 +73,9 @@ def test_oversized_records_are_counted_failures(bootstrap: str, unique_name: str
     proc = run_cli("perf", "produce", unique_name, "-n", "20", "--record-size", "2000000", "--engine", engine,
                    "-b", bootstrap, "--json")  # fmt: skip
     assert proc.returncode == 1
-    r = json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)  # --json failure: the error object, carrying the result
+    assert doc["exit_code"] == 1 and doc["error"]
+    r = doc["result"]
     assert (r["delivered"], r["failed"]) == (0, 20)
     assert r["errors"] == {"MSG_SIZE_TOO_LARGE": 20}
     err_lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
@@ -99,7 +102,9 @@ def test_broker_going_away_counts_failures(unique_name: str, engine: str) -> Non
         broker.stop()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
-    r = json.loads(out)
+    doc = json.loads(out)  # --json failure: the error object, carrying the result
+    assert doc["exit_code"] == 1 and doc["error"]
+    r = doc["result"]
     assert r["delivered"] > 0 and r["failed"] > 0
     assert r["delivered"] + r["failed"] == 8000
     assert "_MSG_TIMED_OUT" in r["errors"] or "_TRANSPORT" in r["errors"], r["errors"]
@@ -129,7 +134,9 @@ def test_consume_short_of_n_exits_nonzero(bootstrap: str, unique_name: str) -> N
     assert made.returncode == 0, made.stderr
     proc = run_cli("perf", "consume", unique_name, "--messages", "500", "--timeout", "1", "-b", bootstrap, "--json")
     assert proc.returncode == 5
-    r = json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)  # --json failure: the error object, carrying the result
+    assert doc["exit_code"] == 5 and doc["error"]
+    r = doc["result"]
     assert (r["records"], r["expected"], r["complete"]) == (100, 500, False)
     assert "consumed 100 of 500 records" in proc.stderr
 
@@ -166,7 +173,7 @@ def test_payload_file_values_are_what_the_broker_stores(
 ) -> None:
     from confluent_kafka import Consumer, TopicPartition
 
-    from clusterctl.kafka.clients import consumer_config
+    from clusterctl.kafka.connection import consumer_config
 
     payloads = tmp_path / "payloads.txt"
     payloads.write_text("alpha\nbeta\ngamma\n")
@@ -197,3 +204,23 @@ def test_backpressure_is_waited_out_not_dropped(bootstrap: str, unique_name: str
     assert (r["delivered"], r["failed"]) == (20000, 0)
     assert r["queue_full_waits"] > 0
     assert_ordered(r)
+
+
+@pytest.mark.real_kafka
+@pytest.mark.docker
+@pytest.mark.parametrize("engine", ENGINES)
+def test_acks_all_on_a_replicated_topic(real_kafka: RealKafka, unique_name: str, engine: str) -> None:
+    """perf on real Kafka, RF 3: every acks=all record acknowledged by the whole ISR, and all read back."""
+    b = real_kafka.bootstrap
+    assert run_cli("topic", "create", unique_name, "-p", "3", "-r", "3", "-b", b).returncode == 0
+    proc = run_cli("perf", "produce", unique_name, "-n", "20000", "--record-size", "200", "--acks", "all",
+                   "--engine", engine, "--no-create-topic", "-b", b, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert (r["records"], r["delivered"], r["failed"], r["acks"]) == (20000, 20000, 0, "all")
+    assert_ordered(r)
+    proc = run_cli("perf", "consume", unique_name, "--messages", "20000", "--timeout", "10", "-b", b, "--json")
+    assert proc.returncode == 0, proc.stderr
+    c = json.loads(proc.stdout)
+    assert c["records"] == 20000 and c["complete"] is True
+    print(f"\nperf {engine} on RF 3, acks=all: {r['records_per_sec']:.0f} rec/s, p99 {r['p99_ms']} ms")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,10 +11,10 @@ import pytest
 from clusterctl.chaos.scenario import SCENARIO_DIR, list_scenarios, parse_scenario
 from clusterctl.errors import SpecError
 
-CLI = str(Path(__file__).resolve().parent.parent / ".venv" / "bin" / "clusterctl")
+CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 SHIPPED = {
     "kill-leader", "graceful-stop", "pause-broker", "network-partition", "zk-node-loss", "rolling-restart",
-    "preferred-election-after-restart", "short-pause", "short-partition",
+    "preferred-election-after-restart", "short-pause", "short-partition", "acks1-leader-isolated", "unclean-election",
 }  # fmt: skip
 
 
@@ -22,6 +23,7 @@ def test_shipped_scenarios_validate() -> None:
     assert set(infos) >= SHIPPED
     assert infos["zk-node-loss"].requires == "zookeeper" and infos["kill-leader"].requires == "kafka"
     assert infos["short-pause"].requires == infos["short-partition"].requires == "any"
+    assert {n for n, i in infos.items() if i.expect == "loss"} == {"acks1-leader-isolated", "unclean-election"}
     for p in SCENARIO_DIR.glob("*.yaml"):
         assert parse_scenario(p.read_text(), str(p)).name == p.stem
 

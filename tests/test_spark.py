@@ -17,9 +17,10 @@ from confluent_kafka import Producer
 
 from clusterctl.chaos.ledger import LedgerEntry, LedgerWriter, encode_value, parse_seq
 from clusterctl.kafka.admin import create_topic
-from clusterctl.kafka.clients import producer_config
+from clusterctl.kafka.connection import producer_config
+from clusterctl.spark.options import KafkaOptions
 from clusterctl.spark.runner import error_line, run_job
-from clusterctl.spark.source import KafkaOptions, cap_offsets
+from clusterctl.spark.source import cap_offsets
 from clusterctl.testing.tansu import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.tansu]

@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, To
 
 from clusterctl import images
 from clusterctl.kafka.admin import create_topic
-from clusterctl.kafka.clients import consumer_config, producer_config
+from clusterctl.kafka.connection import consumer_config, producer_config
 from clusterctl.spec import ClusterSpec, load_spec
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]

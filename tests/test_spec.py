@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from clusterctl import kafkadist
 from clusterctl.cli import main
 from clusterctl.errors import SpecError
 from clusterctl.render import render_compose
 from clusterctl.spec import ClusterSpec, load_spec, parse_spec
-from clusterctl.specfile import local_image_exists
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = str(REPO / ".venv" / "bin" / "clusterctl")
+CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 
 
 def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -294,7 +294,7 @@ def test_init_offline_picks_engine_from_local_images(
     assert code == 0
     spec = load_spec(out)
     assert spec.kafka_manager.enabled and spec.manager_kind == "console"  # no CMAK offline: our console
-    if local_image_exists("clusterctl/kafka:3.9"):
+    if [v for v in kafkadist.built_versions() if kafkadist.zookeeper_capable(v)]:
         assert spec.kafka.engine == "kafka" and spec.kafka.brokers == 3
     else:  # this workplace: no Kafka distribution, so no Kafka image
         assert spec.kafka.engine == "tansu"

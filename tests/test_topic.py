@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from _dataplane import run
+from conftest import RealKafka
 
 from clusterctl.kafka import admin
 from clusterctl.testing.tansu import free_port
@@ -101,11 +101,9 @@ def test_bad_config_pair_is_usage_error(bootstrap: str, unique_name: str) -> Non
 
 
 @pytest.fixture
-def kafka_bootstrap() -> str:
-    value = os.environ.get("CLUSTERCTL_KAFKA_BOOTSTRAP")
-    if not value:
-        pytest.skip("set CLUSTERCTL_KAFKA_BOOTSTRAP to the real Kafka cluster started from CLUSTERCTL_KAFKA_DIST")
-    return value
+def kafka_bootstrap(real_kafka: RealKafka) -> str:
+    """The session's real Kafka cluster (tests/conftest.py), started from CLUSTERCTL_KAFKA_DIST."""
+    return real_kafka.bootstrap
 
 
 @pytest.mark.real_kafka

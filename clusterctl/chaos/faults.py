@@ -64,6 +64,14 @@ def _state(c: Container) -> str:
     return str(c.attrs.get("State", {}).get("Status", "unknown"))
 
 
+def container_state(name: str) -> str:
+    """running | paused | exited | ... of a container; 'missing' when there is none."""
+    from clusterctl.runtime.docker import find_container
+
+    c = find_container(name)
+    return "missing" if c is None else _state(c)
+
+
 def broker_target(spec: ClusterSpec, broker_id: int) -> tuple[str, str]:
     if broker_id not in spec.broker_ids:
         raise NotFoundError(f"unknown broker id {broker_id}; the spec has brokers {_ids(spec.broker_ids)}")
@@ -176,6 +184,57 @@ def current_leader(bootstrap: str, topic: str, partition: int) -> int:
                 raise ClusterctlError(f"{topic}-{partition} has no leader right now (Leader: -1)")
             return p.leader
     raise NotFoundError(f"topic {topic!r} has partitions 0..{desc.partition_count - 1}; no partition {partition}")
+
+
+def replicas_of(bootstrap: str, topic: str, partition: int) -> tuple[int, list[int]]:
+    """(leader, followers) of `topic`-`partition` now, from metadata."""
+    from clusterctl.kafka.admin import describe_topic
+
+    for p in describe_topic(bootstrap, topic).partitions:
+        if p.partition == partition:
+            if p.leader < 0:
+                raise ClusterctlError(f"{topic}-{partition} has no leader right now (Leader: -1)")
+            return p.leader, [r for r in p.replicas if r != p.leader]
+    raise NotFoundError(f"topic {topic!r} has no partition {partition}")
+
+
+def pause_followers(
+    spec: ClusterSpec,
+    bootstrap: str,
+    topic: str,
+    partition: int,
+    seconds: float | None = None,
+    stop_event: threading.Event | None = None,
+    on_paused: Callable[[list[FaultResult]], None] | None = None,
+) -> list[FaultResult]:
+    """Pause every follower of a partition: its leader keeps taking writes that no follower fetches.
+
+    With `seconds`, unpause them again after that long (also on error or Ctrl-C); without, they stay paused
+    until `heal`. `on_paused` sees the pauses as soon as they happened.
+    """
+    leader, followers = replicas_of(bootstrap, topic, partition)
+    if not followers:
+        raise UsageError(f"{topic}-{partition} has no followers to pause (replication factor 1)")
+    targets = [broker_target(spec, spec_broker(spec, b)) for b in followers]
+    out: list[FaultResult] = []
+    try:
+        for target, name in targets:
+            r = pause(target, name)
+            r.action = "pause-follower"
+            r.note = f"follower of {topic}-{partition} (leader: broker {leader})"
+            out.append(r)
+        if on_paused is not None:
+            on_paused(list(out))
+        if seconds is None:
+            return out
+        _sleep(seconds, stop_event)
+    finally:
+        if seconds is not None or len(out) < len(targets):
+            for r in list(out):
+                if r.action == "pause-follower":
+                    with contextlib.suppress(ClusterctlError):
+                        out.append(unpause(r.target, r.container))
+    return out
 
 
 def kill_leader(spec: ClusterSpec, bootstrap: str, topic: str, partition: int) -> FaultResult:
@@ -316,6 +375,78 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         if spec.network_name not in nets and st in ("running", "paused"):
             ip = spec.zk_ip(int(service[2:])) if service.startswith("zk") else spec.broker_ip(int(service[5:]))
             out.append(reconnect(Detached(name, spec.network_name, ip, [service])))
+    return out
+
+
+@dataclass
+class HealWait:
+    """What `heal` waited for once the containers were back: registrations, metadata, ZK serving."""
+
+    seconds: float
+    brokers: list[int]  # registered in /brokers/ids and listed in every live broker's metadata
+    zk_serving: list[int]
+
+
+def wait_healed(
+    spec: ClusterSpec,
+    timeout: float = 120.0,
+    on_progress: Callable[[str], None] | None = None,
+    interval: float = 0.5,
+) -> HealWait:
+    """Wait until every ZK node of the spec serves and every broker is registered and in metadata.
+
+    A broker counts when it is in /brokers/ids and every broker answers a metadata request (each asked
+    on its own address, 2 s bound) listing it. tansu (no registration) counts when it answers metadata.
+    """
+    from clusterctl import zk
+
+    started = time.monotonic()
+    missing: list[str] = ["nothing checked yet"]
+    serving: list[int] = []
+    while True:
+        missing = []
+        statuses = zk.node_statuses(spec, timeout=1.0)
+        serving = [s.id for s in statuses if s.serving]
+        missing += [f"zk{s.id} {s.mode}" for s in statuses if not s.serving]
+        if spec.kafka.engine == "kafka":
+            missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
+        else:
+            from clusterctl.health import tansu_metadata_ok
+
+            ok, err = tansu_metadata_ok(spec.bootstrap_servers)
+            if not ok:
+                missing.append(f"broker metadata ({err or 'no answer'})")
+        elapsed = time.monotonic() - started
+        if not missing:
+            return HealWait(round(elapsed, 3), list(spec.broker_ids), serving)
+        if on_progress is not None:
+            on_progress("waiting for: " + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else ""))
+        if elapsed >= timeout:
+            raise TimeoutError_(
+                f"healed containers run, but after {timeout:.0f}s still missing: {', '.join(missing)}",
+                hint="`clusterctl status` and `clusterctl logs SERVICE` show why",
+            )
+        time.sleep(interval)
+
+
+def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
+    from clusterctl import zk
+    from clusterctl.kafka.admin import metadata_per_broker
+
+    if not have_quorum:
+        return ["broker registrations (no ZooKeeper quorum)"]
+    try:
+        with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+            registered = set(zk.registered_brokers(client))
+    except ClusterctlError as exc:
+        return [f"ZooKeeper session ({exc.message})"]
+    out = [f"broker {b} in /brokers/ids" for b in spec.broker_ids if b not in registered]
+    addresses = {b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids}
+    for b, view in metadata_per_broker(addresses, timeout=2.0).items():
+        if isinstance(view, str):
+            out.append(f"broker {b} answering metadata ({view})")
+        elif set(spec.broker_ids) - view.brokers:
+            out.append(f"broker(s) {_ids(sorted(set(spec.broker_ids) - view.brokers))} in broker {b}'s metadata")
     return out
 
 

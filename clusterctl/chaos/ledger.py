@@ -21,6 +21,7 @@ records found at a different offset than the ack reported.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections import Counter, defaultdict
@@ -147,7 +148,7 @@ def read_ledger(path: str | Path) -> Ledger:
                     LedgerEntry(
                         topic=str(obj["topic"]),
                         partition=int(obj["partition"]),
-                        offset=int(obj["offset"]),
+                        offset=-1 if obj["offset"] is None else int(obj["offset"]),  # -1: acked, offset unknown
                         key=str(obj["key"]),
                         value=str(obj["value"]),
                         seq=int(obj["seq"]),
@@ -197,6 +198,7 @@ class PartitionVerdict:
     duplicated: int
     unacked_present: int
     reordered: int
+    lost_offsets: str = ""  # the acknowledged offsets that were lost, as ranges: "1200-1530,1533"
 
 
 @dataclass
@@ -269,7 +271,7 @@ def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> Ve
     moved: list[Moved] = []
     for e in acked_list:
         where = first_at.get((e.key, e.seq))
-        if where is not None and (where[0], where[1], where[2]) != (e.topic, e.partition, e.offset):
+        if e.offset >= 0 and where is not None and (where[0], where[1], where[2]) != (e.topic, e.partition, e.offset):
             moved.append(Moved(e.topic, e.partition, e.seq, e.offset, where[2]))
 
     reorders: list[Reorder] = []
@@ -310,6 +312,7 @@ def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> Ve
             duplicated=dup_per_tp[(t, p)],
             unacked_present=unacked_per_tp[(t, p)],
             reordered=reorder_per_tp[(t, p)],
+            lost_offsets=offset_ranges(sorted(e.offset for e in lost if (e.topic, e.partition) == (t, p))),
         )
         for t, p in tps
     ]
@@ -330,3 +333,15 @@ def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> Ve
         moved=moved[:SAMPLE_LIMIT],
         partitions=partitions,
     )
+
+
+def offset_ranges(offsets: list[int]) -> str:
+    """[3, 4, 5, 9] -> '3-5,9' (sorted input); unknown offsets (-1) are counted at the end."""
+    out = []
+    known = [o for o in offsets if o >= 0]
+    for _, run in itertools.groupby(enumerate(known), key=lambda io: io[1] - io[0]):
+        group = [o for _, o in run]
+        out.append(f"{group[0]}-{group[-1]}" if len(group) > 1 else str(group[0]))
+    if len(known) < len(offsets):
+        out.append(f"{len(offsets) - len(known)} acked without an offset")
+    return ",".join(out)

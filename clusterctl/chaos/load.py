@@ -1,6 +1,7 @@
 """The drill's load generator and its verification.
 
-`DrillLoad` produces sequence-numbered records (acks=all, enable.idempotence=true) round-robin over
+`DrillLoad` produces sequence-numbered records (acks=all and enable.idempotence=true unless a negative
+control asks for acks=1/0 or no idempotence) round-robin over
 a topic's partitions, with key "p<partition>" and value `encode_value(seq)`, and appends every
 acknowledged write to a ledger (see ledger.py). It keeps per-interval throughput and error counts
 for the observer's timeline. `consume_all` reads a topic from the beginning up to its end offsets;
@@ -28,7 +29,8 @@ from clusterctl.chaos.ledger import (
     verify,
 )
 from clusterctl.errors import ClusterctlError, TimeoutError_
-from clusterctl.kafka.clients import ConsumedRecord, check_topic, consumer_config, producer_config
+from clusterctl.kafka.clients import ConsumedRecord
+from clusterctl.kafka.connection import check_topic, consumer_config, producer_config
 
 INTERVAL_S = 0.5
 
@@ -54,6 +56,7 @@ class LoadSummary:
     seconds: float
     errors: dict[str, int]
     intervals: list[LoadInterval]
+    fatal: str | None = None  # the producer stopped on a fatal error (idempotence broken by a loss, ...)
 
 
 class DrillLoad:
@@ -67,6 +70,8 @@ class DrillLoad:
         rate: float = 500.0,
         value_size: int = 64,
         partitions: int | None = None,
+        acks: str = "all",
+        idempotence: bool | None = None,
         **producer_overrides: Any,
     ) -> None:
         self.bootstrap = bootstrap
@@ -74,11 +79,18 @@ class DrillLoad:
         self.rate = rate
         self.value_size = value_size
         self.partitions = partitions or check_topic(bootstrap, topic)
-        conf = producer_config(bootstrap, "all", **producer_overrides)
-        conf["enable.idempotence"] = True
+        conf = producer_config(bootstrap, acks, **producer_overrides)
+        self.acks = str(conf["acks"])
+        self.idempotence = self.acks in ("all", "-1") if idempotence is None else idempotence
+        conf["enable.idempotence"] = self.idempotence
         self._producer = Producer(conf)
         self._ledger = LedgerWriter(
-            ledger_path, topic, partitions=self.partitions, acks="all", idempotence=True, bootstrap=bootstrap
+            ledger_path,
+            topic,
+            partitions=self.partitions,
+            acks=self.acks,
+            idempotence=self.idempotence,
+            bootstrap=bootstrap,
         )
         self.ledger_path = str(ledger_path)
         self._lock = threading.Lock()
@@ -121,7 +133,7 @@ class DrillLoad:
                 LedgerEntry(
                     msg.topic(),
                     msg.partition(),
-                    msg.offset(),
+                    -1 if msg.offset() is None else msg.offset(),  # an idempotent retry's ack may carry none
                     msg.key().decode(),
                     value,
                     -1 if seq is None else seq,
@@ -178,7 +190,11 @@ class DrillLoad:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        pending = self._producer.flush(flush_timeout)
+        try:
+            pending = self._producer.flush(flush_timeout)
+        except Exception as exc:  # a fatal producer error (e.g. OUT_OF_ORDER_SEQUENCE_NUMBER) surfaces here
+            self._fatal = self._fatal or f"{type(exc).__name__}: {exc}"
+            pending = len(self._producer)
         self._ledger.close()
         if self._fatal and self.sent == 0:
             raise ClusterctlError(f"drill producer failed: {self._fatal}")
@@ -193,6 +209,7 @@ class DrillLoad:
                 seconds=round(time.time() - self._started, 3),
                 errors=dict(self.errors),
                 intervals=list(self.intervals),
+                fatal=self._fatal,
             )
 
     @property
@@ -204,7 +221,7 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Cons
     """Every record of `topic` from the beginning up to the end offsets taken now (read_committed off)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
 
-    from clusterctl.kafka.admin import log_end_offsets
+    from clusterctl.kafka.connection import log_end_offsets
 
     partitions = check_topic(bootstrap, topic)
     ends = log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])

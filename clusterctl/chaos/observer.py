@@ -2,7 +2,10 @@
 
 Sources (each on its own thread, all optional):
 - Kafka metadata polled every `interval` (default 200 ms): per partition leader / replicas / ISR,
-  the controller id and the live broker list.
+  the controller id and the live broker list. Every poll is bounded (1 s), asks one broker on its own
+  address, never a broker the drill paused, and moves on to the next broker when one does not answer.
+  When no broker answers, the time without an answer is recorded as a gap (the report shades it rather
+  than stretching the last answer over it), and the first answer after it re-records every partition.
 - ZooKeeper watches (kazoo): /controller, /brokers/ids and each observed partition's state znode,
   plus the session state of the watching client.
 - ZK Mode per node from `srvr` (four-letter word) every `zk_interval`, and the quorum it implies.
@@ -28,6 +31,9 @@ from typing import Any
 from clusterctl.spec import ClusterSpec
 
 HEAL_ACTIONS = {"unpause", "reconnect", "start", "start-broker", "start-zk", "restart-broker", "heal"}
+PAUSE_ACTIONS = {"pause", "pause-broker", "pause-follower"}
+POLL_TIMEOUT_S = 1.0  # one metadata request; a paused or cut-off broker never answers
+BROKER_BACKOFF_S = 2.0  # a broker that did not answer is asked again after this long
 
 
 @dataclass
@@ -72,6 +78,16 @@ class Marker:
 
 
 @dataclass
+class Gap:
+    """A time during which a source gave no answer (what it said before is not known to hold)."""
+
+    t0: float
+    t1: float
+    source: str
+    reason: str
+
+
+@dataclass
 class Timeline:
     started: float
     ended: float
@@ -81,6 +97,7 @@ class Timeline:
     zk_modes: list[ZkModeSample] = field(default_factory=list)
     markers: list[Marker] = field(default_factory=list)
     load: list[Any] = field(default_factory=list)  # LoadInterval rows
+    gaps: list[Gap] = field(default_factory=list)
 
 
 class Observer:
@@ -121,6 +138,8 @@ class Observer:
         self._last_zk_brokers: tuple[int, ...] | None = None
         self._last_zk_controller: Any = "unset"
         self._metadata_ok: bool | None = None
+        self._gap_start: tuple[float, str] | None = None
+        self._paused: set[int] = set()
         self._broker_id = _id_mapper(spec)
 
     # ------------------------------------------------------------ recording
@@ -141,6 +160,13 @@ class Observer:
     ) -> Marker:
         """Record a fault or heal the drill performed (at `t`, default now)."""
         m = Marker(t or time.time(), action, target, action in HEAL_ACTIONS if heal is None else heal, note)
+        broker = _target_ids(m)[0]
+        if broker is not None and action in PAUSE_ACTIONS:
+            self._paused.add(broker)
+        elif broker is not None and action == "unpause":
+            self._paused.discard(broker)
+        elif action == "heal" or (m.heal and broker is None):
+            self._paused.clear()
         with self._lock:
             self.timeline.markers.append(m)
             kind = "heal" if m.heal else "fault"
@@ -184,6 +210,9 @@ class Observer:
                 self._zk.close()
         with self._lock:
             self.timeline.ended = time.time()
+            if self._gap_start is not None:
+                self.timeline.gaps.append(Gap(self._gap_start[0], self.timeline.ended, "metadata", self._gap_start[1]))
+                self._gap_start = None
             if load_intervals is not None:
                 self.timeline.load = list(load_intervals)
             # a closing sample per partition so step plots reach the end
@@ -204,27 +233,66 @@ class Observer:
 
     # ------------------------------------------------------------ Kafka metadata
 
+    def _addresses(self) -> dict[int, str]:
+        """Each broker's own address (the spec's brokers), or the bootstrap list as one 'broker'."""
+        assert self.bootstrap is not None
+        spec = self.spec
+        if spec is not None and self.bootstrap == spec.bootstrap_servers:
+            return {b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids}
+        return {-1: self.bootstrap}
+
     def _metadata_loop(self) -> None:
         from confluent_kafka.admin import AdminClient
 
-        from clusterctl.kafka.clients import admin_config
+        from clusterctl.kafka.connection import admin_config
 
-        assert self.bootstrap is not None
-        client = AdminClient(admin_config(self.bootstrap))
+        addresses = self._addresses()
+        clients: dict[int, Any] = {}
+        backoff: dict[int, float] = {}  # broker -> monotonic time before which it is not asked
+        preferred: int | None = None
         while not self._stop.is_set():
             t0 = time.monotonic()
-            try:
-                md = client.list_topics(timeout=max(1.0, self.interval * 5))
-            except Exception as exc:  # KafkaException: no broker answered in time
-                if self._metadata_ok is not False:
-                    self.event("metadata", "error", "metadata", f"metadata request failed: {exc}")
-                self._metadata_ok = False
+            order = sorted(addresses, key=lambda b: (b != preferred, b))
+            ready = [b for b in order if backoff.get(b, 0.0) <= t0]
+            # paused brokers are asked only when no other is left (a lone broker's pause is seen this way)
+            candidates = [b for b in ready if b not in self._paused] or ready
+            md, why = None, "every broker paused or silent"
+            for b in candidates[:2]:  # at most two bounded requests per poll
+                if b not in clients:
+                    clients[b] = AdminClient(
+                        admin_config(addresses[b], socket_timeout_ms=int(POLL_TIMEOUT_S * 1000))
+                    )  # fmt: skip
+                try:
+                    md = clients[b].list_topics(timeout=POLL_TIMEOUT_S)
+                    preferred = b
+                    break
+                except Exception as exc:  # KafkaException: this broker did not answer in time
+                    why = f"metadata request failed: {exc}"
+                    clients.pop(b, None)  # its requests may be queued on a silent broker: start afresh
+                    backoff[b] = time.monotonic() + BROKER_BACKOFF_S
+            if md is None:
+                self._open_gap(why)
             else:
-                if self._metadata_ok is False:
-                    self.event("metadata", "recovered", "metadata", "metadata answers again")
-                self._metadata_ok = True
+                self._close_gap()
                 self._record_metadata(md)
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - t0)))
+
+    def _open_gap(self, why: str) -> None:
+        if self._gap_start is None:
+            self._gap_start = (time.time(), why)
+            self.event("metadata", "error", "metadata", why)
+        self._metadata_ok = False
+
+    def _close_gap(self) -> None:
+        if self._gap_start is not None:
+            t0, why = self._gap_start
+            self._gap_start = None
+            now = time.time()
+            with self._lock:
+                self.timeline.gaps.append(Gap(t0, now, "metadata", why))
+            self.event("metadata", "recovered", "metadata", f"metadata answers again after {now - t0:.1f}s")
+            self._last_part.clear()  # record every partition afresh: the gap hid whatever changed
+        self._metadata_ok = True
 
     def _record_metadata(self, md: Any) -> None:
         now = time.time()

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, ZkOpt, bootstrap_servers, get_spec, zk_connect
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, ZkOpt, bootstrap_servers, get_spec, seconds_option, zk_connect
 
 chaos_app = typer.Typer(
     name="chaos", help="Break the cluster on purpose (Docker SDK on its containers).", no_args_is_help=True
@@ -17,7 +17,9 @@ leader_app = typer.Typer(name="leader", help="Partition leadership: elections an
 
 BrokerArg = Annotated[int, typer.Argument(help="broker id (1..N of the spec)")]
 ZkArg = Annotated[int, typer.Argument(help="ZooKeeper node id (1..N of the spec)")]
-ForOpt = Annotated[float, typer.Option("--for", help="seconds until the fault heals itself")]
+ForOpt = Annotated[
+    float, typer.Option("--for", help="seconds until the fault heals itself", callback=seconds_option(allow_zero=True))
+]
 
 
 def _emit_faults(results: list[Any], as_json: bool) -> None:
@@ -136,16 +138,44 @@ def start_zk(zk: ZkArg, as_json: JsonOpt = False) -> None:
 
 
 @chaos_app.command("heal")
-def heal(as_json: JsonOpt = False) -> None:
-    """Undo every fault: unpause, reconnect to the cluster network, start stopped containers."""
+def heal(
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="wait until brokers are registered and ZK nodes serve")
+    ] = True,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for that")] = 120.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Undo every fault: unpause, reconnect, start stopped containers; then wait until the cluster serves again."""
     from clusterctl.chaos import faults
+    from clusterctl.errors import UsageError
+    from clusterctl.output import err_console, info
 
-    _emit_faults(faults.heal_all(get_spec()), as_json)
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    spec = get_spec()
+    results = faults.heal_all(spec)
+    waited = None
+    if wait:
+        with err_console.status("waiting for the healed cluster") as status:
+            waited = faults.wait_healed(spec, timeout, on_progress=lambda m: status.update(m))
+    if as_json:
+        from clusterctl.output import emit
+
+        emit({"healed": results, "wait": waited}, as_json=True)
+        return
+    _emit_faults(results, False)
+    if waited is not None:
+        brokers = ",".join(map(str, waited.brokers)) or "-"
+        zks = ",".join(map(str, waited.zk_serving)) or "-"
+        info(f"brokers {brokers} registered and in every broker's metadata, ZK {zks} serving ({waited.seconds:.1f}s)")
 
 
 @chaos_app.command("rolling-restart")
 def rolling_restart(
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for a full ISR after each broker")] = 300,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="seconds to wait for a full ISR after each broker", callback=seconds_option()),
+    ] = 300,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -191,6 +221,10 @@ def elect(
         raise UsageError("give --preferred or --unclean, not both")
     if partition is not None and topic is None:
         raise UsageError("--partition needs --topic")
+    if partition is not None:
+        from clusterctl import validate
+
+        validate.partition(partition)
     if not all_ and topic is None:
         raise UsageError("give --topic T [--partition P] or --all")
     if all_ and topic is not None:
@@ -205,9 +239,22 @@ def elect(
     res = elect_leaders(bootstrap, "unclean" if unclean else "preferred", parts)
     cols = [Column("Topic", "topic"), Column("Partition", "partition", justify="right"), Column("Ok", "ok"),
             Column("Error", "error")]  # fmt: skip
+    failed = [r for r in res if not r.ok]
+    if failed and as_json:  # one JSON document: the error object carries the results
+        from clusterctl.errors import ClusterctlError
+
+        err = ClusterctlError(
+            f"{len(failed)} of {len(res)} elections failed ({failed[0].topic}-{failed[0].partition}: {failed[0].error})"
+        )
+        err.result = res
+        raise err
     emit(res, as_json=as_json, columns=cols, empty="no partitions needed an election")
-    if any(not r.ok for r in res):
-        raise typer.Exit(1)
+    if failed:
+        from clusterctl.errors import ClusterctlError
+
+        raise ClusterctlError(
+            f"{len(failed)} of {len(res)} elections failed ({failed[0].topic}-{failed[0].partition}: {failed[0].error})"
+        )
 
 
 def leader_imbalance(bootstrap: str) -> dict[str, Any]:
@@ -285,7 +332,9 @@ def reassign(
     throttle: Annotated[
         int | None, typer.Option("--throttle", help="replication throttle in B/s while moving; removed when done")
     ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for completion")] = 600,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="seconds to wait for completion", callback=seconds_option())
+    ] = 600,
     bootstrap_server: BootstrapOpt = None,
     zookeeper: ZkOpt = None,
     as_json: JsonOpt = False,

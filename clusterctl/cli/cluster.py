@@ -47,7 +47,7 @@ def init(
     subnet: Annotated[str | None, typer.Option("--subnet", help="RFC1918 subnet (default 10.77.0.0/24)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing spec file")] = False,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="where to write (default: the --spec path)")
+        str | None, typer.Option("--output", "-o", help="where to write (default: the --spec path)")
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -58,7 +58,9 @@ def init(
 
     if engine is not None and engine not in ("kafka", "tansu"):
         raise UsageError(f"--engine must be kafka or tansu, got {engine!r}")
-    path = output or state.spec_path
+    if output is not None and not output.strip():
+        raise UsageError("--output must not be empty")
+    path = Path(output) if output is not None else state.spec_path
     result = init_spec(path, name, profile, engine, brokers, zk_nodes, subnet, force)
     for note in result.notes:
         info(note)
@@ -84,16 +86,23 @@ def init(
 
 def render(
     output_dir: Annotated[
-        Path | None,
-        typer.Option("--output-dir", help="directory to write into (default compose/<name>; `up` reads the default)"),
+        str | None,
+        typer.Option(
+            "--output-dir",
+            help="directory to write into: new, empty or rendered before (default compose/<name>; `up` reads it)",
+        ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Render compose/<name>/docker-compose.yml from the spec (atomically; checked by `docker compose config`)."""
     from clusterctl import render as rendering
+    from clusterctl.errors import UsageError
     from clusterctl.output import Column, emit, info
 
-    result = rendering.render(get_spec(), output_dir)
+    if output_dir is not None and not output_dir.strip():
+        raise UsageError("--output-dir must not be empty")
+    out = Path(output_dir) if output_dir is not None else None
+    result = rendering.render(get_spec(), out, protect=state.spec_path)
     if as_json:
         emit(result, as_json=True)
         return

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from clusterctl import validate
 from clusterctl.errors import UsageError
 from clusterctl.spec import DEFAULT_SPEC_PATH, ClusterSpec, load_spec
 
@@ -16,6 +18,7 @@ from clusterctl.spec import DEFAULT_SPEC_PATH, ClusterSpec, load_spec
 @dataclass
 class State:
     spec_path: Path = DEFAULT_SPEC_PATH
+    debug: bool = False
 
 
 state = State()
@@ -31,9 +34,13 @@ def root_callback(
             show_default=False,
         ),
     ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="print the traceback of an unexpected error (or set CLUSTERCTL_DEBUG=1)")
+    ] = False,
 ) -> None:
     """Stand up, inspect, load and break a ZooKeeper + Kafka cluster on Docker."""
     state.spec_path = spec or Path(os.environ.get("CLUSTERCTL_SPEC", str(DEFAULT_SPEC_PATH)))
+    state.debug = debug
 
 
 def get_spec() -> ClusterSpec:
@@ -63,16 +70,37 @@ ZkOpt = Annotated[
 ]
 
 
+def _checked(check: Callable[..., object]) -> Callable[[object], object]:
+    """A Typer option callback running a `validate` check (None passes: the option was not given)."""
+
+    def callback(value: object) -> object:
+        if value is None:
+            return value
+        try:
+            check(value)
+        except UsageError as exc:
+            raise typer.BadParameter(exc.message) from None
+        return value
+
+    return callback
+
+
+def seconds_option(allow_zero: bool = False) -> Callable[[object], object]:
+    """Callback for a duration option: finite, not negative (and not zero unless allowed)."""
+    return _checked(lambda v: validate.seconds(v, "seconds", allow_zero=allow_zero))
+
+
 def bootstrap_servers(explicit: str | None) -> str:
-    """`--bootstrap-server` if given, else the spec's host-side bootstrap list."""
-    if explicit:
-        return explicit
+    """`--bootstrap-server` if given (checked: host:port,...), else the spec's host-side bootstrap list."""
+    if explicit is not None:
+        return validate.bootstrap_servers(explicit)
     return get_spec().bootstrap_servers
 
 
 def zk_connect(explicit: str | None) -> str:
-    if explicit:
-        return explicit
+    """`--zookeeper` if given (checked: host:port,...[/chroot]), else the spec's connect string."""
+    if explicit is not None:
+        return validate.zk_connect(explicit)
     return get_spec().zk_connect
 
 

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from clusterctl import images
-from clusterctl.cli.common import JsonOpt, get_spec
-from clusterctl.errors import NotFoundError, UsageError
+from clusterctl.cli.common import JsonOpt, get_spec, seconds_option
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.health import HealthReport
 from clusterctl.output import Column, emit, err_console, info
 from clusterctl.runtime import cluster, compose
@@ -25,7 +26,9 @@ def _progress() -> Progress:
 
 
 def up(
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for a healthy cluster")] = 180.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="seconds to wait for a healthy cluster", callback=seconds_option())
+    ] = 180.0,
     keep_on_failure: Annotated[
         bool, typer.Option("--keep-on-failure", help="leave containers running when the cluster does not get healthy")
     ] = False,
@@ -107,8 +110,8 @@ def status(as_json: JsonOpt = False) -> None:
         ],
     )
     for line in result.summary:
-        style = "bold red" if line.startswith(("quorum lost", "split brain")) else None
-        emit(f"[{style}]{line}[/]" if style else line, as_json=False)
+        style = "bold red" if line.startswith(("quorum lost", "split brain")) else ""
+        emit(Text(line, style=style), as_json=False)
 
 
 def logs(
@@ -135,7 +138,7 @@ def logs(
         args.append(service)
     rc = compose.passthrough(spec, *args)
     if rc != 0:
-        raise typer.Exit(rc)
+        raise ClusterctlError(f"docker compose logs exited with status {rc}", exit_code=rc)
 
 
 @images_app.command("build")
@@ -150,7 +153,7 @@ def images_build(
         Path | None,
         typer.Option(
             "--kafka-dist",
-            help="Apache Kafka binary distribution (kafka_2.13-3.9.x.tgz) for the kafka image",
+            help="Apache Kafka 3.x binary distribution (kafka_2.13-3.x.y.tgz); the image is tagged with its version",
             envvar=images.KAFKA_DIST_ENV,
             show_default=False,
         ),

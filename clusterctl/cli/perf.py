@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from clusterctl import diskguard
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
 from clusterctl.output import Column, emit, err_console, info
 
@@ -128,7 +128,7 @@ def produce_cmd(
         ),
     ] = "auto",
     reporting_interval: Annotated[
-        float, typer.Option("--reporting-interval", help="seconds between progress lines")
+        float, typer.Option("--reporting-interval", help="seconds between progress lines", callback=seconds_option())
     ] = 5.0,
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -145,7 +145,12 @@ def produce_cmd(
     perf.check_produce_args(num_records, throughput, engine)
     servers = bootstrap_servers(bootstrap)
     def_parts, def_rf, local = _topic_defaults(bootstrap)
-    plan = perf.plan_topic(servers, topic, partitions or def_parts, replication_factor or def_rf)
+    plan = perf.plan_topic(
+        servers,
+        topic,
+        def_parts if partitions is None else partitions,
+        def_rf if replication_factor is None else replication_factor,
+    )
     size = sum(len(p) for p in payloads) // len(payloads)
     path, source = diskguard.resolve_path(disk_path, local)
     disk = diskguard.check(num_records, size, plan.replication_factor, path=path, source=source, force=force)
@@ -170,10 +175,14 @@ def produce_cmd(
         engine=engine,
     )
     result.disk, result.topic_created, result.retention_bytes = disk, created, retention_bytes
-    emit(result, as_json=as_json, kv=PRODUCE_FIELDS, title=f"perf produce {topic}")
     if result.failed:
         errs = ", ".join(f"{k}: {v}" for k, v in result.errors.items())
-        raise ClusterctlError(f"{result.failed} of {num_records} records failed ({errs})")
+        err = ClusterctlError(f"{result.failed} of {num_records} records failed ({errs})")
+        err.result = result  # --json: one document, the error object carrying the result
+    if not (result.failed and as_json):
+        emit(result, as_json=as_json, kv=PRODUCE_FIELDS, title=f"perf produce {topic}")
+    if result.failed:
+        raise err
 
 
 @perf_app.command("consume")
@@ -184,7 +193,10 @@ def consume_cmd(
         str | None, typer.Option("--group", "-g", help="consumer group (default: perf-consumer-*)")
     ] = None,
     threads: Annotated[int, typer.Option("--threads", help="consumers in the group, one thread each")] = 1,
-    timeout: Annotated[float, typer.Option("--timeout", help="stop after this many seconds without a record")] = 10.0,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="stop after this many seconds without a record", callback=seconds_option()),
+    ] = 10.0,
     consumer_prop: Annotated[
         list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
     ] = None,
@@ -196,15 +208,18 @@ def consume_cmd(
 
     extra = parse_kv(consumer_prop, "--consumer-prop")
     servers = bootstrap_servers(bootstrap)
-    from clusterctl.kafka.clients import check_topic
+    from clusterctl.kafka.connection import check_topic
 
     check_topic(servers, topic)
     result = perf.run_consume(
         servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra
     )
-    emit(result, as_json=as_json, kv=CONSUME_FIELDS, title=f"perf consume {topic}")
+    if not (as_json and not result.complete):
+        emit(result, as_json=as_json, kv=CONSUME_FIELDS, title=f"perf consume {topic}")
     if not result.complete:
-        raise TimeoutError_(f"consumed {result.records} of {messages} records; none arrived for {timeout:g}s")
+        err = TimeoutError_(f"consumed {result.records} of {messages} records; none arrived for {timeout:g}s")
+        err.result = result  # --json: one document, the error object carrying the result
+        raise err
 
 
 def register(app: typer.Typer) -> None:

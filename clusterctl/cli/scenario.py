@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,8 +20,8 @@ def list_(as_json: JsonOpt = False) -> None:
     from clusterctl.chaos.scenario import list_scenarios
     from clusterctl.output import Column, emit
 
-    cols = [Column("Name", "name"), Column("Requires", "requires"), Column("Steps", "steps", justify="right"),
-            Column("Description", "description")]  # fmt: skip
+    cols = [Column("Name", "name"), Column("Requires", "requires"), Column("Expect", "expect"),
+            Column("Steps", "steps", justify="right"), Column("Description", "description")]  # fmt: skip
     emit(list_scenarios(), as_json=as_json, columns=cols)
 
 
@@ -33,7 +33,7 @@ def validate(file: FileArg, as_json: JsonOpt = False) -> None:
 
     sc = load_scenario(file)
     steps = [{"index": i, "step": s.describe()} for i, s in enumerate(sc.parsed_steps(), 1)]
-    data = {"name": sc.name, "requires": sc.requires, "steps": steps} if as_json else steps
+    data = {"name": sc.name, "requires": sc.requires, "expect": sc.expect, "steps": steps} if as_json else steps
     cols = [Column("#", "index", justify="right"), Column("Step", "step")]
     emit(data, as_json=as_json, columns=cols, title=f"{sc.name}: valid")
 
@@ -45,66 +45,162 @@ def run(
         Path | None,
         typer.Option("--report-dir", help="where report.json/report.html/ledger go (default reports/<run>)"),
     ] = None,
+    repeat: Annotated[
+        int, typer.Option("--repeat", min=1, help="run it N times; per-run numbers and their median/p95/max")
+    ] = 1,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a scenario against the spec's cluster; write a JSON and an HTML report; exit 6 if it failed."""
+    from dataclasses import replace
+
     from clusterctl.chaos.report import write_reports
-    from clusterctl.chaos.scenario import Runner, StepFailed, load_scenario
-    from clusterctl.output import Column, emit, info
+    from clusterctl.chaos.runner import Runner, StepFailed
+    from clusterctl.chaos.scenario import load_scenario
+    from clusterctl.output import emit, info
 
     sc = load_scenario(file)
     spec = get_spec()
-    runner = Runner(spec, sc, bootstrap_servers(bootstrap_server), report_dir, progress=info, file=str(file))
+    bootstrap = bootstrap_servers(bootstrap_server)
+    if repeat > 1:
+        _run_repeated(sc, spec, bootstrap, str(file), repeat, report_dir, as_json)
+        return
+    runner = Runner(spec, sc, bootstrap, report_dir, progress=info, file=str(file))
     result = runner.run()
     _json, html = write_reports(result, runner.work_dir)
     if as_json:
-        from dataclasses import replace
+        if result.ok:  # a failed run's result goes out once, inside the --json error object
+            emit(replace(result, timeline=None), as_json=True)
+    else:
+        _print_result(result)
+        info(f"report: {html}")
+    if result.interrupted:  # Ctrl-C: the partial report is written; exit 130 with "interrupted"
+        stop = KeyboardInterrupt()
+        stop.result = replace(result, timeline=None) if as_json else None  # type: ignore[attr-defined]
+        raise stop
+    if not result.ok:
+        err = StepFailed(result.error or "scenario failed", hint=f"see {html}")
+        err.result = replace(result, timeline=None) if as_json else None
+        raise err
 
-        emit(replace(result, timeline=None), as_json=True)
+
+def _print_result(result: Any) -> None:
+    from clusterctl.chaos.bounds import explain
+    from clusterctl.output import Column, emit, info
+
+    settings = result.bounds
+    emit(
+        result.steps,
+        as_json=False,
+        title=f"scenario {result.scenario}: {'PASS' if result.ok else 'FAIL'}"
+        + (" (negative control: expects loss)" if result.expect == "loss" else ""),
+        columns=[Column("#", "index", justify="right"), Column("Step", "description"), Column("Ok", "ok"),
+                 Column("Took s", "took_s", justify="right"), Column("Detail", "detail")],
+    )  # fmt: skip
+    if result.faults:
+        emit(
+            result.faults,
+            as_json=False,
+            title="faults",
+            columns=[Column("Fault", "action"), Column("Target", "target"),
+                     Column("Detected s", lambda f: explain(f.detected_s, f.action, "detected", False, settings)),
+                     Column("By", "detected_by"),
+                     Column("Quorum lost s", "quorum_lost_s", justify="right"),
+                     Column("Quorum back s", "quorum_ok_after_heal_s", justify="right")],
+        )  # fmt: skip
+        parts = [
+            (f, p) for f in result.faults for p in f.partitions if p.led_by_target or p.isr_shrunk_s or p.write_gap_s
+        ]
+        if parts:
+
+            def ex(metric: str, attr: str) -> Any:
+                return lambda r: explain(getattr(r[1], attr), r[0].action, metric, r[1].led_by_target, settings)
+
+            emit(
+                parts,
+                as_json=False,
+                title="failover per partition (≈ the broker setting that bounds the time)",
+                columns=[Column("Fault", lambda r: f"{r[0].action} {r[0].target}"),
+                         Column("Partition", lambda r: f"{r[1].topic}-{r[1].partition}"),
+                         Column("Leader before", lambda r: r[1].leader_before, justify="right"),
+                         Column("New leader", lambda r: r[1].new_leader, justify="right"),
+                         Column("New leader s", ex("new_leader", "time_to_new_leader_s")),
+                         Column("ISR shrunk s", ex("isr_shrunk", "isr_shrunk_s")),
+                         Column("ISR full s", lambda r: r[1].isr_full_s, justify="right"),
+                         Column("Write gap s", ex("write_gap", "write_gap_s"))],
+            )  # fmt: skip
+    v = result.verify
+    if v is not None:
+        info(f"verification: {v.summary()}")
+        lost = [p for p in v.partitions if p.lost]
+        if lost:
+            emit(
+                lost,
+                as_json=False,
+                title="lost acknowledged offsets",
+                columns=[Column("Partition", lambda p: f"{p.topic}-{p.partition}"),
+                         Column("Acked", "acked", justify="right"), Column("Lost", "lost", justify="right"),
+                         Column("Lost offsets", "lost_offsets")],
+            )  # fmt: skip
+            info("allowed by: " + ("; ".join(result.loss_settings) or "no setting of this scenario"))
+
+
+def _run_repeated(
+    sc: Any, spec: Any, bootstrap: str, file: str, n: int, report_dir: Path | None, as_json: bool
+) -> None:
+    import uuid
+
+    from clusterctl.chaos import stats
+    from clusterctl.chaos.bounds import settings_of
+    from clusterctl.chaos.report import write_reports, write_summary_html
+    from clusterctl.chaos.runner import Runner, StepFailed
+    from clusterctl.output import Column, emit, info
+
+    base = report_dir or Path("reports") / f"{sc.name}-x{n}-{uuid.uuid4().hex[:6]}"
+
+    def run_once(i: int, directory: Path) -> Any:
+        info(f"run {i}/{n}")
+        runner = Runner(spec, sc, bootstrap, directory, progress=lambda m: info(f"  {m}"), file=file)
+        result = runner.run()
+        write_reports(result, directory)
+        return result
+
+    def show(r: stats.RunStats) -> None:
+        info(
+            f"run {r.run}/{n}: {'PASS' if r.ok else 'FAIL'} acked {r.acked} lost {r.lost} duplicated {r.duplicated} "
+            f"detected {r.detected_s} new leader {r.new_leader_s} write gap {r.write_gap_s}"
+        )
+
+    rep = stats.repeat(run_once, n, base, sc, settings_of(spec), on_run=show)
+    write_summary_html(rep, base / "summary.html")
+    if as_json:
+        emit(rep, as_json=True)
     else:
         emit(
-            result.steps,
+            rep.runs,
             as_json=False,
-            title=f"scenario {sc.name}: {'PASS' if result.ok else 'FAIL'}",
-            columns=[Column("#", "index", justify="right"), Column("Step", "description"), Column("Ok", "ok"),
-                     Column("Took s", "took_s", justify="right"), Column("Detail", "detail")],
+            title=f"scenario {sc.name} x{len(rep.runs)}: {rep.passed}/{len(rep.runs)} passed"
+            + (" (interrupted)" if rep.interrupted else ""),
+            columns=[Column("Run", "run", justify="right"), Column("Ok", "ok"),
+                     Column("Acked", "acked", justify="right"), Column("Lost", "lost", justify="right"),
+                     Column("Duplicated", "duplicated", justify="right"),
+                     Column("Detected s", "detected_s", justify="right"),
+                     Column("New leader s", "new_leader_s", justify="right"),
+                     Column("Write gap s", "write_gap_s", justify="right")],
         )  # fmt: skip
-        if result.faults:
-            emit(
-                result.faults,
-                as_json=False,
-                title="faults",
-                columns=[Column("Fault", "action"), Column("Target", "target"),
-                         Column("Detected s", "detected_s", justify="right"), Column("By", "detected_by"),
-                         Column("Quorum lost s", "quorum_lost_s", justify="right"),
-                         Column("Quorum back s", "quorum_ok_after_heal_s", justify="right")],
-            )  # fmt: skip
-            parts = [
-                (f, p)
-                for f in result.faults
-                for p in f.partitions
-                if p.led_by_target or p.isr_shrunk_s or p.write_gap_s
-            ]
-            if parts:
-                emit(
-                    parts,
-                    as_json=False,
-                    title="failover per partition",
-                    columns=[Column("Fault", lambda r: r[0].action),
-                             Column("Partition", lambda r: f"{r[1].topic}-{r[1].partition}"),
-                             Column("Leader before", lambda r: r[1].leader_before, justify="right"),
-                             Column("New leader", lambda r: r[1].new_leader, justify="right"),
-                             Column("New leader s", lambda r: r[1].time_to_new_leader_s, justify="right"),
-                             Column("ISR shrunk s", lambda r: r[1].isr_shrunk_s, justify="right"),
-                             Column("ISR full s", lambda r: r[1].isr_full_s, justify="right"),
-                             Column("Write gap s", lambda r: r[1].write_gap_s, justify="right")],
-                )  # fmt: skip
-        if result.verify is not None:
-            info(f"verification: {result.verify.summary()}")
-        info(f"report: {html}")
-    if not result.ok:
-        raise StepFailed(result.error or "scenario failed", hint=f"see {html}")
+        emit(
+            rep.summary,
+            as_json=False,
+            title="over the runs",
+            columns=[Column("Metric", "metric"), Column("Runs", "n", justify="right"),
+                     Column("Median", "median", justify="right"), Column("p95", "p95", justify="right"),
+                     Column("Max", "max", justify="right"), Column("Bounded by", "bound")],
+        )  # fmt: skip
+        info(f"summary: {rep.report_html}")
+    if rep.interrupted:
+        raise StepFailed(f"interrupted after {len(rep.runs)} of {n} runs", hint=f"see {rep.report_html}")
+    if not rep.ok:
+        raise StepFailed(f"{len(rep.runs) - rep.passed} of {len(rep.runs)} runs failed", hint=f"see {rep.report_html}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,12 +6,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
 import typer
+from rich.markup import escape
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
-from clusterctl.errors import ClusterctlError, SpecError, UsageError
+from clusterctl import validate
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
+from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
 from clusterctl.kafka import admin, clients
 from clusterctl.output import Column, console, emit, err_console, info, print_json, print_json_line
 
@@ -48,6 +50,7 @@ PRODUCE_FIELDS = [
     Column("Failed", "failed"),
     Column("Elapsed (s)", "elapsed_s", fmt=lambda v: f"{v:.3f}"),
     Column("Errors", "errors", fmt=lambda v: "; ".join(v) or "-"),
+    Column("Stopped", "stopped"),
 ]
 RECORD_COLUMNS = [
     Column("Partition", "partition", justify="right"),
@@ -108,11 +111,14 @@ def _create_defaults(explicit_bootstrap: str | None) -> tuple[int, int]:
 def create(
     name: Annotated[str, typer.Argument(help="topic name")],
     partitions: Annotated[
-        int | None, typer.Option("--partitions", "-p", help="default: spec's kafka.defaults.partitions, else 1")
+        int | None,
+        typer.Option("--partitions", "-p", help="default: spec's kafka.defaults.partitions, else 1; -1: broker's"),
     ] = None,
     replication_factor: Annotated[
         int | None,
-        typer.Option("--replication-factor", "-r", help="default: spec's kafka.defaults.replication_factor, else 1"),
+        typer.Option(
+            "--replication-factor", "-r", help="default: spec's kafka.defaults.replication_factor, else 1; -1: broker's"
+        ),
     ] = None,
     config: Annotated[list[str] | None, typer.Option("--config", "-c", help="topic config k=v (repeatable)")] = None,
     if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="succeed if the topic exists")] = False,
@@ -121,11 +127,15 @@ def create(
 ) -> None:
     """Create a topic (refuses a replication factor above the number of live brokers)."""
     configs = parse_kv(config)
+    validate.topic_name(name)
+    for value, what in ((partitions, "--partitions"), (replication_factor, "--replication-factor")):
+        if value is not None:
+            validate.count(value, what, broker_default=True)
     bs = bootstrap_servers(bootstrap_server)
     default_p, default_rf = _create_defaults(bootstrap_server)
-    result = admin.create_topic(
-        bs, name, partitions or default_p, replication_factor or default_rf, configs, if_not_exists=if_not_exists
-    )
+    p = default_p if partitions is None else partitions
+    rf = default_rf if replication_factor is None else replication_factor
+    result = admin.create_topic(bs, name, p, rf, configs, if_not_exists=if_not_exists)
     emit(result, as_json=as_json, kv=CHANGE_FIELDS)
 
 
@@ -227,17 +237,21 @@ def configs(
 
 
 def _lines(file: Path | None) -> Iterator[str]:
+    """Input lines without their line ends; a line that is not UTF-8 is an InputError naming its number."""
+    fh: BinaryIO
     if file is not None:
         try:
-            fh = file.open(encoding="utf-8")
+            fh = file.open("rb")
         except OSError as exc:
             raise UsageError(f"cannot read {file}: {exc.strerror}") from None
-        with fh:
-            for line in fh:
-                yield line.rstrip("\r\n")
     else:
-        for line in sys.stdin:
-            yield line.rstrip("\r\n")
+        fh = sys.stdin.buffer
+    with fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                yield raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise InputError(number, f"is not UTF-8 (byte {exc.start + 1} is {raw[exc.start]:#04x})") from None
 
 
 def produce_cmd(
@@ -258,25 +272,50 @@ def produce_cmd(
     """Send one message per input line; print a delivery summary (non-zero exit if any failed)."""
     if acks not in ("0", "1", "all", "-1"):
         raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
+    if key_separator == "":
+        raise UsageError("--key-separator must not be empty")
+    validate.topic_name(topic)
+    if partition is not None:
+        validate.partition(partition)
     bs = bootstrap_servers(bootstrap_server)
-    records = (clients.parse_line(line, key_separator) for line in _lines(file))
-    with err_console.status(f"producing to {topic} ..."):
-        summary = clients.produce(bs, topic, records, acks=acks, partition=partition)
-    if as_json:
-        print_json(summary)
-    else:
-        emit(summary, as_json=False, kv=PRODUCE_FIELDS, title="delivery summary")
-        emit(
-            summary.partitions,
-            as_json=False,
-            columns=[
-                Column("Partition", "partition", justify="right"),
-                Column("Delivered", "delivered", justify="right"),
-            ],
-        )
+    records = (clients.parse_line(line, key_separator, n) for n, line in enumerate(_lines(file), start=1))
+    try:
+        with err_console.status(f"producing to {escape(topic)} ..."):
+            summary = clients.produce(bs, topic, records, acks=acks, partition=partition)
+    except (ClusterctlError, KeyboardInterrupt) as exc:
+        stopped = getattr(exc, "result", None)
+        if isinstance(stopped, clients.ProduceSummary):  # input stopped early: say what was sent before
+            _print_produce_summary(stopped, as_json)
+            if isinstance(exc, ClusterctlError):
+                exc.message += (
+                    f"; stopped there, nothing from it on was sent: {stopped.sent} earlier lines sent, "
+                    f"{stopped.delivered} delivered, {stopped.failed} failed"
+                )
+        raise
+    _print_produce_summary(summary, as_json)
     if summary.failed:
         first = summary.errors[0] if summary.errors else "unknown error"
-        raise ClusterctlError(f"{summary.failed} of {summary.sent} messages were not delivered ({first})")
+        err = ClusterctlError(f"{summary.failed} of {summary.sent} messages were not delivered ({first})")
+        err.result = summary if as_json else None
+        raise err
+
+
+def _print_produce_summary(summary: clients.ProduceSummary, as_json: bool) -> None:
+    """The delivery summary as a table; with --json it goes out once, in the success or the error object."""
+    if summary.stopped is None and not summary.failed and as_json:
+        print_json(summary)
+        return
+    if as_json:
+        return
+    emit(summary, as_json=False, kv=PRODUCE_FIELDS, title="delivery summary")
+    emit(
+        summary.partitions,
+        as_json=False,
+        columns=[
+            Column("Partition", "partition", justify="right"),
+            Column("Delivered", "delivered", justify="right"),
+        ],
+    )
 
 
 def consume_cmd(
@@ -290,7 +329,9 @@ def consume_cmd(
         str | None, typer.Option("--group", "-g", help="consumer group (commits offsets); default: none, no commits")
     ] = None,
     max_messages: Annotated[int | None, typer.Option("--max-messages", "-n", help="stop after N messages")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="stop after this many idle seconds")] = 10.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="stop after this many idle seconds", callback=seconds_option())
+    ] = 10.0,
     table: Annotated[bool, typer.Option("--table", help="print one table at the end instead of streaming")] = False,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -306,36 +347,45 @@ def consume_cmd(
             start = "latest"
         else:
             try:
-                start = int(offset)
+                start = validate.offset(int(offset))
             except ValueError:
                 raise UsageError(f"--offset must be a number, 'earliest' or 'latest', got {offset!r}") from None
-            if start < 0:
-                raise UsageError(f"--offset must be >= 0, got {start}")
     if max_messages is not None and max_messages < 1:
         raise UsageError("--max-messages must be at least 1")
+    validate.topic_name(topic)
+    if partition is not None:
+        validate.partition(partition)
+    if group is not None and not group.strip():
+        raise UsageError("--group must not be empty")
     bs = bootstrap_servers(bootstrap_server)
     began = time.monotonic()
-    records = clients.consume(
-        bs, topic, start=start, partition=partition, group=group, max_messages=max_messages, timeout=timeout
-    )
     kept: list[clients.ConsumedRecord] = []
     count = 0
-    for rec in records:
-        count += 1
-        if as_json:
-            print_json_line(rec)
-        elif table:
-            kept.append(rec)
-        else:
-            console.print(
-                f"partition={rec.partition} offset={rec.offset} key={rec.key if rec.key is not None else '-'} "
-                f"value={rec.value}",
-                highlight=False,
-                markup=False,
-                soft_wrap=True,
-            )
-    if table and not as_json:
-        emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
+    # with a group, only what was printed is acknowledged, so only that is committed (table mode: at the end)
+    with clients.Reader(
+        bs, topic, start=start, partition=partition, group=group, max_messages=max_messages, timeout=timeout
+    ) as reader:
+        try:
+            for rec in reader:
+                count += 1
+                if as_json:
+                    print_json_line(rec)
+                elif table:
+                    kept.append(rec)
+                    continue
+                else:
+                    console.print(
+                        f"partition={rec.partition} offset={rec.offset} key={rec.key if rec.key is not None else '-'} "
+                        f"value={rec.value}",
+                        highlight=False,
+                        markup=False,
+                        soft_wrap=True,
+                    )
+                reader.ack([rec])
+        finally:  # Ctrl-C or an error included: show what was read, then commit exactly that
+            if table and not as_json:
+                emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
+                reader.ack(kept)
     info(f"consumed {count} messages from {topic} in {time.monotonic() - began:.1f}s")
 
 

@@ -6,10 +6,10 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
-from clusterctl import zk
-from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, zk_connect
+from clusterctl import validate, zk
+from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, seconds_option, zk_connect
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit
 
@@ -18,7 +18,9 @@ zk_app = typer.Typer(
 )
 
 PathArg = Annotated[str, typer.Argument(help="znode path, e.g. /brokers/ids")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="seconds to wait for a ZooKeeper session")]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", help="seconds to wait for a ZooKeeper session", callback=seconds_option())
+]
 
 
 def _data_text(value: Any) -> str:
@@ -30,13 +32,9 @@ def _data_text(value: Any) -> str:
 
 
 def _explicit_nodes(connect: str, timeout: float) -> list[zk.ZkNodeStatus]:
-    out: list[zk.ZkNodeStatus] = []
-    for i, hostport in enumerate(connect.split("/")[0].split(","), start=1):
-        host, _, port = hostport.strip().rpartition(":")
-        if not host or not port.isdigit():
-            raise UsageError(f"--zookeeper expects host:port[,host:port...], got {connect!r}")
-        out.append(zk.probe_node(i, "-", host, int(port), timeout))
-    return out
+    validate.zk_connect(connect)
+    hosts = validate.host_ports(connect.split("/")[0], "--zookeeper")
+    return [zk.probe_node(i, "-", host, port, timeout) for i, (host, port) in enumerate(hosts, start=1)]
 
 
 @zk_app.command("status")
@@ -64,7 +62,7 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
         ],
     )
     style = "green" if q.has_quorum else "bold red"
-    emit(f"[{style}]{q.summary}[/]", as_json=False)
+    emit(Text(q.summary, style=style), as_json=False)
 
 
 @zk_app.command("ls")
@@ -76,7 +74,7 @@ def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, t
         emit({"path": path, "children": children}, as_json=True)
         return
     for child in children:
-        emit(escape(child), as_json=False)
+        emit(child, as_json=False)
 
 
 @zk_app.command("get")
@@ -119,7 +117,7 @@ def tree(
         name = e.path if e.depth == 0 else e.path.rsplit("/", 1)[-1]
         data = _data_text(e.data)
         line = "  " * e.depth + name + (f"  {data}" if data else "")
-        emit(escape(line), as_json=False)
+        emit(line, as_json=False)
 
 
 def register(app: typer.Typer) -> None:

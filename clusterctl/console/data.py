@@ -21,6 +21,7 @@ from clusterctl import zk
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.kafka import admin
 from clusterctl.kafka import groups as kgroups
+from clusterctl.kafka.connection import log_end_offsets
 
 T = TypeVar("T")
 
@@ -273,7 +274,7 @@ class Hub:
     def log_end_offsets(self, name: str) -> dict[int, int]:
         def fetch() -> dict[int, int]:
             t = self.topic(name)
-            ends = admin.log_end_offsets(self.target.bootstrap, [(name, p.partition) for p in t.partitions])
+            ends = log_end_offsets(self.target.bootstrap, [(name, p.partition) for p in t.partitions])
             return {p: end for (_t, p), end in ends.items()}
 
         return dict(self._keyed("leo", name, fetch, SLOW_TTL_S, wait=False))

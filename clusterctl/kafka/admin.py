@@ -8,28 +8,55 @@ Stable API used by the chaos observer and failover drills:
 from __future__ import annotations
 
 import json
+import logging
 import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from confluent_kafka import Consumer, ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
-    ClusterMetadata,
     ConfigEntry,
     ConfigResource,
     ConfigSource,
     NewPartitions,
     NewTopic,
-    OffsetSpec,
 )
 
-from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.clients import METADATA_TIMEOUT_S, admin_config, consumer_config, kafka_error
+from clusterctl import validate
+from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
+from clusterctl.kafka.connection import (
+    METADATA_TIMEOUT_S,
+    REQUEST_TIMEOUT_S,
+    _result,
+    admin,
+    admin_config,
+    fetch_metadata,
+)
 
-REQUEST_TIMEOUT_S = 15.0
+T = TypeVar("T")
+_log = logging.getLogger(__name__)
 INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state
+# Errors a replicated cluster answers while it moves things around (the controller moved, a new topic's
+# metadata has not reached every broker, a leader is being elected): retried, within RETRY_BUDGET_S.
+# An unreachable or silent cluster is not among them: that stays one fast line.
+RETRIABLE = {
+    "NOT_CONTROLLER",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_OR_FOLLOWER",
+    "NOT_LEADER_FOR_PARTITION",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "BROKER_NOT_AVAILABLE",
+    "REPLICA_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS",
+}
+RETRY_BUDGET_S = 30.0
+# a create that timed out may have happened: only errors that say "not done, ask again" are retried
+CREATE_RETRIABLE = {"NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE"}
 
 
 @dataclass
@@ -125,32 +152,75 @@ class Reassignment:
 # ---------------------------------------------------------------- plumbing
 
 
-def admin(bootstrap: str) -> AdminClient:
-    return AdminClient(admin_config(bootstrap))
+def retrying(
+    what: str,
+    fn: Callable[[], T],
+    budget_s: float = RETRY_BUDGET_S,
+    retriable: Collection[str] = RETRIABLE,
+    first_backoff_s: float = 0.25,
+) -> T:
+    """Call `fn`, retrying Kafka's retriable errors (NOT_CONTROLLER, LEADER_NOT_AVAILABLE, ...) for at most
+    `budget_s`, with exponential backoff; the last error is raised as it is when the budget runs out."""
+    deadline = time.monotonic() + budget_s
+    backoff = first_backoff_s
+    while True:
+        try:
+            return fn()
+        except ClusterctlError as exc:
+            code = _error_code(exc)
+            if code not in retriable or time.monotonic() + backoff > deadline:
+                raise
+            _log.debug("%s: %s, retrying in %.2fs", what, code, backoff)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
 
 
-def fetch_metadata(
-    bootstrap: str, timeout: float = METADATA_TIMEOUT_S, client: AdminClient | None = None
-) -> ClusterMetadata:
-    """One metadata request with a short timeout; an unreachable cluster is one line naming the address."""
-    client = client or admin(bootstrap)
-    start = time.monotonic()
-    try:
-        return client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
+def _error_code(exc: ClusterctlError) -> str | None:
+    """The Kafka error name a ClusterctlError carries (kafka_error keeps it), if any."""
+    code = getattr(exc, "kafka_code", None)
+    if code:
+        return str(code)
+    text = str(exc)
+    return next((c for c in RETRIABLE if text.startswith(c + ":") or f" {c}:" in text), None)
 
 
-def _result(future: Any, bootstrap: str, timeout: float = REQUEST_TIMEOUT_S) -> Any:
-    start = time.monotonic()
-    try:
-        return future.result(timeout=timeout)
-    except KafkaException as exc:
-        raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
-    except TimeoutError:
-        raise kafka_error(
-            KafkaException(KafkaError(KafkaError._TIMED_OUT, "no answer")), bootstrap, waited=timeout
-        ) from None
+@dataclass
+class BrokerView:
+    """What one broker's metadata answer says: the brokers it knows and, optionally, a topic's leaders."""
+
+    broker: int
+    brokers: set[int]
+    controller: int
+    leaders: dict[int, int] | None = None  # partition -> leader (-1: none); None: the broker does not know the topic
+
+
+def metadata_per_broker(
+    addresses: dict[int, str], timeout: float = 2.0, topic: str | None = None
+) -> dict[int, BrokerView | str]:
+    """Ask every broker on its own address (one bounded metadata request each, in parallel).
+
+    A value is the broker's view, or the one-line reason it gave none (a paused broker times out).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(item: tuple[int, str]) -> tuple[int, BrokerView | str]:
+        broker, address = item
+        client = AdminClient(admin_config(address, socket_timeout_ms=int(timeout * 1000)))
+        try:
+            md = client.list_topics(topic, timeout=timeout) if topic else client.list_topics(timeout=timeout)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            return broker, err.name() if isinstance(err, KafkaError) else str(exc)
+        leaders = None
+        t = md.topics.get(topic) if topic else None
+        if t is not None and not _unknown(t) and t.partitions:
+            leaders = {pid: (p.leader if p.leader is not None else -1) for pid, p in t.partitions.items()}
+        return broker, BrokerView(broker, set(md.brokers), md.controller_id, leaders)
+
+    if not addresses:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(addresses)) as pool:
+        return dict(pool.map(one, sorted(addresses.items())))
 
 
 def _partition_state(topic: str, p: Any) -> PartitionState:
@@ -189,6 +259,8 @@ def describe_topics(
     (as kafka-topics.sh prints under Configs:) when the broker supports DescribeConfigs.
     A long-lived `client` (the console's poller) saves a connection per call.
     """
+    for name in names or []:
+        validate.topic_name(name)
     client = client or admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     if names:
@@ -270,43 +342,6 @@ def list_topics(bootstrap: str, include_internal: bool = False) -> list[TopicSum
     ]
 
 
-def log_end_offsets(bootstrap: str, tps: list[tuple[str, int]], client: Any = None) -> dict[tuple[str, int], int]:
-    """Log-end offset (high watermark) per partition: ListOffsets, cross-checked by one fetch.
-
-    Some Kafka-protocol brokers (tansu) answer ListOffsets(latest) with the last record batch's
-    base offset + 1; the high watermark in a fetch response is right, so fetch one record just
-    below the listed end and keep the larger value. Real Kafka gives the same number both ways.
-    """
-    client = client or admin(bootstrap)
-    if not tps:
-        return {}
-    futs = client.list_offsets(
-        {TopicPartition(t, p): OffsetSpec.latest() for t, p in tps}, request_timeout=REQUEST_TIMEOUT_S
-    )
-    listed = {(tp.topic, tp.partition): _result(f, bootstrap).offset for tp, f in futs.items()}
-    probe = [TopicPartition(t, p, end - 1) for (t, p), end in listed.items() if end > 0]
-    if not probe:
-        return listed
-    consumer = Consumer(consumer_config(bootstrap, fetch_max_bytes=1_048_576))
-    try:
-        consumer.assign(probe)
-        pending = {(tp.topic, tp.partition) for tp in probe}
-        deadline = time.monotonic() + 3.0
-        while pending and time.monotonic() < deadline:
-            consumer.poll(0.2)
-            for key in list(pending):
-                _low, high = consumer.get_watermark_offsets(TopicPartition(*key), cached=True)
-                if high >= 0:
-                    listed[key] = max(listed[key], high)
-                    pending.discard(key)
-    finally:
-        consumer.close()
-    return listed
-
-
-# ---------------------------------------------------------------- topic changes
-
-
 def create_topic(
     bootstrap: str,
     name: str,
@@ -314,12 +349,67 @@ def create_topic(
     replication_factor: int,
     configs: dict[str, str] | None = None,
     if_not_exists: bool = False,
+    wait_served_s: float = 30.0,
 ) -> TopicChange:
-    """Create a topic; RF above the live broker count is refused before asking the broker."""
-    if partitions < 1:
-        raise UsageError(f"--partitions must be at least 1, got {partitions}")
-    if replication_factor < 1:
-        raise UsageError(f"--replication-factor must be at least 1, got {replication_factor}")
+    """Create a topic; RF above the live broker count is refused before asking the broker.
+
+    Retriable errors (NOT_CONTROLLER after the controller moved, ...) are retried within RETRY_BUDGET_S.
+    The topic counts as created once every live broker serves its metadata with a leader for every
+    partition (brokers learn new topics asynchronously): `wait_served_s` bounds that wait (0: do not wait).
+    -1 for partitions or replication factor means the broker's default (num.partitions,
+    default.replication.factor).
+    """
+    validate.topic_name(name)
+    validate.count(partitions, "--partitions", broker_default=True)
+    validate.count(replication_factor, "--replication-factor", broker_default=True)
+    change = retrying(
+        f"create topic {name}",
+        lambda: _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists),
+        retriable=CREATE_RETRIABLE,
+    )
+    if change.changed and wait_served_s > 0:
+        wait_topic_served(bootstrap, name, partitions, wait_served_s)
+    return change
+
+
+def wait_topic_served(bootstrap: str, name: str, partitions: int, timeout: float = 30.0) -> float:
+    """Wait until every live broker's metadata has `name` with `partitions` partitions, each with a leader."""
+    started = time.monotonic()
+    last = "no answer yet"
+    while True:
+        try:
+            md = fetch_metadata(bootstrap, timeout=min(5.0, timeout))
+            addresses = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+            views = metadata_per_broker(addresses, timeout=2.0, topic=name)
+            lagging = [
+                f"broker {b}: {v}" if isinstance(v, str) else f"broker {b}"
+                for b, v in views.items()
+                if isinstance(v, str)
+                or v.leaders is None
+                or len(v.leaders) < partitions
+                or any(leader < 0 for leader in v.leaders.values())
+            ]
+            if not lagging:
+                return round(time.monotonic() - started, 3)
+            last = ", ".join(lagging)
+        except ClusterctlError as exc:
+            last = str(exc)
+        if time.monotonic() - started >= timeout:
+            raise TimeoutError_(
+                f"topic {name!r} was created, but after {timeout:.0f}s not every broker serves it with leaders "
+                f"elected ({last})"
+            )
+        time.sleep(0.2)
+
+
+def _create_topic_once(
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    configs: dict[str, str] | None,
+    if_not_exists: bool,
+) -> TopicChange:
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
     configs = dict(configs or {})
@@ -347,21 +437,33 @@ def create_topic(
 
 
 def delete_topic(bootstrap: str, name: str) -> TopicChange:
+    validate.topic_name(name)
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
     if name not in md.topics or _unknown(md.topics[name]):
         raise NotFoundError(f"unknown topic {name!r} on {bootstrap}")
-    _result(client.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
+    retrying(
+        f"delete topic {name}",
+        lambda: _result(client.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap),
+        retriable=CREATE_RETRIABLE,
+    )
     return TopicChange(name, "delete", True)
 
 
 def create_partitions(bootstrap: str, name: str, total: int) -> TopicChange:
     """Grow a topic to `total` partitions (Kafka can only add partitions, never remove them)."""
+    validate.count(total, "--partitions")
     current = describe_topic(bootstrap, name).partition_count
     if total <= current:
         raise UsageError(f"topic {name!r} already has {current} partitions; --partitions must be more than that")
     client = admin(bootstrap)
-    _result(client.create_partitions([NewPartitions(name, total)], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
+    retrying(
+        f"create partitions of {name}",
+        lambda: _result(
+            client.create_partitions([NewPartitions(name, total)], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap
+        ),
+        retriable=CREATE_RETRIABLE,
+    )
     return TopicChange(name, "alter", True, partitions=total, note=f"partitions {current} -> {total}")
 
 
@@ -378,8 +480,12 @@ def alter_topic_configs(
     entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete]
     res = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=entries)
     client = admin(bootstrap)
-    for fut in client.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S).values():
-        _result(fut, bootstrap)
+
+    def alter() -> None:
+        for fut in client.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S).values():
+            _result(fut, bootstrap)
+
+    retrying(f"alter configs of {name}", alter)
     return TopicChange(name, "alter", True, configs=dict(set_configs), deleted_configs=list(delete))
 
 
@@ -391,14 +497,20 @@ def alter_broker_configs(
     entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete or []]
     if not entries or not brokers:
         return
-    resources = [ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=entries) for b in brokers]
     client = admin(bootstrap)
-    for fut in client.incremental_alter_configs(resources, request_timeout=REQUEST_TIMEOUT_S).values():
-        _result(fut, bootstrap)
+
+    def alter() -> None:
+        for b in brokers:  # the AdminClient takes one BROKER resource per call
+            res = ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=entries)
+            for fut in client.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S).values():
+                _result(fut, bootstrap)
+
+    retrying("alter broker configs", alter)
 
 
 def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) -> list[ConfigValue]:
     """A topic's configs with their source (dynamic topic config, broker default, ...)."""
+    validate.topic_name(name)
     describe_topic(bootstrap, name)
     client = admin(bootstrap)
     futs = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name)], request_timeout=REQUEST_TIMEOUT_S)
@@ -438,10 +550,13 @@ def elect_leaders(
     tps = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
     client = admin(bootstrap)
     fetch_metadata(bootstrap, client=client)
-    result = _result(client.elect_leaders(etype, tps), bootstrap, timeout + 5)
+    result = retrying(
+        f"{election_type} election", lambda: _result(client.elect_leaders(etype, tps), bootstrap, timeout + 5)
+    )
     out = []
     for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        code = err.args[0].code() if isinstance(err, KafkaException) else None
+        kerr = err.args[0] if isinstance(err, KafkaException) and err.args else err
+        code = kerr.code() if isinstance(kerr, KafkaError) else None
         ok = err is None or code == KafkaError.ELECTION_NOT_NEEDED
         out.append(ElectionResult(tp.topic, tp.partition, ok, None if ok else str(err)))
     return out

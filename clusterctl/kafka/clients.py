@@ -1,16 +1,10 @@
-"""Client configuration shared by every Kafka user in clusterctl, plus produce and consume.
-
-`producer_config` / `consumer_config` / `admin_config` are the one place client settings live:
-librdkafka's own log lines are routed into a quiet Python logger (the CLI prints one error line,
-not a flood of connection retries), timeouts are short enough for an operator's terminal, and
-idempotence is on whenever acks=all.
-"""
+"""Produce and consume: the console producer and consumer behind `clusterctl produce` / `consume`."""
 
 from __future__ import annotations
 
-import logging
+import contextlib
+import functools
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,106 +20,17 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError, UsageError
-
-# librdkafka logs every failed connection attempt; keep them out of the user's terminal unless asked.
-LIBRDKAFKA_LOGGER = logging.getLogger("clusterctl.librdkafka")
-LIBRDKAFKA_LOGGER.addHandler(logging.NullHandler())
-LIBRDKAFKA_LOGGER.propagate = False
-
-METADATA_TIMEOUT_S = 5.0
-JOIN_TIMEOUT_S = 30.0
-ADVERTISED_HINT = (
-    "check the cluster is up, and that every broker advertises a listener reachable from this host "
-    "(advertised.listeners)"
+from clusterctl import validate
+from clusterctl.errors import ClusterctlError, InputError, TimeoutError_, UsageError
+from clusterctl.kafka.connection import (
+    JOIN_TIMEOUT_S,
+    Acks,
+    check_topic,
+    consumer_config,
+    kafka_error,
+    log_end_offsets,
+    producer_config,
 )
-
-Acks = Literal["0", "1", "all"]
-
-
-def _base(bootstrap: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": bootstrap,
-        "logger": LIBRDKAFKA_LOGGER,
-        "socket.connection.setup.timeout.ms": 5000,
-        "reconnect.backoff.max.ms": 2000,
-    }
-
-
-def admin_config(bootstrap: str, **overrides: Any) -> dict[str, Any]:
-    """AdminClient settings (dotted librdkafka keys may be passed with `_` for `.`)."""
-    return {**_base(bootstrap), **_dotted(overrides)}
-
-
-def producer_config(bootstrap: str, acks: Acks | str = "all", **overrides: Any) -> dict[str, Any]:
-    """Producer settings: idempotent with acks=all, a 30 s delivery timeout, small linger."""
-    acks = str(acks)
-    if acks not in ("0", "1", "all", "-1"):
-        raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
-    conf: dict[str, Any] = {
-        **_base(bootstrap),
-        "acks": acks,
-        "enable.idempotence": acks in ("all", "-1"),
-        "linger.ms": 5,
-        "message.timeout.ms": 30000,
-    }
-    conf.update(_dotted(overrides))
-    return conf
-
-
-def consumer_config(
-    bootstrap: str, group: str | None = None, *, auto_offset_reset: str = "earliest", **overrides: Any
-) -> dict[str, Any]:
-    """Consumer settings. Without `group`, a throwaway group.id that never commits (use assign()).
-
-    session.timeout.ms is 6 s (the broker's default minimum) so group joins finish quickly.
-    """
-    conf: dict[str, Any] = {
-        **_base(bootstrap),
-        "group.id": group or f"clusterctl-nogroup-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "auto.offset.reset": auto_offset_reset,
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 1500,
-        "enable.partition.eof": False,
-    }
-    conf.update(_dotted(overrides))
-    return conf
-
-
-def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
-    return {k.replace("_", "."): v for k, v in overrides.items()}
-
-
-def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None) -> ClusterctlError:
-    """Translate a KafkaException into one user-facing line."""
-    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-    if err is None:
-        return ClusterctlError(str(exc))
-    code = err.code()
-    if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
-        within = f" within {waited:.0f}s" if waited is not None else ""
-        return UnreachableError(f"no Kafka broker answered at {bootstrap}{within}", hint=ADVERTISED_HINT)
-    if code == KafkaError._TIMED_OUT or code == KafkaError.REQUEST_TIMED_OUT:
-        within = f" after {waited:.0f}s" if waited is not None else ""
-        return TimeoutError_(f"timed out talking to {bootstrap}{within}: {err.str()}", hint=ADVERTISED_HINT)
-    if code == KafkaError._UNSUPPORTED_FEATURE:
-        return ClusterctlError(f"the broker at {bootstrap} does not support this: {err.str()}")
-    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-        return NotFoundError(f"unknown topic or partition ({err.str()})")
-    return ClusterctlError(f"{err.name()}: {err.str()}")
-
-
-def check_topic(bootstrap: str, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:
-    """Fail with one line unless `topic` exists; return its partition count."""
-    from clusterctl.kafka.admin import fetch_metadata
-
-    md = fetch_metadata(bootstrap, timeout)
-    t = md.topics.get(topic)
-    if t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
-        raise NotFoundError(f"unknown topic {topic!r} on {bootstrap}", hint="clusterctl topic list")
-    return len(t.partitions)
-
 
 # ---------------------------------------------------------------- produce
 
@@ -138,7 +43,11 @@ class PartitionCount:
 
 @dataclass
 class ProduceSummary:
-    """What a produce run delivered: totals, per-partition counts and the first errors."""
+    """What a produce run delivered: totals, per-partition counts and the first errors.
+
+    `stopped` says why input stopped early (a bad line, Ctrl-C); `bad_line` is that line's number,
+    and nothing from it onwards was sent.
+    """
 
     topic: str
     acks: str
@@ -148,16 +57,26 @@ class ProduceSummary:
     elapsed_s: float
     partitions: list[PartitionCount] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    stopped: str | None = None
+    bad_line: int | None = None
 
 
-def parse_line(line: str, key_separator: str | None) -> tuple[str | None, str]:
-    """Split `key<SEP>value` (no separator in the line: no key, like the console producer would fail)."""
+def parse_line(line: str, key_separator: str | None, number: int | None = None) -> tuple[str | None, str]:
+    """Split `key<SEP>value` (no separator in the line: an InputError, as the console producer would fail)."""
     if key_separator is None:
         return None, line
+    if not key_separator:
+        raise UsageError("--key-separator must not be empty")
     key, sep, value = line.partition(key_separator)
     if not sep:
-        raise UsageError(f"line has no key separator {key_separator!r}: {line[:60]!r}")
+        message = f"no key separator {key_separator!r} in {line[:60]!r}"
+        if number is None:
+            raise UsageError(f"line has {message}")
+        raise InputError(number, f"has {message}")
     return key, value
+
+
+MAX_ERRORS_KEPT = 5
 
 
 def produce(
@@ -171,7 +90,14 @@ def produce(
     on_delivery: Callable[[int, int], None] | None = None,
     **overrides: Any,
 ) -> ProduceSummary:
-    """Send (key, value) records and wait for every delivery report."""
+    """Send (key, value) records and wait for every delivery report.
+
+    Record n (1-based, = the input line number) that fails — refused locally (e.g. larger than
+    message.max.bytes) or by the broker — is counted and named in `errors`; the rest still go. If the
+    input itself fails (a ClusterctlError such as InputError, or Ctrl-C), what was sent is flushed and
+    the exception is re-raised with the summary as its `result` (KeyboardInterrupt included).
+    """
+    validate.topic_name(topic)
     partitions = check_topic(bootstrap, topic)
     if partition is not None and not 0 <= partition < partitions:
         raise UsageError(f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist")
@@ -181,12 +107,15 @@ def produce(
     failed = 0
     sent = 0
 
-    def report(err: KafkaError | None, msg: Any) -> None:
+    def note(text: str) -> None:
+        if len(errors) < MAX_ERRORS_KEPT:
+            errors.append(text)
+
+    def report(number: int, err: KafkaError | None, msg: Any) -> None:
         nonlocal failed
         if err is not None:
             failed += 1
-            if len(errors) < 5:
-                errors.append(f"partition {msg.partition()}: {err.str()}")
+            note(f"line {number} (partition {msg.partition()}): {err.str()}")
             return
         counts[msg.partition()] = counts.get(msg.partition(), 0) + 1
         if on_delivery is not None:
@@ -194,21 +123,34 @@ def produce(
 
     start = time.monotonic()
     kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
-    for key, value in records:
-        while True:
-            try:
-                producer.produce(topic, value=value, key=key, on_delivery=report, **kwargs)
-                break
-            except BufferError:  # local queue full: serve delivery reports, then retry
-                producer.poll(0.1)
-        sent += 1
-        producer.poll(0)
-    remaining = producer.flush(flush_timeout)
+    stop: BaseException | None = None
+    try:
+        for number, (key, value) in enumerate(records, start=1):
+            sent += 1
+            while True:
+                try:
+                    producer.produce(
+                        topic, value=value, key=key, on_delivery=functools.partial(report, number), **kwargs
+                    )
+                    break
+                except BufferError:  # local queue full: serve delivery reports, then retry
+                    producer.poll(0.1)
+                except KafkaException as exc:  # refused before sending (too large, unknown partition ...)
+                    failed += 1
+                    note(f"line {number}: {_local_refusal(exc, value)}")
+                    break
+            producer.poll(0)
+    except (ClusterctlError, KeyboardInterrupt) as exc:
+        stop = exc
+    try:
+        remaining = producer.flush(flush_timeout)
+    except KeyboardInterrupt as exc:  # a second Ctrl-C while waiting: count what is still queued
+        stop, remaining = stop or exc, len(producer)
     elapsed = time.monotonic() - start
     if remaining:
         failed += remaining
         errors.append(f"{remaining} messages still undelivered after waiting {flush_timeout:.0f}s")
-    return ProduceSummary(
+    summary = ProduceSummary(
         topic=topic,
         acks=str(acks),
         sent=sent,
@@ -218,6 +160,20 @@ def produce(
         partitions=[PartitionCount(p, n) for p, n in sorted(counts.items())],
         errors=errors,
     )
+    if stop is not None:
+        summary.stopped = "interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
+        summary.bad_line = getattr(stop, "line", None)
+        stop.result = summary  # type: ignore[attr-defined]
+        raise stop
+    return summary
+
+
+def _local_refusal(exc: KafkaException, value: str | bytes) -> str:
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    if err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE:
+        size = len(value.encode("utf-8") if isinstance(value, str) else value)
+        return f"message of {size} bytes is larger than the producer's message.max.bytes ({err.str()})"
+    return err.str() if err is not None else str(exc)
 
 
 # ---------------------------------------------------------------- consume
@@ -237,38 +193,88 @@ def _decode(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", errors="replace")
 
 
-def consume(
-    bootstrap: str,
-    topic: str,
-    *,
-    start: Literal["beginning", "latest", "committed"] | int = "committed",
-    partition: int | None = None,
-    group: str | None = None,
-    max_messages: int | None = None,
-    timeout: float = 10.0,
-    **overrides: Any,
-) -> Iterator[ConsumedRecord]:
-    """Yield records until `max_messages` or `timeout` seconds pass with nothing new.
+class Reader:
+    """A consume session: iterate the records, `ack()` the ones handled, `close()` commits exactly those.
 
-    With `group` and no explicit start, subscribe() and commit what was read (like the console
-    consumer). Without `group`, assign() partitions directly and commit nothing, so no group is
-    left behind on the cluster. An int `start` is an absolute offset (needs `partition`, or
-    applies to every partition).
+    With `group` and no explicit start, subscribe() and read from the committed offsets (like the
+    console consumer); only acknowledged records are ever committed (enable.auto.offset.store off), so
+    a record read but never shown to anyone is delivered again to the group's next reader. Without
+    `group`, assign() partitions directly and commit nothing, so no group is left behind on the
+    cluster. An int `start` is an absolute offset (needs `partition`, or applies to every partition).
     """
-    partitions = check_topic(bootstrap, topic)
-    if partition is not None and not 0 <= partition < partitions:
-        raise UsageError(f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist")
-    ends: dict[int, int] = {}
-    if start == "latest":  # resolved here, cross-checked (see admin.log_end_offsets), not by OFFSET_END
-        from clusterctl.kafka.admin import log_end_offsets
 
-        ends = {p: off for (_t, p), off in log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)]).items()}
-    reset = "latest" if start == "latest" else "earliest"
-    consumer = Consumer(consumer_config(bootstrap, group, auto_offset_reset=reset, **overrides))
-    use_subscribe = group is not None and partition is None
-    # the idle timeout counts from the moment partitions are assigned (a group join can take seconds)
-    assigned_at: list[float] = []
-    try:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        start: Literal["beginning", "latest", "committed"] | int = "committed",
+        partition: int | None = None,
+        group: str | None = None,
+        max_messages: int | None = None,
+        timeout: float = 10.0,
+        **overrides: Any,
+    ) -> None:
+        partitions = check_topic(bootstrap, topic)
+        if partition is not None and not 0 <= partition < partitions:
+            raise UsageError(
+                f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist"
+            )
+        self.bootstrap, self.topic, self.start, self.partition = bootstrap, topic, start, partition
+        self.group, self.max_messages, self.timeout = group, max_messages, timeout
+        self.partitions = partitions
+        self.ends: dict[int, int] = {}
+        if start == "latest":  # resolved here, cross-checked (see connection.log_end_offsets), not by OFFSET_END
+            ends = log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])
+            self.ends = {p: off for (_t, p), off in ends.items()}
+        reset = "latest" if start == "latest" else "earliest"
+        if group is not None:
+            overrides.setdefault("enable_auto_offset_store", False)
+        self.consumer = Consumer(consumer_config(bootstrap, group, auto_offset_reset=reset, **overrides))
+        self.acked = 0
+        self._closed = False
+
+    def __enter__(self) -> Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ack(self, records: Iterable[ConsumedRecord]) -> None:
+        """Mark records as handled: their offsets (+1) are what the group commits."""
+        if self.group is None:
+            return
+        latest: dict[int, int] = {}
+        for r in records:
+            latest[r.partition] = max(latest.get(r.partition, -1), r.offset)
+            self.acked += 1
+        if latest:
+            tps = [TopicPartition(self.topic, p, off + 1) for p, off in latest.items()]
+            with contextlib.suppress(KafkaException):  # a partition revoked meanwhile: its new owner re-reads it
+                self.consumer.store_offsets(offsets=tps)
+
+    def close(self) -> None:
+        """Commit the acknowledged offsets (group only) and leave the group."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.group is not None:
+                try:
+                    self.consumer.commit(asynchronous=False)
+                except KafkaException as exc:  # nothing acknowledged → nothing to commit
+                    if exc.args[0].code() != KafkaError._NO_OFFSET:
+                        raise
+        finally:
+            self.consumer.close()
+
+    def __iter__(self) -> Iterator[ConsumedRecord]:
+        """Yield records until `max_messages` or `timeout` seconds pass with nothing new."""
+        consumer, start, topic, partition, group = self.consumer, self.start, self.topic, self.partition, self.group
+        ends = self.ends
+        use_subscribe = group is not None and partition is None
+        # the idle timeout counts from the moment partitions are assigned (a group join can take seconds)
+        assigned_at: list[float] = []
         if use_subscribe:
             initial: int | None = None
             if start == "beginning":
@@ -295,19 +301,19 @@ def consume(
                 off = OFFSET_END
             else:  # committed offsets of `group`, or the beginning without one
                 off = OFFSET_BEGINNING if group is None else OFFSET_STORED
-            parts = [partition] if partition is not None else list(range(partitions))
+            parts = [partition] if partition is not None else list(range(self.partitions))
             consumer.assign([TopicPartition(topic, p, ends.get(p, off)) for p in parts])
             assigned_at.append(time.monotonic())
         seen = 0
         started = time.monotonic()
         last = started
-        while max_messages is None or seen < max_messages:
+        while self.max_messages is None or seen < self.max_messages:
             msg = consumer.poll(0.5)
             if msg is None:
                 now = time.monotonic()
-                if assigned_at and now - max(last, assigned_at[-1]) >= timeout:
+                if assigned_at and now - max(last, assigned_at[-1]) >= self.timeout:
                     break
-                if not assigned_at and now - started >= timeout + JOIN_TIMEOUT_S:
+                if not assigned_at and now - started >= self.timeout + JOIN_TIMEOUT_S:
                     raise TimeoutError_(
                         f"consumer group {group!r} got no partition assignment for {topic!r} "
                         f"after waiting {now - started:.0f}s"
@@ -321,30 +327,52 @@ def consume(
                     KafkaError.UNKNOWN_TOPIC_OR_PART,
                     KafkaError.TOPIC_AUTHORIZATION_FAILED,
                 ):
-                    raise kafka_error(KafkaException(err), bootstrap)
+                    raise kafka_error(KafkaException(err), self.bootstrap)
                 continue
             last = time.monotonic()
             seen += 1
             ts_type, ts = msg.timestamp()
-            topic_, partition, offset = msg.topic(), msg.partition(), msg.offset()
-            assert topic_ is not None and partition is not None and offset is not None  # set on every record
+            topic_, part, offset = msg.topic(), msg.partition(), msg.offset()
+            assert topic_ is not None and part is not None and offset is not None  # set on every record
             yield ConsumedRecord(
                 topic=topic_,
-                partition=partition,
+                partition=part,
                 offset=offset,
                 key=_decode(msg.key()),
                 value=_decode(msg.value()),
                 timestamp_ms=ts if ts_type else None,
             )
-            if group is not None and seen % 500 == 0:
-                consumer.commit(asynchronous=True)
-    finally:
-        try:
-            if group is not None:
-                try:
-                    consumer.commit(asynchronous=False)
-                except KafkaException as exc:  # nothing consumed → nothing to commit
-                    if exc.args[0].code() != KafkaError._NO_OFFSET:
-                        raise
-        finally:
-            consumer.close()
+            if group is not None and self.acked and seen % 500 == 0:
+                with contextlib.suppress(KafkaException):
+                    consumer.commit(asynchronous=True)
+
+
+def consume(
+    bootstrap: str,
+    topic: str,
+    *,
+    start: Literal["beginning", "latest", "committed"] | int = "committed",
+    partition: int | None = None,
+    group: str | None = None,
+    max_messages: int | None = None,
+    timeout: float = 10.0,
+    **overrides: Any,
+) -> Iterator[ConsumedRecord]:
+    """Yield records (see `Reader`); a record counts as handled once the caller asks for the next one.
+
+    So with `group`, what is committed at the end is every record the caller moved past; a record
+    being handled when the caller stopped (break, Ctrl-C) is not committed.
+    """
+    with Reader(
+        bootstrap,
+        topic,
+        start=start,
+        partition=partition,
+        group=group,
+        max_messages=max_messages,
+        timeout=timeout,
+        **overrides,
+    ) as reader:
+        for rec in reader:
+            yield rec
+            reader.ack([rec])

@@ -9,8 +9,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicP
 from confluent_kafka.admin import OffsetSpec
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.admin import REQUEST_TIMEOUT_S, _result, admin, describe_topics, fetch_metadata, log_end_offsets
-from clusterctl.kafka.clients import kafka_error
+from clusterctl.kafka.admin import describe_topics
+from clusterctl.kafka.connection import REQUEST_TIMEOUT_S, _result, admin, fetch_metadata, kafka_error, log_end_offsets
 
 
 @dataclass

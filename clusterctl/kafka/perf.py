@@ -33,7 +33,7 @@ from hdrh.histogram import HdrHistogram
 
 from clusterctl.diskguard import DiskCheck
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.clients import JOIN_TIMEOUT_S, consumer_config, kafka_error, producer_config
+from clusterctl.kafka.connection import JOIN_TIMEOUT_S, consumer_config, kafka_error, producer_config
 
 MB = 1024 * 1024  # Kafka's perf tools print MiB and call it MB
 CHUNK = 1000  # records per produce_batch call on the unthrottled path
@@ -553,8 +553,12 @@ class TopicPlan:
 
 def plan_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int) -> TopicPlan:
     """Look the topic up; an existing topic's own partition count and RF win over the defaults."""
-    from clusterctl.kafka.admin import fetch_metadata
+    from clusterctl import validate
+    from clusterctl.kafka.connection import fetch_metadata
 
+    validate.topic_name(topic)
+    validate.count(partitions, "--partitions", broker_default=True)
+    validate.count(replication_factor, "--replication-factor", broker_default=True)
     md = fetch_metadata(bootstrap)
     t = md.topics.get(topic)
     if t is None or t.error is not None or not t.partitions:

@@ -33,7 +33,7 @@ def check_images(spec: ClusterSpec) -> None:
         return
     missing = images.missing_images(sorted(set(compose.file_images(spec).values())))
     if missing:
-        ours = [m for m in missing if m in images.TARGETS.values()]
+        ours = [m for m in missing if images.ours(m)]
         hint = (
             f"run `{images.build_hint(ours)}`"
             if ours

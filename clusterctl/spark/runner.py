@@ -32,8 +32,8 @@ from types import ModuleType
 from typing import Any, Literal
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.spark.options import FORMAT
 from clusterctl.spark.session import DEFAULT_MASTER, get_session, has_builtin_kafka
-from clusterctl.spark.source import FORMAT
 
 Connector = Literal["python", "builtin"]
 CONNECTORS: tuple[str, ...] = ("python", "builtin")
@@ -187,7 +187,7 @@ def _parse_ts(value: str) -> float:
 
 def preflight(bootstrap: str, job: ModuleType, options: dict[str, str]) -> None:
     """Before Spark starts: the cluster answers and every input/output topic exists (one line otherwise)."""
-    from clusterctl.kafka.admin import fetch_metadata
+    from clusterctl.kafka.connection import fetch_metadata
 
     md = fetch_metadata(bootstrap)
     for opt in (*job.INPUT_TOPICS, *job.OUTPUT_TOPICS):

@@ -33,7 +33,7 @@ def _quiet_log_config() -> str:
 
 def register(spark: Any) -> None:
     """Make `format("clusterctl-kafka")` available in `spark` (idempotent)."""
-    from clusterctl.spark.source import KafkaDataSource
+    from clusterctl.spark.datasource import KafkaDataSource
 
     spark.dataSource.register(KafkaDataSource)
 

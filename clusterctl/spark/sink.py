@@ -16,7 +16,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StringType, StructType
 
-from clusterctl.spark.source import FORMAT, KafkaOptions
+from clusterctl.spark.options import FORMAT, KafkaOptions
 
 FLUSH_TIMEOUT_S = 120.0
 
@@ -51,7 +51,7 @@ def write_batches(opts: KafkaOptions, batches: Iterable[Any]) -> KafkaCommitMess
     """Produce every row of the Arrow `batches`; raise with the first delivery error after flushing."""
     from confluent_kafka import KafkaException, Producer
 
-    from clusterctl.kafka.clients import producer_config
+    from clusterctl.kafka.connection import producer_config
 
     conf = producer_config(opts.bootstrap, "all", **{"linger.ms": 20, "batch.num.messages": 10000})
     conf.update(opts.client)

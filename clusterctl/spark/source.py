@@ -18,97 +18,17 @@ range with assign() + seek (no group, no commits) and stops at the range's end o
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    DataSourceStreamReader,
-    InputPartition,
-)
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
-from pyspark.sql.types import StructType
 
-FORMAT = "clusterctl-kafka"
-SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
-EARLIEST = -2
-LATEST = -1
+from clusterctl.spark.options import EARLIEST, FORMAT, LATEST, KafkaOptions, Offsets
+
 ARROW_BATCH_ROWS = 8192
-#: how long a task waits for a record it knows exists before declaring the partition unreadable
-DEFAULT_POLL_TIMEOUT_MS = 60_000
-
-Offsets = dict[str, dict[str, int]]
-
-
-# ---------------------------------------------------------------- options
-
-
-@dataclass(frozen=True)
-class KafkaOptions:
-    """Parsed, validated source/sink options (shared by the reader and the writer)."""
-
-    bootstrap: str
-    topics: tuple[str, ...]
-    starting: str | Offsets
-    ending: str | Offsets
-    max_offsets_per_trigger: int | None
-    fail_on_data_loss: bool
-    poll_timeout_ms: int
-    sink_topic: str | None
-    client: dict[str, str]
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str], *, need_topics: bool) -> KafkaOptions:
-        opts = {str(k).lower(): str(v) for k, v in options.items()}
-        bootstrap = opts.get("kafka.bootstrap.servers") or opts.get("bootstrap.servers")
-        if not bootstrap:
-            raise ValueError(f"{FORMAT}: option kafka.bootstrap.servers is required")
-        if "subscribepattern" in opts or "assign" in opts:
-            raise ValueError(f"{FORMAT}: only the 'subscribe' option is supported (not subscribePattern/assign)")
-        topics = tuple(t.strip() for t in opts.get("subscribe", "").split(",") if t.strip())
-        if need_topics and not topics:
-            raise ValueError(f"{FORMAT}: option subscribe (comma-separated topics) is required")
-        max_per_trigger = opts.get("maxoffsetspertrigger")
-        limit = int(max_per_trigger) if max_per_trigger else None
-        if limit is not None and limit <= 0:
-            raise ValueError(f"{FORMAT}: maxOffsetsPerTrigger must be positive, got {limit}")
-        client = {
-            k[len("kafka.") :]: v
-            for k, v in options.items()
-            if str(k).lower().startswith("kafka.") and str(k).lower() != "kafka.bootstrap.servers"
-        }
-        return cls(
-            bootstrap=bootstrap,
-            topics=topics,
-            starting=_parse_offsets(opts.get("startingoffsets", "latest"), "startingOffsets", topics),
-            ending=_parse_offsets(opts.get("endingoffsets", "latest"), "endingOffsets", topics),
-            max_offsets_per_trigger=limit,
-            fail_on_data_loss=opts.get("failondataloss", "true").lower() != "false",
-            poll_timeout_ms=int(opts.get("kafkaconsumer.polltimeoutms", DEFAULT_POLL_TIMEOUT_MS)),
-            sink_topic=opts.get("topic"),
-            client=client,
-        )
-
-
-def _parse_offsets(raw: str, what: str, topics: tuple[str, ...]) -> str | Offsets:
-    value = raw.strip()
-    if value.lower() in ("earliest", "latest"):
-        return value.lower()
-    try:
-        parsed = json.loads(value)
-        offsets = {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in parsed.items()}
-    except (ValueError, AttributeError, TypeError):
-        raise ValueError(
-            f'{FORMAT}: {what} must be earliest, latest or JSON like {{"topic": {{"0": 23}}}}, got {raw!r}'
-        ) from None
-    unknown = sorted(set(offsets) - set(topics))
-    if unknown and topics:
-        raise ValueError(f"{FORMAT}: {what} names topics not in subscribe: {', '.join(unknown)}")
-    return offsets
 
 
 # ---------------------------------------------------------------- offsets (driver side)
@@ -116,7 +36,7 @@ def _parse_offsets(raw: str, what: str, topics: tuple[str, ...]) -> str | Offset
 
 def topic_partitions(bootstrap: str, topics: tuple[str, ...]) -> list[tuple[str, int]]:
     """Every (topic, partition) of `topics`; a missing topic is an error naming it."""
-    from clusterctl.kafka.admin import fetch_metadata
+    from clusterctl.kafka.connection import fetch_metadata
 
     md = fetch_metadata(bootstrap)
     out: list[tuple[str, int]] = []
@@ -133,7 +53,7 @@ def earliest_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[s
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    from clusterctl.kafka.admin import REQUEST_TIMEOUT_S, _result, admin
+    from clusterctl.kafka.connection import REQUEST_TIMEOUT_S, _result, admin
 
     if not tps:
         return {}
@@ -146,7 +66,7 @@ def earliest_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[s
 
 def latest_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """Log-end offset (high watermark) per partition, cross-checked against a fetch (see admin)."""
-    from clusterctl.kafka.admin import log_end_offsets
+    from clusterctl.kafka.connection import log_end_offsets
 
     return log_end_offsets(bootstrap, tps)
 
@@ -247,7 +167,7 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-    from clusterctl.kafka.clients import consumer_config
+    from clusterctl.kafka.connection import consumer_config
 
     schema = pa.schema(
         [
@@ -407,32 +327,3 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to do: progress lives in Spark's checkpoint, never in a consumer group."""
-
-
-class KafkaDataSource(DataSource):
-    """The `clusterctl-kafka` format: Kafka records in, key/value records out."""
-
-    @classmethod
-    def name(cls) -> str:
-        return FORMAT
-
-    def schema(self) -> str:
-        return SCHEMA
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaBatchReader(KafkaOptions.parse(self.options, need_topics=True))
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(KafkaOptions.parse(self.options, need_topics=True))
-
-    def writer(self, schema: StructType, overwrite: bool) -> Any:
-        from clusterctl.spark.sink import KafkaBatchWriter, check_sink_schema
-
-        check_sink_schema(schema, self.options)
-        return KafkaBatchWriter(KafkaOptions.parse(self.options, need_topics=False))
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
-        from clusterctl.spark.sink import KafkaStreamWriter, check_sink_schema
-
-        check_sink_schema(schema, self.options)
-        return KafkaStreamWriter(KafkaOptions.parse(self.options, need_topics=False))

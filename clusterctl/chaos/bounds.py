@@ -1,0 +1,57 @@
+"""Which broker setting bounds each failover time, so a report can say why a number is what it is.
+
+In ZooKeeper mode a broker that dies without a controlled shutdown (SIGKILL, a pause, a network cut) stays
+registered in /brokers/ids until its ZooKeeper session expires (zookeeper.session.timeout.ms). Only then does
+the controller elect new leaders for its partitions and drop it from every ISR. A follower that stops fetching
+is dropped from the ISR by its leader after replica.lag.time.max.ms, whichever comes first. acks=all writes wait
+for every ISR member, so the write gap of a partition the dead broker only followed is bounded by the smaller
+of the two, and that of a partition it led by the session timeout. A controlled shutdown (SIGTERM) moves
+leadership first and is bounded by neither.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SESSION = "zookeeper.session.timeout.ms"
+REPLICA_LAG = "replica.lag.time.max.ms"
+
+# faults after which the broker stops answering without telling the controller
+SILENT = {"kill-broker", "kill-leader", "kill", "pause", "pause-broker", "pause-follower", "partition-node"}
+GRACEFUL = {"stop-broker", "restart-broker", "rolling-restart"}
+
+
+def settings_of(spec: Any) -> dict[str, int]:
+    """The bounding settings a spec gives its brokers (none for tansu, which has no replication)."""
+    if spec.kafka.engine != "kafka":
+        return {}
+    d = spec.kafka.defaults
+    return {SESSION: d.zookeeper_session_timeout_ms, REPLICA_LAG: d.replica_lag_time_max_ms}
+
+
+def bounding_setting(action: str, metric: str, led_by_target: bool, settings: dict[str, Any]) -> str | None:
+    """'zookeeper.session.timeout.ms 6000' for the setting that bounds `metric` after `action`, or None.
+
+    metric: detected | new_leader | isr_shrunk | write_gap.
+    """
+    if not settings:
+        return None
+    if action in GRACEFUL:
+        return "controlled shutdown (leadership moves first)" if metric in ("new_leader", "write_gap") else None
+    if action not in SILENT:
+        return None
+    session = int(settings.get(SESSION, 0))
+    lag = int(settings.get(REPLICA_LAG, 0))
+    if metric in ("detected", "new_leader") or (metric == "write_gap" and led_by_target):
+        return f"{SESSION} {session}"
+    if metric in ("isr_shrunk", "write_gap"):
+        return f"{SESSION} {session}" if session <= lag else f"{REPLICA_LAG} {lag}"
+    return None
+
+
+def explain(seconds: float | None, action: str, metric: str, led_by_target: bool, settings: dict[str, Any]) -> str:
+    """'15.8 ≈ zookeeper.session.timeout.ms 18000' (or just the number when no setting bounds it)."""
+    if seconds is None:
+        return "-"
+    bound = bounding_setting(action, metric, led_by_target, settings)
+    return f"{seconds:.1f} ≈ {bound}" if bound else f"{seconds:.1f}"

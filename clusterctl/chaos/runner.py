@@ -1,0 +1,569 @@
+"""Runs a drill scenario (scenario.py's models) against the spec's cluster with an observer attached.
+
+`Runner.run()` always returns a ScenarioResult: the steps run in order until one fails, then the load is
+stopped and every fault healed (also on failure). A scenario that expects loss (a negative control)
+passes only when the verifier finds acknowledged writes lost, and the result names the settings that
+allowed it. report.py writes the JSON and HTML; stats.py repeats a scenario and summarizes the runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterctl.chaos.scenario import (
+    Condition,
+    CreateTopic,
+    Elect,
+    Empty,
+    Fault,
+    Heal,
+    PartitionRef,
+    Scenario,
+    StartLoad,
+    Step,
+    TopicRef,
+    Verify,
+    WaitFor,
+)
+from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError, VerificationError
+from clusterctl.spec import ClusterSpec
+
+
+@dataclass
+class StepResult:
+    index: int
+    kind: str
+    description: str
+    ok: bool
+    started: float
+    took_s: float
+    detail: str = ""
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    file: str | None
+    cluster: str
+    topic: str | None
+    ok: bool
+    started: float
+    ended: float
+    steps: list[StepResult]
+    faults: list[Any] = field(default_factory=list)  # observer.FaultMetrics
+    verify: Any = None  # ledger.VerifyResult
+    load: Any = None  # load.LoadSummary
+    error: str | None = None
+    report_html: str | None = None
+    report_json: str | None = None
+    ledger: str | None = None
+    expect: str = "no-loss"
+    loss_settings: list[str] = field(default_factory=list)  # settings of the scenario that allow a loss
+    bounds: dict[str, str] = field(default_factory=dict)  # broker settings that bound failover times
+    timeline: Any = None  # observer.Timeline (written to the JSON report, not printed)
+    interrupted: bool = False  # stopped by Ctrl-C: the steps after the interrupted one never ran
+
+
+class StepFailed(ClusterctlError):
+    exit_code = 6
+
+
+class Runner:
+    """Runs one scenario against the spec's cluster with an observer attached."""
+
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        scenario: Scenario,
+        bootstrap: str | None = None,
+        work_dir: Path | None = None,
+        progress: Callable[[str], None] | None = None,
+        file: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.sc = scenario
+        self.file = file
+        self.bootstrap = bootstrap or spec.bootstrap_servers
+        self.run_id = uuid.uuid4().hex[:6]
+        self.topic = scenario.topic.name or f"drill-{scenario.name}-{self.run_id}"
+        self.work_dir = work_dir or Path("reports") / f"{scenario.name}-{self.run_id}"
+        self.progress = progress or (lambda _m: None)
+        self.load: Any = None
+        self.observer: Any = None
+        self.leaders_at_fault: dict[tuple[str, int], int] = {}
+        self.background: list[tuple[threading.Thread, threading.Event]] = []
+        self.detached: list[Any] = []
+        self.verify_result: Any = None
+        self.load_summary: Any = None
+        self.paused: set[int] = set()  # brokers this run paused: metadata requests avoid them
+
+    # -- checks before anything is touched
+    def preflight(self) -> None:
+        if self.sc.requires == "kafka" and self.spec.kafka.engine != "kafka":
+            raise UsageError(
+                f"scenario {self.sc.name} needs replication (real Apache Kafka); cluster {self.spec.name} runs "
+                f"kafka.engine={self.spec.kafka.engine}",
+                hint="run the scenarios with requires: zookeeper or any here, or a spec with engine kafka",
+            )
+        if self.sc.requires != "zookeeper" and self.sc.topic.replication_factor > len(self.spec.broker_ids):
+            raise UsageError(
+                f"scenario {self.sc.name} wants RF {self.sc.topic.replication_factor} but the spec has "
+                f"{len(self.spec.broker_ids)} brokers"
+            )
+        from clusterctl.runtime.docker import find_container
+
+        missing = [
+            n
+            for n in [self.spec.zk_container(i) for i in self.spec.zk_ids]
+            + [self.spec.broker_container(i) for i in self.spec.broker_ids]
+            if find_container(n) is None
+        ]
+        if missing:
+            raise ClusterctlError(
+                f"cluster {self.spec.name} is not up ({', '.join(missing)} missing)", hint="clusterctl up"
+            )
+
+    def run(self) -> ScenarioResult:
+        from clusterctl.chaos.observer import Observer, analyze
+
+        self.preflight()
+        steps = self.sc.parsed_steps()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        poll_md = self.sc.requires == "kafka" or any(s.kind in ("create_topic", "start_load") for s in steps)
+        self.observer = Observer(
+            self.spec, self.bootstrap if poll_md else None, [self.topic], live_path=self.work_dir / "events.jsonl"
+        ).start()
+        started = time.time()
+        results: list[StepResult] = []
+        error: str | None = None
+        interrupted = False
+        try:
+            for i, step in enumerate(steps, 1):
+                desc = step.describe()
+                self.progress(f"step {i}/{len(steps)}: {desc}")
+                self.observer.event("step", "step", f"step {i}", desc)
+                t0 = time.time()
+                try:
+                    detail = self._run_step(step) or ""
+                except ClusterctlError as exc:
+                    results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), str(exc)))
+                    error = f"step {i} ({desc}) failed: {exc}"
+                    break
+                except KeyboardInterrupt:  # cleanup below still runs; the report says where it stopped
+                    results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), "interrupted"))
+                    error, interrupted = f"interrupted during step {i} ({desc})", True
+                    break
+                results.append(StepResult(i, step.kind, desc, True, t0, round(time.time() - t0, 3), detail))
+        finally:
+            cleanup = self._cleanup()
+            timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
+        if cleanup and (error is None or interrupted):
+            error = cleanup if error is None else f"{error}; {cleanup}"
+        ok = error is None and (self.verify_result is None or self._verdict_ok(self.verify_result))
+        if error is None and not ok:
+            error = f"verification failed: {self.verify_result.summary()}"
+        return ScenarioResult(
+            scenario=self.sc.name,
+            file=self.file,
+            cluster=self.spec.name,
+            topic=self.topic if any(s.kind == "create_topic" for s in steps) else None,
+            ok=ok,
+            started=started,
+            ended=time.time(),
+            steps=results,
+            faults=analyze(timeline, self._ack_times()),
+            verify=self.verify_result,
+            load=self.load_summary,
+            error=error,
+            ledger=self.load.ledger_path if self.load else None,
+            expect=self.sc.expect,
+            loss_settings=self.sc.loss_settings(),
+            bounds=failover_bounds(self.spec),
+            timeline=timeline,
+            interrupted=interrupted,
+        )
+
+    def _verdict_ok(self, v: Any) -> bool:
+        """no-loss: nothing acknowledged lost or reordered; loss (a negative control): something was lost."""
+        return v.lost_count > 0 if self.sc.expect == "loss" else bool(v.ok)
+
+    def _ack_times(self) -> dict[tuple[str, int], list[float]] | None:
+        from clusterctl.chaos.ledger import read_ledger
+
+        if self.load is None:
+            return None
+        try:
+            return read_ledger(self.load.ledger_path).ack_times()
+        except ClusterctlError:  # an unreadable ledger fails the verify step; the gaps are just not known
+            return None
+
+    def _cleanup(self) -> str | None:
+        """Always: stop timed faults (they heal themselves), stop the load, heal everything."""
+        from clusterctl.chaos import faults
+
+        problems = []
+        for thread, stop in self.background:
+            stop.set()
+            thread.join(timeout=30)
+        if self.load is not None and self.load_summary is None:
+            try:
+                self.load_summary = self.load.stop()
+            except ClusterctlError as exc:
+                problems.append(str(exc))
+        try:
+            healed = faults.heal_all(self.spec, self.detached)
+            for r in healed:
+                self.observer.mark(r.action, r.target, heal=True, t=r.started)
+                self.progress(f"healed: {r.action} {r.target}")
+            self.paused.clear()
+            if healed:
+                faults.wait_healed(self.spec, timeout=180.0, on_progress=self.progress)
+        except ClusterctlError as exc:
+            problems.append(f"heal failed: {exc}")
+        self.detached = []
+        return "; ".join(problems) or None
+
+    # -- steps
+    def _run_step(self, step: Step) -> str | None:
+        a = step.args
+        if step.kind == "sleep":
+            time.sleep(a)
+            return None
+        handler = getattr(self, f"_step_{step.kind}")
+        return handler(a)
+
+    def _step_create_topic(self, a: CreateTopic) -> str:
+        from clusterctl.kafka.admin import create_topic
+
+        t = self.sc.topic
+        # returns once every broker serves the topic with a leader for every partition
+        create_topic(self.bootstrap, self.topic, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
+        self.observer.add_topic(self.topic)
+        self._wait(lambda: self._all_led(), 60, f"leaders for every partition of {self.topic}")
+        configs = " ".join(f"{k}={v}" for k, v in t.configs().items())
+        return f"{self.topic}: {t.partitions} partitions, RF {t.replication_factor}" + (
+            f", {configs}" if configs else ""
+        )
+
+    def _all_led(self) -> str | None:
+        parts = self._partitions()
+        if parts and all(p.leader >= 0 for p in parts):
+            return "ok"
+        return None
+
+    def _step_start_load(self, a: StartLoad) -> str:
+        from clusterctl.chaos.load import DrillLoad
+
+        if self.load is not None:
+            raise UsageError("start_load: the load is already running")
+        self.load = DrillLoad(
+            self.bootstrap,
+            self.topic,
+            self.work_dir / "ledger.jsonl",
+            rate=a.rate,
+            value_size=a.value_size,
+            acks=a.acks,
+            idempotence=a.idempotent,
+        ).start()
+        idem = "idempotent" if a.idempotent else "not idempotent"
+        return f"{a.rate:g} records/s, acks={a.acks}, {idem}, ledger {self.work_dir / 'ledger.jsonl'}"
+
+    def _step_stop_load(self, _a: Empty) -> str:
+        if self.load is None:
+            raise UsageError("stop_load: no load is running")
+        self.load_summary = self.load.stop()
+        s = self.load_summary
+        fatal = f"; producer stopped: {s.fatal[:200]}" if s.fatal else ""
+        return f"sent {s.sent}, acked {s.acked}, failed {s.failed} {s.errors or ''}".strip() + fatal
+
+    def _snapshot_leaders(self) -> None:
+        """Leaders before a fault (leader_changed compares with them); partitions not seen keep the last known."""
+        with_topic = self._partitions(quiet=True)
+        self.leaders_at_fault.update({(p.topic, p.partition): p.leader for p in with_topic if p.leader >= 0})
+
+    def _unpause_brokers(self) -> str:
+        """Unpause every paused broker (and nothing else: killed brokers stay down until heal)."""
+        from clusterctl.chaos import faults
+
+        done = []
+        for b in self.spec.broker_ids:
+            target, name = faults.broker_target(self.spec, b)
+            if faults.container_state(name) == "paused":
+                r = faults.unpause(target, name)
+                self.observer.mark(r.action, r.target, heal=True, t=r.started)
+                done.append(target)
+        self.paused.clear()
+        return f"unpaused {', '.join(done)}" if done else "no broker was paused"
+
+    def _step_fault(self, f: Fault) -> str:
+        from clusterctl.chaos import faults
+
+        spec = self.spec
+        a = f.action
+        if a == "unpause-brokers":
+            return self._unpause_brokers()
+        self._snapshot_leaders()
+        if a in ("pause-broker", "partition-node", "pause-followers") and f.for_ is not None:
+            return self._timed_fault(f)
+        if a == "pause-followers":
+            res = faults.pause_followers(spec, self._live_bootstrap(), f.topic or self.topic, f.partition)
+            self._on_paused(res)
+            return ", ".join(f"pause {r.target}: {r.note}" for r in res)
+        if a == "pause-broker":
+            r = faults.pause(*faults.broker_target(spec, f.broker or 0))
+            self.paused.add(f.broker or 0)
+        elif a == "partition-node":
+            r, d = faults.disconnect(spec, f.node or "")
+            self.detached.append(d)
+        elif a == "kill-leader":
+            r = faults.kill_leader(spec, self._live_bootstrap(), f.topic or self.topic, f.partition)
+        elif a == "rolling-restart":
+            steps = faults.rolling_restart(
+                spec,
+                self.bootstrap,
+                f.timeout,
+                on_step=lambda s: self.observer.mark(
+                    s.restart.action, s.restart.target, heal=False, t=s.restart.started
+                ),
+            )
+            return ", ".join(f"broker {s.broker} back in ISR after {s.isr_full_after_s:.1f}s" for s in steps)
+        else:
+            fn = getattr(faults, a.replace("-", "_"))
+            r = fn(spec, f.broker if a.endswith("-broker") else f.zk)
+        self.observer.mark(r.action, r.target, heal=a.startswith("start-"), note=r.note, t=r.started)
+        return f"{r.action} {r.target} ({r.container}): {r.before} -> {r.after}" + (f"; {r.note}" if r.note else "")
+
+    def _timed_fault(self, f: Fault) -> str:
+        from clusterctl.chaos import faults
+
+        stop = threading.Event()
+        errors: list[str] = []
+        seconds = float(f.for_ or 0)
+
+        started = threading.Event()
+
+        def paused(rs: list[Any]) -> None:
+            self._on_paused(rs)
+            started.set()
+
+        def body() -> None:
+            try:
+                if f.action == "pause-broker":
+                    self.paused.add(f.broker or 0)
+                    res = faults.pause_broker(self.spec, f.broker or 0, seconds, stop)
+                    self.paused.discard(f.broker or 0)
+                elif f.action == "pause-followers":
+                    res = faults.pause_followers(
+                        self.spec, self._live_bootstrap(), f.topic or self.topic, f.partition, seconds, stop,
+                        on_paused=paused,
+                    )  # fmt: skip
+                    self.paused.difference_update(_broker_ids(res))
+                else:
+                    res = faults.partition_node(self.spec, f.node or "", seconds, stop)
+                for r in res:
+                    if r.action == "unpause" or f.action != "pause-followers":
+                        self.observer.mark(r.action, r.target, note=r.note, t=r.started)
+            except ClusterctlError as exc:
+                errors.append(str(exc))
+            finally:
+                started.set()
+
+        t = threading.Thread(target=body, name=f"fault-{f.action}", daemon=True)
+        t.start()
+        self.background.append((t, stop))
+        if f.action == "pause-followers":
+            started.wait(10.0)  # the pauses are marked, the step's detail names them
+        else:
+            time.sleep(0.5)
+        if errors:
+            raise ClusterctlError(errors[0])
+        target = {"pause-broker": f"broker {f.broker}", "pause-followers": f"followers of partition {f.partition}"}
+        return f"{f.action} {target.get(f.action, str(f.node))} for {seconds:g}s (heals itself)"
+
+    def _on_paused(self, res: list[Any]) -> None:
+        for r in res:
+            self.observer.mark(r.action, r.target, note=r.note, t=r.started)
+        self.paused.update(_broker_ids(res))
+
+    def _live_bootstrap(self) -> str:
+        """The bootstrap list without the brokers this run paused (a paused broker never answers)."""
+        live = [b for b in self.spec.broker_ids if b not in self.paused]
+        if not live or live == self.spec.broker_ids or self.bootstrap != self.spec.bootstrap_servers:
+            return self.bootstrap
+        return ",".join(f"{self.spec.host}:{self.spec.broker_host_port(b)}" for b in live)
+
+    def _step_heal(self, a: Heal) -> str:
+        from clusterctl.chaos import faults
+
+        for thread, stop in self.background:
+            stop.set()
+            thread.join(timeout=30)
+        self.background = []
+        res = faults.heal_all(self.spec, self.detached)
+        self.detached = []
+        self.paused.clear()
+        for r in res:
+            self.observer.mark(r.action, r.target, heal=True, t=r.started)
+        done = ", ".join(f"{r.action} {r.target}" for r in res) or "nothing to heal"
+        if not a.wait:
+            return done
+        w = faults.wait_healed(self.spec, a.timeout, on_progress=self.progress)
+        return f"{done}; brokers {','.join(map(str, w.brokers))} registered and in metadata after {w.seconds:.1f}s"
+
+    def _step_elect(self, e: Elect) -> str:
+        from clusterctl.kafka.admin import elect_leaders
+
+        parts = None if e.all else [(e.topic or self.topic, p.partition) for p in self._partitions()]
+        if e.partition is not None:
+            parts = [(e.topic or self.topic, e.partition)]
+        t = time.time()
+        res = elect_leaders(self.bootstrap, e.type, parts)
+        self.observer.mark(f"elect-{e.type}", e.topic or self.topic, heal=True, t=t)
+        bad = [r for r in res if not r.ok]
+        if bad:
+            raise StepFailed(f"{e.type} election failed for {bad[0].topic}-{bad[0].partition}: {bad[0].error}")
+        return f"{e.type} election on {len(res)} partitions"
+
+    def _step_verify(self, v: Verify) -> str:
+        from clusterctl.chaos.load import verify_drill
+
+        if self.load is None:
+            raise UsageError("verify: no load ran in this scenario (add start_load/stop_load)")
+        if self.load_summary is None:
+            self.load_summary = self.load.stop()
+        self.verify_result = verify_drill(self.bootstrap, self.load.ledger_path, v.timeout)
+        summary = self.verify_result.summary()
+        if self.sc.expect == "loss":
+            if self.verify_result.lost_count == 0:
+                raise VerificationError(
+                    f"negative control: this scenario must lose acknowledged writes, but the verifier found none "
+                    f"({summary})"
+                )
+            allowed = "; ".join(self.sc.loss_settings()) or "no setting of the scenario"
+            return f"{summary}: loss expected and found, allowed by {allowed}"
+        if not self.verify_result.ok:
+            raise VerificationError(f"drill verification failed: {summary}")
+        return summary
+
+    def _step_wait_for(self, w: WaitFor) -> str:
+        waited = self._wait(lambda: self._check(w), w.timeout, f"{w.name}")
+        return waited
+
+    def _step_assert(self, c: Condition) -> str:
+        got = self._check(c)
+        if not got:
+            raise StepFailed(f"assertion {c.name} does not hold: {self._last_seen}")
+        return got
+
+    # -- conditions
+    _last_seen: str = ""
+
+    def _wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
+        t0 = time.monotonic()
+        while True:
+            got = check()
+            if got:
+                return f"{got} after {time.monotonic() - t0:.2f}s"
+            if time.monotonic() - t0 > timeout:
+                raise TimeoutError_(f"waited {timeout:.0f}s for {what}; last seen: {self._last_seen or 'nothing'}")
+            time.sleep(0.2)
+
+    def _partitions(self, topic: str | None = None, quiet: bool = False) -> list[Any]:
+        from clusterctl.kafka.admin import describe_topics
+
+        try:
+            desc = describe_topics(self._live_bootstrap(), [topic or self.topic], timeout=3.0)
+        except ClusterctlError as exc:
+            if quiet:
+                return []
+            self._last_seen = str(exc)
+            return []
+        return [p for t in desc for p in t.partitions]
+
+    def _partition(self, ref: PartitionRef) -> Any:
+        for p in self._partitions(ref.topic):
+            if p.partition == ref.partition:
+                return p
+        return None
+
+    def _check(self, c: Condition) -> str | None:
+        from clusterctl import zk
+
+        name = c.name
+        if name == "zk_quorum":
+            q = zk.quorum(self.spec, timeout=1.0)
+            self._last_seen = q.summary
+            if c.zk_quorum == "healthy":
+                return q.summary if q.healthy else None
+            return q.summary if q.has_quorum == (c.zk_quorum == "ok") else None
+        if name == "zk_mode":
+            m = c.zk_mode
+            assert m is not None
+            st = {s.id: s.mode for s in zk.node_statuses(self.spec, timeout=1.0)}
+            self._last_seen = f"zk{m.id} mode {st.get(m.id)}"
+            return self._last_seen if st.get(m.id) == m.mode else None
+        if name == "broker_registered":
+            b = c.broker_registered
+            assert b is not None
+            try:
+                with zk.zk_client(self.spec.zk_connect, timeout=3.0) as client:
+                    ids = zk.registered_brokers(client)
+            except ClusterctlError as exc:
+                self._last_seen = str(exc)
+                return None
+            self._last_seen = f"registered brokers {ids}"
+            return self._last_seen if (b.id in ids) == b.registered else None
+        if name == "isr_full":
+            parts = self._partitions((c.isr_full or TopicRef()).topic)
+            bad = [p for p in parts if p.leader < 0 or set(p.isr) != set(p.replicas)]
+            self._last_seen = f"{len(bad)} of {len(parts)} partitions not fully in sync" + (
+                f" (e.g. {bad[0].partition}: isr {bad[0].isr} replicas {bad[0].replicas})" if bad else ""
+            )
+            return f"all {len(parts)} partitions in sync" if parts and not bad else None
+        if name == "preferred_leaders":
+            parts = self._partitions((c.preferred_leaders or TopicRef()).topic)
+            off = [
+                f"{p.partition}: leader {p.leader}, preferred {p.replicas[0]}"
+                for p in parts
+                if p.replicas and p.leader != p.replicas[0]
+            ]
+            self._last_seen = f"{len(off)} partitions not led by their preferred replica" + (
+                f" ({off[0]})" if off else ""
+            )
+            return f"all {len(parts)} partitions led by their preferred replica" if parts and not off else None
+        ref: PartitionRef = getattr(c, name)
+        p = self._partition(ref)
+        if p is None:
+            self._last_seen = self._last_seen or f"no partition {ref.partition}"
+            return None
+        self._last_seen = f"{p.topic}-{p.partition} leader {p.leader} isr {p.isr}"
+        if name == "isr_size":
+            return self._last_seen if len(p.isr) == c.isr_size.equals else None  # type: ignore[union-attr]
+        if name == "leader":
+            lc = c.leader
+            assert lc is not None
+            ok = (lc.equals is None or p.leader == lc.equals) and (lc.not_equals is None or p.leader != lc.not_equals)
+            return self._last_seen if ok and p.leader >= 0 else None
+        if name == "leader_changed":
+            before = self.leaders_at_fault.get((p.topic, p.partition))
+            if before is None:
+                raise UsageError("leader_changed needs a fault step before it")
+            return f"{self._last_seen} (was {before})" if p.leader >= 0 and p.leader != before else None
+        raise UsageError(f"unknown condition {name}")
+
+
+def _broker_ids(results: list[Any]) -> set[int]:
+    return {int(r.target.split()[1]) for r in results if r.target.startswith("broker ")}
+
+
+def failover_bounds(spec: ClusterSpec) -> dict[str, str]:
+    """The broker settings that bound failover times on this cluster, with their values."""
+    from clusterctl.chaos.bounds import settings_of
+
+    return {k: str(v) for k, v in settings_of(spec).items()}

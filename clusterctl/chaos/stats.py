@@ -1,0 +1,159 @@
+"""`scenario run NAME --repeat N`: run a scenario N times on the live cluster and summarize the runs.
+
+Per run: acked / lost / duplicated writes, and for the main fault (the first that took leadership away)
+the detection time, the slowest new leader and the longest write gap. Over the runs: median, p95 and max
+of each, plus the broker settings that bound them (bounds.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+METRICS = ("acked", "lost", "duplicated", "detected_s", "new_leader_s", "write_gap_s")
+
+
+@dataclass
+class RunStats:
+    run: int
+    ok: bool
+    acked: int | None
+    lost: int | None
+    duplicated: int | None
+    detected_s: float | None
+    new_leader_s: float | None
+    write_gap_s: float | None
+    fault: str | None  # "kill-leader broker 2"
+    report: str | None
+    error: str | None = None
+
+
+@dataclass
+class Summary:
+    metric: str
+    n: int
+    median: float | None
+    p95: float | None
+    max: float | None
+    bound: str | None = None  # the setting that bounds it, e.g. "zookeeper.session.timeout.ms 6000"
+
+
+@dataclass
+class RepeatResult:
+    scenario: str
+    expect: str
+    runs: list[RunStats]
+    summary: list[Summary]
+    passed: int
+    bounds: dict[str, str] = field(default_factory=dict)
+    loss_settings: list[str] = field(default_factory=list)
+    report_html: str | None = None
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.interrupted and self.passed == len(self.runs) and bool(self.runs)
+
+
+def main_fault(result: Any) -> Any:
+    """The fault that matters for failover numbers: the first one that led a partition, else the first."""
+    faults = list(result.faults or [])
+    return next((f for f in faults if any(p.led_by_target for p in f.partitions)), faults[0] if faults else None)
+
+
+def run_stats(index: int, result: Any) -> RunStats:
+    """One run's row, from a ScenarioResult."""
+    v = result.verify
+    f = main_fault(result)
+    led = [p.time_to_new_leader_s for p in (f.partitions if f else []) if p.led_by_target]
+    gaps = [p.write_gap_s for p in (f.partitions if f else []) if p.write_gap_s is not None]
+    return RunStats(
+        run=index,
+        ok=bool(result.ok),
+        acked=v.acked if v else None,
+        lost=v.lost_count if v else None,
+        duplicated=v.duplicated_count if v else None,
+        detected_s=f.detected_s if f else None,
+        new_leader_s=None if not led or None in led else max(x for x in led if x is not None),
+        write_gap_s=max(gaps) if gaps else None,
+        fault=f"{f.action} {f.target}" if f else None,
+        report=result.report_html,
+        error=result.error,
+    )
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile (q in 0..100), like numpy's default."""
+    xs = sorted(values)
+    if len(xs) == 1:
+        return xs[0]
+    pos = (len(xs) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(runs: list[RunStats], settings: dict[str, Any], action: str | None) -> list[Summary]:
+    from clusterctl.chaos.bounds import bounding_setting
+
+    out = []
+    for m in METRICS:
+        values = [float(v) for r in runs if (v := getattr(r, m)) is not None]
+        bound = None
+        if action and m.endswith("_s"):
+            bound = bounding_setting(action, m.removesuffix("_s"), True, settings)
+        if not values:
+            out.append(Summary(m, 0, None, None, None, bound))
+            continue
+        out.append(
+            Summary(
+                m,
+                len(values),
+                round(statistics.median(values), 3),
+                round(percentile(values, 95), 3),
+                round(max(values), 3),
+                bound,
+            )
+        )
+    return out
+
+
+def repeat(
+    run_once: Callable[[int, Path], Any],
+    n: int,
+    base_dir: Path,
+    scenario: Any,
+    settings: dict[str, Any],
+    on_run: Callable[[RunStats], None] | None = None,
+) -> RepeatResult:
+    """Call `run_once(i, dir)` (it runs the scenario and writes its reports in dir) n times; summarize.
+
+    Ctrl-C stops after the current run's cleanup: the runs so far are summarized, marked interrupted.
+    """
+    runs: list[RunStats] = []
+    interrupted = False
+    action = None
+    for i in range(1, n + 1):
+        try:
+            result = run_once(i, base_dir / f"run-{i:02d}")
+        except KeyboardInterrupt:
+            interrupted = True
+            break
+        row = run_stats(i, result)
+        runs.append(row)
+        action = action or (main_fault(result).action if main_fault(result) else None)
+        if on_run is not None:
+            on_run(row)
+    return RepeatResult(
+        scenario=scenario.name,
+        expect=scenario.expect,
+        runs=runs,
+        summary=summarize(runs, settings, action),
+        passed=sum(r.ok for r in runs),
+        bounds={k: str(v) for k, v in settings.items()},
+        loss_settings=scenario.loss_settings(),
+        interrupted=interrupted,
+    )

@@ -1,0 +1,139 @@
+"""Apache Kafka binary distributions and the clusterctl/kafka image tag that follows their real version.
+
+A distribution's version is read from its jars (libs/kafka-clients-<v>.jar, libs/kafka_2.13-<v>.jar), not from
+its file name, and becomes the image tag: a 3.7.0 distribution builds clusterctl/kafka:3.7.0. Kafka 4.x has
+no ZooKeeper mode, so it is refused in one line. The offline profile names the repository only; the tag is
+resolved here: the version of $CLUSTERCTL_KAFKA_DIST when set, else the newest ZooKeeper-capable image built
+on this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tarfile
+from functools import lru_cache
+from pathlib import Path
+
+from clusterctl.errors import NotFoundError, UsageError
+
+OFFLINE_KAFKA_REPO = "clusterctl/kafka"
+KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
+UNBUILT_TAG = "unbuilt"  # the tag named when no image is built and no distribution is given
+FIRST_VERSION_WITHOUT_ZOOKEEPER = (4, 0)
+
+_VERSION = r"(\d+\.\d+(?:\.\d+)?)"
+_JAR_RES = (
+    re.compile(rf"(?:^|/)libs/kafka-clients-{_VERSION}\.jar$"),
+    re.compile(rf"(?:^|/)libs/kafka_\d+\.\d+-{_VERSION}\.jar$"),
+)
+_TOP_RE = re.compile(rf"^kafka_\d+\.\d+-{_VERSION}$")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """'3.7.0' -> (3, 7, 0); anything else sorts first."""
+    try:
+        return tuple(int(x) for x in version.split("."))
+    except ValueError:
+        return (-1,)
+
+
+def offline_image(version: str) -> str:
+    return f"{OFFLINE_KAFKA_REPO}:{version}"
+
+
+def zookeeper_capable(version: str) -> bool:
+    return version_key(version)[:2] < FIRST_VERSION_WITHOUT_ZOOKEEPER
+
+
+def check_zookeeper_mode(version: str, source: str) -> str:
+    """The version, or one UsageError line for a Kafka without ZooKeeper mode (4.x)."""
+    if not zookeeper_capable(version):
+        raise UsageError(
+            f"{source} is Kafka {version}, which has no ZooKeeper mode; clusterctl runs Kafka 3.x (e.g. 3.7.0)"
+        )
+    return version
+
+
+def _version_from_names(names: list[str]) -> str | None:
+    for pattern in _JAR_RES:
+        for name in names:
+            m = pattern.search(name)
+            if m:
+                return m.group(1)
+    return None
+
+
+@lru_cache(maxsize=8)
+def _dist_version_cached(path: str, _mtime: float, _size: int) -> str:
+    p = Path(path)
+    if p.is_dir():
+        names = [f"libs/{j.name}" for j in (p / "libs").glob("kafka*.jar")]
+        found = _version_from_names(names)
+        top = p.name
+    else:
+        names = []
+        top = ""
+        try:
+            with tarfile.open(p, "r:*") as tar:
+                for member in tar:
+                    names.append(member.name)
+                    if not top:
+                        top = member.name.lstrip("./").split("/")[0]
+                    found = _version_from_names(names[-1:])
+                    if found:
+                        return found
+        except (tarfile.TarError, OSError, EOFError):
+            raise UsageError(f"{path} is not a readable tar archive (expected a kafka_2.13-3.x.y.tgz)") from None
+        found = None
+    if found:
+        return found
+    m = _TOP_RE.match(top)
+    if m:
+        return m.group(1)
+    raise UsageError(f"{path}: no libs/kafka-clients-<version>.jar, so its Kafka version is unknown")
+
+
+def dist_version(dist: Path) -> str:
+    """The Kafka version of a binary distribution (tarball or unpacked directory), from its jar names."""
+    if not dist.exists():
+        raise NotFoundError(f"Kafka distribution {dist} does not exist")
+    st = dist.stat()
+    return _dist_version_cached(str(dist.resolve()), st.st_mtime, st.st_size)
+
+
+def env_dist() -> Path | None:
+    value = os.environ.get(KAFKA_DIST_ENV)
+    return Path(value) if value else None
+
+
+def built_versions() -> list[str]:
+    """Versions of the clusterctl/kafka images in the local engine, oldest first (empty when none or no engine)."""
+    try:
+        import docker
+        from docker.errors import DockerException
+    except ImportError:  # pragma: no cover - docker is a dependency
+        return []
+    try:
+        client = docker.from_env(timeout=10)
+        found = client.images.list(name=OFFLINE_KAFKA_REPO)
+    except DockerException:
+        return []
+    except Exception:  # the SDK raises requests' errors on odd sockets
+        return []
+    tags = {t.split(":", 1)[1] for img in found for t in (img.tags or []) if t.startswith(OFFLINE_KAFKA_REPO + ":")}
+    return sorted((t for t in tags if version_key(t) != (-1,)), key=version_key)
+
+
+def resolve_offline_image() -> str:
+    """The clusterctl/kafka image the offline profile runs.
+
+    The version of $CLUSTERCTL_KAFKA_DIST when it is set (a 4.x one is refused), else the newest
+    ZooKeeper-capable clusterctl/kafka image built here, else clusterctl/kafka:unbuilt (which `up`
+    reports as missing, with the build command).
+    """
+    dist = env_dist()
+    if dist is not None and dist.exists():
+        return offline_image(check_zookeeper_mode(dist_version(dist), f"{KAFKA_DIST_ENV}={dist}"))
+    usable = [v for v in built_versions() if zookeeper_capable(v)]
+    return offline_image(usable[-1] if usable else UNBUILT_TAG)

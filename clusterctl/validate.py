@@ -1,0 +1,123 @@
+"""Checks on user-supplied values, refused up front with one line (before any request is sent).
+
+Addresses (bootstrap servers, ZooKeeper connect strings), Kafka topic names, partition/RF counts,
+timeouts and offsets. Each function returns the checked value or raises `UsageError`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+
+from clusterctl.errors import UsageError
+
+# Kafka's rule (kafka.common.internals.Topic): legal characters, at most 249 of them, not "." or "..".
+TOPIC_MAX_LENGTH = 249
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
+# an RFC 1123 host name (labels of letters, digits and hyphens) — IP literals are checked separately
+_LABEL = r"[a-zA-Z0-9_]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9_])?"
+_HOST_RE = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?")
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def topic_name(name: str) -> str:
+    """Kafka's topic-name rule: [a-zA-Z0-9._-], 1..249 characters, not "." or ".."."""
+    if not name:
+        raise UsageError("topic name is empty")
+    if name in (".", ".."):
+        raise UsageError(f"topic name cannot be {name!r}")
+    if len(name) > TOPIC_MAX_LENGTH:
+        raise UsageError(f"topic name is {len(name)} characters long; Kafka allows at most {TOPIC_MAX_LENGTH}")
+    if not _TOPIC_RE.fullmatch(name):
+        bad = sorted({c for c in name if not _TOPIC_RE.fullmatch(c)})
+        raise UsageError(
+            f"topic name {name!r} contains {', '.join(repr(c) for c in bad)}; "
+            "Kafka allows only letters, digits, '.', '_' and '-'"
+        )
+    return name
+
+
+def host_port(item: str, what: str) -> tuple[str, int]:
+    """One `host:port` (IPv6 as `[addr]:port`): a valid host name or IP literal and a port 1-65535."""
+    item = item.strip()
+    if item.startswith("["):
+        host, sep, rest = item[1:].partition("]")
+        if not sep or not rest.startswith(":"):
+            raise UsageError(f"{what}: {item!r} is not host:port ([IPv6]:port for IPv6)")
+        port_text = rest[1:]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            raise UsageError(f"{what}: {host!r} in {item!r} is not an IPv6 address") from None
+    else:
+        host, sep, port_text = item.rpartition(":")
+        if not sep or not host:
+            raise UsageError(f"{what}: {item!r} is not host:port")
+        if ":" in host:
+            raise UsageError(f"{what}: {item!r} is not host:port (write IPv6 addresses as [addr]:port)")
+        if not _HOST_RE.fullmatch(host):
+            raise UsageError(f"{what}: {host!r} in {item!r} is not a valid host name")
+    if not port_text.isascii() or not port_text.isdigit():
+        raise UsageError(f"{what}: port {port_text!r} in {item!r} is not a number")
+    port = int(port_text)
+    if not 1 <= port <= 65535:
+        raise UsageError(f"{what}: port {port} in {item!r} is outside 1-65535")
+    return host, port
+
+
+def host_ports(value: str, what: str) -> list[tuple[str, int]]:
+    """A comma-separated `host:port,...` list (at least one)."""
+    items = [s for s in value.split(",")]
+    if not value.strip() or any(not s.strip() for s in items):
+        raise UsageError(f"{what}: expected host:port[,host:port...], got {value!r}")
+    return [host_port(s, what) for s in items]
+
+
+def bootstrap_servers(value: str, what: str = "--bootstrap-server") -> str:
+    """A Kafka bootstrap list, checked; returned unchanged."""
+    host_ports(value, what)
+    return value
+
+
+def zk_connect(value: str, what: str = "--zookeeper") -> str:
+    """A ZooKeeper connect string `host:port,...[/chroot]`, checked; returned unchanged."""
+    hosts, slash, chroot = value.partition("/")
+    host_ports(hosts, what)
+    if slash and chroot and (chroot.endswith("/") or "//" in chroot):
+        raise UsageError(f"{what}: chroot /{chroot} in {value!r} is not a valid znode path")
+    return value
+
+
+def count(value: int, what: str, *, broker_default: bool = False) -> int:
+    """A partition count or replication factor: >= 1 (or -1 for the broker's default when allowed)."""
+    if broker_default and value == -1:
+        return value
+    if value < 1:
+        extra = " or -1 for the broker's default" if broker_default else ""
+        raise UsageError(f"{what} must be at least 1{extra}, got {value}")
+    if value > INT32_MAX:
+        raise UsageError(f"{what} is too large: {value}")
+    return value
+
+
+def seconds(value: float, what: str, *, allow_zero: bool = True) -> float:
+    """A duration: finite and not negative (zero only when allowed)."""
+    if math.isnan(value) or math.isinf(value):
+        raise UsageError(f"{what} must be a finite number of seconds, got {value}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{what} must be {'>= 0' if allow_zero else 'positive'}, got {value:g}")
+    return value
+
+
+def partition(value: int, what: str = "--partition") -> int:
+    if not 0 <= value <= INT32_MAX:
+        raise UsageError(f"{what} must be between 0 and {INT32_MAX}, got {value}")
+    return value
+
+
+def offset(value: int, what: str = "--offset") -> int:
+    if not 0 <= value <= INT64_MAX:
+        raise UsageError(f"{what} must be between 0 and {INT64_MAX} (a 64-bit offset), got {value}")
+    return value

@@ -1,0 +1,373 @@
+"""Boundary fuzzing (design.md test layer 6): generated argument values and stdin bytes at the CLI, against tansu.
+
+Each case runs the CLI entry point in-process (`clusterctl.cli.run`, what the console script calls) with
+generated argv and stdin, and checks the contract every command owes a script:
+
+- no traceback and no internal error (exit 70): every refusal is a ClusterctlError or a usage error;
+- a non-zero exit prints exactly one `error:` line on stderr;
+- with `--json`, stdout is valid JSON (JSON lines for `consume`), and a failure ends with
+  `{"error": ..., "exit_code": <the exit status>}`;
+- nothing left behind: a failed `init`/`render` leaves the directory as it was; a group never has more
+  committed than the consume printed.
+
+The number of generated cases and the time they took are printed at the end of the module's run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import string
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clusterctl import cli
+from clusterctl.errors import ClusterctlError
+from clusterctl.kafka import groups
+from clusterctl.testing.tansu import TansuBroker
+
+pytestmark = pytest.mark.tansu
+
+CASES = {"n": 0, "seconds": 0.0}
+SCALE = float(os.environ.get("CLUSTERCTL_FUZZ_SCALE", "1"))  # more cases in a longer run: CLUSTERCTL_FUZZ_SCALE=10
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_count(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    line = f"fuzz layer: {CASES['n']} generated CLI cases in {CASES['seconds']:.1f}s"
+    if reporter is not None:
+        reporter.write_line(f"\n{line}")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cwd with no spec in it, so no generated command can reach a real cluster through a default spec."""
+    d = tmp_path_factory.mktemp("fuzz")
+    old = os.getcwd()
+    os.chdir(d)
+    prev_spec = os.environ.get("CLUSTERCTL_SPEC")
+    os.environ["CLUSTERCTL_SPEC"] = str(d / "no-such-spec.yaml")
+    os.environ.pop("CLUSTERCTL_BOOTSTRAP_SERVER", None)
+    try:
+        yield d
+    finally:
+        os.chdir(old)
+        if prev_spec is None:
+            os.environ.pop("CLUSTERCTL_SPEC", None)
+        else:
+            os.environ["CLUSTERCTL_SPEC"] = prev_spec
+
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+
+
+def invoke(args: list[str], stdin: bytes = b"") -> Outcome:
+    """Run the CLI in-process the way the console script does; any escaping exception fails the case."""
+    out, err = io.StringIO(), io.StringIO()
+    saved_stdin = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+    started = time.monotonic()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.run(args)
+    finally:
+        sys.stdin = saved_stdin
+        CASES["n"] += 1
+        CASES["seconds"] += time.monotonic() - started
+    return Outcome(code, out.getvalue(), err.getvalue())
+
+
+def check_contract(args: list[str], res: Outcome) -> None:
+    shown = f"args={args!r} code={res.code}\nstdout={res.out[-2000:]}\nstderr={res.err[-2000:]}"
+    assert "Traceback" not in res.err, shown
+    assert res.code != cli.EX_SOFTWARE, f"internal error: {shown}"
+    errors = [ln for ln in res.err.splitlines() if ln.startswith("error: ")]
+    if res.code == 0:
+        assert not errors, shown
+    else:
+        assert len(errors) == 1, shown
+    if "--json" in args and "--" not in args and "--help" not in args:
+        docs = _json_docs(res.out, shown)
+        if res.code != 0:
+            assert docs and docs[-1].get("exit_code") == res.code and docs[-1].get("error"), shown
+
+
+def _json_docs(out: str, shown: str) -> list[dict]:
+    text = out.strip()
+    if not text:
+        return []
+    try:
+        doc = json.loads(text)
+        return [doc] if isinstance(doc, dict) else [{"list": doc}]
+    except json.JSONDecodeError:
+        pass
+    docs = []
+    for line in text.splitlines():  # JSON lines (consume --json), then maybe the error object
+        try:
+            docs.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"stdout is not JSON ({exc}): {shown}") from None
+    return docs
+
+
+# ---------------------------------------------------------------- strategies
+
+# argv strings: what execve can carry (no NUL), non-UTF-8 bytes included (they arrive as lone surrogates)
+ARG_CHARS = st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"])
+args_text = st.one_of(
+    st.text(alphabet=ARG_CHARS, max_size=30),
+    st.binary(min_size=1, max_size=8).map(lambda b: os.fsdecode(b.replace(b"\x00", b"x"))),
+)
+LEGAL = string.ascii_letters + string.digits + "._-"
+topic_names = st.one_of(
+    st.text(alphabet=LEGAL, min_size=1, max_size=12).map(lambda s: f"fz-{s}"),
+    args_text,
+    st.sampled_from([".", "..", "a b", "a/b", "[/]", "[bold]x[/bold]", "x" * 250, "-", "--json", "ü", "\udcff"]),
+)
+ints = st.one_of(
+    st.integers(-3, 5), st.integers(-(2**70), 2**70), st.sampled_from([2**31, 2**31 - 1, 2**63, 2**63 - 1, -1])
+)
+int_texts = st.one_of(
+    ints.map(str), st.text(alphabet=ARG_CHARS, max_size=8), st.sampled_from(["1e3", "0x10", " 1", "nan", "-0", "٣"])
+)
+small_timeouts = st.one_of(
+    st.floats(0, 0.6).map(lambda f: f"{f:.2f}"), st.sampled_from(["-1", "nan", "inf", "-inf", "x", "1e400", ""])
+)
+addresses = st.one_of(
+    st.sampled_from(["::::", "host:notaport", "localhost:99999", "h:0", "", ",", "[::1]", "[zz]:1", "a b:1", ":9092"]),
+    args_text,
+    st.builds(lambda h, p: f"{h}:{p}", st.text(alphabet=string.ascii_lowercase + ".-_", max_size=10), ints),
+)
+key_separators = st.one_of(st.none(), st.sampled_from([":", "", "::", "\t", "[/]"]), st.text(ARG_CHARS, max_size=3))
+
+
+def maybe(flag: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[list[str]]:
+    return st.one_of(st.just([]), values.map(lambda v: [flag, v]))
+
+
+# ---------------------------------------------------------------- the fuzz cases
+
+
+@settings(FUZZ, max_examples=int(60 * SCALE))
+@given(
+    name=topic_names,
+    p=maybe("-p", int_texts),
+    r=maybe("-r", int_texts),
+    config=maybe("-c", st.one_of(args_text, st.sampled_from(["retention.ms=1000", "=", "a=b=c"]))),
+    as_json=st.booleans(),
+)
+def test_fuzz_topic_create_describe_delete(
+    work: Path, tansu_broker: TansuBroker, name: str, p: list[str], r: list[str], config: list[str], as_json: bool
+) -> None:
+    bs = ["-b", tansu_broker.bootstrap]
+    js = ["--json"] if as_json else []
+    for args in (
+        ["topic", "create", name, *p, *r, *config, *bs, *js],
+        ["topic", "describe", name, *bs, *js],
+        ["topic", "configs", name, *bs, *js],
+        ["topic", "delete", name, "--yes", *bs, *js],
+    ):
+        check_contract(args, invoke(args))
+
+
+@settings(FUZZ, max_examples=int(50 * SCALE))
+@given(
+    stdin=st.one_of(
+        st.binary(max_size=300),
+        st.lists(st.text(max_size=20), max_size=20).map(lambda ls: "\n".join(ls).encode("utf-8", "surrogatepass")),
+        st.sampled_from([b"a:1\nb:2\nc\n", b"\xff\xfe\n", b"[bold]x[/bold]\n", b"k:v\r\nk2:v2\r\n", b""]),
+    ),
+    sep=key_separators,
+    partition=maybe("-p", int_texts),
+    acks=maybe("--acks", st.sampled_from(["0", "1", "all", "-1", "2", "", "ALL"])),
+    as_json=st.booleans(),
+)
+def test_fuzz_produce_stdin(
+    work: Path,
+    tansu_broker: TansuBroker,
+    stdin: bytes,
+    sep: str | None,
+    partition: list[str],
+    acks: list[str],
+    as_json: bool,
+) -> None:
+    topic = _topic(tansu_broker)
+    args = ["produce", topic, *(["-k", sep] if sep is not None else []), *partition, *acks]
+    args += ["-b", tansu_broker.bootstrap, *(["--json"] if as_json else [])]
+    res = invoke(args, stdin)
+    check_contract(args, res)
+    lines = stdin.split(b"\n")
+    if res.code == 0 and as_json:  # everything sent was valid: one message per input line
+        assert json.loads(res.out)["sent"] == len(lines) - (1 if stdin.endswith(b"\n") or not stdin else 0)
+
+
+@settings(FUZZ, max_examples=int(40 * SCALE))
+@given(
+    offset=maybe("--offset", st.one_of(int_texts, st.sampled_from(["earliest", "latest", "beginning"]))),
+    partition=maybe("-p", int_texts),
+    n=maybe("-n", int_texts),
+    timeout=small_timeouts,
+    group=st.booleans(),
+    table=st.booleans(),
+    as_json=st.booleans(),
+)
+def test_fuzz_consume(
+    work: Path,
+    tansu_broker: TansuBroker,
+    offset: list[str],
+    partition: list[str],
+    n: list[str],
+    timeout: str,
+    group: bool,
+    table: bool,
+    as_json: bool,
+) -> None:
+    topic = _topic(tansu_broker, messages=5)
+    gid = f"fzg-{uuid.uuid4().hex[:8]}"
+    args = ["consume", topic, *offset, *partition, *n, "--timeout", timeout, "-b", tansu_broker.bootstrap]
+    args += (["-g", gid] if group else []) + (["--table"] if table else []) + (["--json"] if as_json else [])
+    res = invoke(args)
+    check_contract(args, res)
+    if group:  # nothing committed beyond what was printed
+        printed = _printed_records(res.out, as_json, table)
+        assert _committed(tansu_broker.bootstrap, gid) <= printed, f"{args}: {res.out}"
+
+
+@settings(FUZZ, max_examples=int(60 * SCALE))
+@given(
+    command=st.sampled_from(
+        [
+            ["topic", "list"],
+            ["cluster", "describe"],
+            ["group", "list"],
+            ["group", "describe", "g"],
+            ["leader", "imbalance"],
+            ["zk", "ls", "/"],
+            ["zk", "status"],
+            ["zk", "tree", "/"],
+        ]
+    ),
+    address=addresses,
+    timeout=small_timeouts,
+    as_json=st.booleans(),
+)
+def test_fuzz_addresses(work: Path, command: list[str], address: str, timeout: str, as_json: bool) -> None:
+    flag = "--zookeeper" if command[0] == "zk" else "-b"
+    extra = ["--timeout", timeout] if command[0] == "zk" else []
+    args = [*command, flag, address, *extra, *(["--json"] if as_json else [])]
+    res = invoke(args)
+    check_contract(args, res)
+    assert res.code != 0  # nothing listens on any generated address
+
+
+@settings(FUZZ, max_examples=int(40 * SCALE))
+@given(
+    output=st.one_of(
+        args_text,
+        st.sampled_from(["", ".", "..", "/proc/x", "spec.yaml", "spec.yaml/sub", "a/b/c", "[bold]d[/bold]", "\udcff"]),
+    ),
+    command=st.sampled_from(["render", "init"]),
+    as_json=st.booleans(),
+)
+def test_fuzz_output_paths_leave_nothing_behind(work: Path, output: str, command: str, as_json: bool) -> None:
+    case = work / f"case-{uuid.uuid4().hex[:8]}"
+    case.mkdir()
+    spec = case / "spec.yaml"
+    assert invoke(["-s", str(spec), "init", "--profile", "offline", "--engine", "tansu"]).code == 0
+    (case / "notes.txt").write_text("user data")
+    before = _snapshot(case)
+    flag = "--output-dir" if command == "render" else "-o"
+    args = ["-s", str(spec), command, flag, output, *(["--json"] if as_json else [])]
+    with _cwd(case):
+        res = invoke(args)
+    check_contract(args, res)
+    after = _snapshot(case)
+    assert {k: v for k, v in after.items() if k in before} == before or res.code == 0, args  # nothing lost
+    if res.code != 0:
+        assert after == before, f"{args}: left {set(after) - set(before)}"
+    assert (case / "notes.txt").read_text() == "user data" and spec.is_file()
+
+
+VOCAB = [
+    "topic", "create", "list", "describe", "delete", "alter", "configs", "produce", "consume", "group", "reset",
+    "zk", "ls", "get", "tree", "leader", "elect", "cluster",
+    "-p", "-r", "-c", "-k", "-n", "-g", "-b", "--json", "--table", "--timeout", "--offset", "--partition",
+    "--to-offset", "--execute", "--yes", "--all", "--topic", "--from-beginning", "--help", "--", "-s", "--debug",
+]  # fmt: skip
+
+
+@settings(FUZZ, max_examples=int(80 * SCALE))
+@given(tokens=st.lists(st.one_of(st.sampled_from(VOCAB), args_text, ints.map(str)), max_size=7))
+def test_fuzz_argv(work: Path, tansu_broker: TansuBroker, tokens: list[str]) -> None:
+    """Arbitrary token soups (no docker-, image- or load-starting commands in the vocabulary)."""
+    if any(t in ("up", "down", "images", "perf", "chaos", "scenario", "spark", "reassign") for t in tokens):
+        return
+    args = [*tokens, "-b", tansu_broker.bootstrap] if tokens[:1] in (["topic"], ["consume"], ["produce"]) else tokens
+    if "--timeout" not in args and any(t in ("consume", "zk") for t in args):
+        args = [*args, "--timeout", "0.2"]
+    res = invoke(args)
+    check_contract(args, res)
+
+
+# ---------------------------------------------------------------- helpers
+
+_TOPICS: dict[str, str] = {}
+
+
+def _topic(broker: TansuBroker, messages: int = 0) -> str:
+    """One shared 2-partition topic per purpose (created once: the fuzz cases must stay fast)."""
+    key = f"{broker.bootstrap}/{messages}"
+    if key not in _TOPICS:
+        name = f"fz-{uuid.uuid4().hex[:8]}"
+        assert invoke(["topic", "create", name, "-p", "2", "-b", broker.bootstrap]).code == 0
+        if messages:
+            body = "".join(f"m{i}\n" for i in range(messages)).encode()
+            assert invoke(["produce", name, "-b", broker.bootstrap], body).code == 0
+        _TOPICS[key] = name
+    return _TOPICS[key]
+
+
+def _printed_records(out: str, as_json: bool, table: bool) -> int:
+    if as_json:
+        return sum(1 for ln in out.splitlines() if ln.startswith("{") and '"offset"' in ln)
+    if table:
+        return sum(1 for ln in out.splitlines() if "│" in ln and "m" in ln.split("│")[-2])
+    return sum(1 for ln in out.splitlines() if ln.startswith("partition="))
+
+
+def _committed(bootstrap: str, group: str) -> int:
+    try:
+        return sum(max(o.committed or 0, 0) for o in groups.describe_group(bootstrap, group).offsets)
+    except ClusterctlError:  # the group never committed anything
+        return 0
+
+
+@contextlib.contextmanager
+def _cwd(path: Path) -> Iterator[None]:
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(root.rglob("*"))}

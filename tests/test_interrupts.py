@@ -1,0 +1,142 @@
+"""Issue 11: Ctrl-C (a real SIGINT) during `up`, a pause fault and `scenario run` on a Docker cluster.
+
+Each must exit 130 with "interrupted", having cleaned up: `up` tears down what it started, the pause is
+undone, and `scenario run` heals, stops its load and writes a partial report marked interrupted.
+Test-only spec: subnet 10.86.0.0/24, ZK 26181, broker 29692 (offline tansu images, one ZooKeeper node).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+from _runtime_helpers import CLI, cli, leftovers, render, wait_for, write_spec
+
+pytestmark = [pytest.mark.docker]
+
+SUBNET, ZK_PORT, BROKER_PORT = "10.86.0.0/24", 26181, 29692
+
+
+def start(spec: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [CLI, "-s", str(spec), *args],
+        cwd=spec.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_stderr_until(proc: subprocess.Popen[str], needle: str, timeout: float = 120) -> list[str]:
+    assert proc.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            raise AssertionError(f"exited before {needle!r}: {''.join(seen)}")
+        seen.append(line)
+        if needle in line:
+            return seen
+    raise AssertionError(f"no {needle!r} within {timeout}s: {''.join(seen)}")
+
+
+def interrupt(proc: subprocess.Popen[str], timeout: float = 180) -> tuple[int, str, str]:
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def test_up_ctrl_c_tears_down_what_it_started(tmp_path: Path) -> None:
+    project = f"ctlint-{uuid.uuid4().hex[:6]}"  # the compose project is the spec's name
+    spec = write_spec(tmp_path, project, SUBNET, ZK_PORT, BROKER_PORT, zk_nodes=1)
+    render(spec)
+    proc = start(spec, "up", "--timeout", "300")
+    try:
+        wait_for(lambda: leftovers(project)["containers"], 120, "the first container", interval=0.2)
+        rc, _out, err = interrupt(proc)
+        assert rc == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cli(spec, "down", "--volumes")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    work = tmp_path_factory.mktemp("interrupts")
+    spec = write_spec(work, f"ctlint-{uuid.uuid4().hex[:6]}", SUBNET, ZK_PORT, BROKER_PORT, zk_nodes=1)
+    render(spec)
+    try:
+        res = cli(spec, "up", "--timeout", "240")
+        assert res.returncode == 0, res.stderr
+        yield spec
+    finally:
+        cli(spec, "down", "--volumes")
+
+
+def broker_state(spec: Path) -> str:
+    status = json.loads(cli(spec, "status", "--json").stdout)
+    broker = next(s for s in status["services"] if s["service"] == "kafka1")
+    return str(docker.from_env().containers.get(broker["container"]).status)
+
+
+def test_pause_fault_ctrl_c_unpauses(cluster: Path) -> None:
+    proc = start(cluster, "chaos", "pause-broker", "1", "--for", "120")
+    try:
+        read_stderr_until(proc, "pausing broker 1")
+        wait_for(lambda: broker_state(cluster) == "paused", 30, "the broker to be paused")
+        rc, _out, err = interrupt(proc)
+        assert rc == 130 and "interrupted" in err and "Traceback" not in err
+        assert broker_state(cluster) == "running"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cli(cluster, "chaos", "heal")
+
+
+SCENARIO = """\
+name: long-sleep
+description: a load and a long sleep, to be interrupted
+requires: any
+topic: {partitions: 1, replication_factor: 1, min_insync_replicas: 1}
+steps:
+  - create_topic: {}
+  - start_load: {rate: 50}
+  - fault: {action: pause-broker, broker: 1, for: 120}
+  - sleep: 120
+  - stop_load: {}
+  - verify: {}
+"""
+
+
+def test_scenario_run_ctrl_c_writes_a_partial_report(cluster: Path, tmp_path: Path) -> None:
+    scenario = tmp_path / "long-sleep.yaml"
+    scenario.write_text(SCENARIO)
+    reports = tmp_path / "reports"
+    proc = start(cluster, "scenario", "run", str(scenario), "--report-dir", str(reports))
+    try:
+        read_stderr_until(proc, "step 4/6")
+        wait_for(lambda: broker_state(cluster) == "paused", 60, "the broker to be paused")
+        time.sleep(1)
+        rc, _out, err = interrupt(proc)
+        assert rc == 130 and "interrupted" in err and "Traceback" not in err
+        assert broker_state(cluster) == "running"  # the fault was healed
+        report = json.loads((reports / "report.json").read_text())
+        assert report["interrupted"] is True and report["ok"] is False
+        assert [s["ok"] for s in report["steps"]] == [True, True, True, False]
+        assert report["steps"][-1]["detail"] == "interrupted" and "interrupted during step 4" in report["error"]
+        assert "INTERRUPTED" in (reports / "report.html").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cli(cluster, "chaos", "heal")

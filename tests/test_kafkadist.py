@@ -1,0 +1,89 @@
+"""The Kafka image tag follows the distribution's real version (its jars), and Kafka 4.x is refused in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from clusterctl import images, kafkadist
+from clusterctl.errors import UsageError
+from clusterctl.spec import parse_spec
+
+CLI = [sys.executable, "-m", "clusterctl"]
+
+
+def fake_dist(root: Path, top: str, version: str, tarball: bool = True) -> Path:
+    """The files of a Kafka binary release that clusterctl reads (empty jars are enough)."""
+    d = root / top
+    (d / "bin").mkdir(parents=True)
+    (d / "bin" / "kafka-server-start.sh").write_text("#!/bin/sh\n")
+    (d / "config").mkdir()
+    (d / "libs").mkdir()
+    for jar in (f"kafka-clients-{version}.jar", f"kafka_2.13-{version}.jar", "zookeeper-3.8.4.jar"):
+        (d / "libs" / jar).write_bytes(b"")
+    if not tarball:
+        return d
+    tgz = root / f"{top}.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        tar.add(d, arcname=top)
+    return tgz
+
+
+@pytest.mark.parametrize("tarball", [True, False])
+def test_version_comes_from_the_jars_not_the_file_name(tmp_path: Path, tarball: bool) -> None:
+    dist = fake_dist(tmp_path, "kafka_2.13-3.9.0", "3.7.0", tarball)  # a misleading name
+    assert kafkadist.dist_version(dist) == "3.7.0"
+    assert kafkadist.offline_image(kafkadist.dist_version(dist)) == "clusterctl/kafka:3.7.0"
+    assert images.kafka_dist_root(dist) == ("kafka_2.13-3.9.0" if tarball else "")
+
+
+def test_offline_spec_finds_the_image_of_the_dist_or_the_newest_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}})
+    monkeypatch.setenv(kafkadist.KAFKA_DIST_ENV, str(fake_dist(tmp_path, "kafka_2.13-3.7.0", "3.7.0")))
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: ["3.6.2", "3.8.1"])
+    assert spec.broker_image == "clusterctl/kafka:3.7.0"  # the distribution the user points at wins
+    monkeypatch.delenv(kafkadist.KAFKA_DIST_ENV)
+    assert spec.broker_image == "clusterctl/kafka:3.8.1"  # else the newest built here
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: ["3.8.1", "4.0.0"])
+    assert spec.broker_image == "clusterctl/kafka:3.8.1"  # 4.x has no ZooKeeper mode
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: [])
+    assert spec.broker_image == "clusterctl/kafka:unbuilt"
+    assert images.ours("clusterctl/kafka:unbuilt")
+    assert images.build_hint(["clusterctl/kafka:unbuilt"]).startswith("clusterctl images build kafka --kafka-dist")
+    # explicit images.kafka and the published profiles are left alone
+    pinned = parse_spec({**spec.model_dump(), "images": {"kafka": "my/kafka:1"}})
+    assert pinned.broker_image == "my/kafka:1"
+    assert parse_spec({"name": "lab"}).broker_image == "confluentinc/cp-kafka:7.9.1"
+
+
+def test_kafka_4_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dist = fake_dist(tmp_path, "kafka_2.13-4.0.0", "4.0.0")
+    with pytest.raises(UsageError, match=r"Kafka 4\.0\.0, which has no ZooKeeper mode"):
+        images.kafka_dist_root(dist)
+    res = subprocess.run(
+        [*CLI, "images", "build", "kafka", "--kafka-dist", str(dist)], capture_output=True, text=True, timeout=120
+    )
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and "no ZooKeeper mode" in lines[0], res.stderr
+    # a spec resolving its image from a 4.x $CLUSTERCTL_KAFKA_DIST says the same
+    monkeypatch.setenv(kafkadist.KAFKA_DIST_ENV, str(dist))
+    spec = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}})
+    with pytest.raises(UsageError, match="no ZooKeeper mode"):
+        _ = spec.broker_image
+
+
+def test_not_a_distribution(tmp_path: Path) -> None:
+    bogus = tmp_path / "kafka.tgz"
+    bogus.write_bytes(b"not a tarball")
+    with pytest.raises(UsageError, match="not a readable tar archive"):
+        kafkadist.dist_version(bogus)
+    empty = tmp_path / "somedir"
+    (empty / "libs").mkdir(parents=True)
+    with pytest.raises(UsageError, match="version is unknown"):
+        kafkadist.dist_version(empty)
