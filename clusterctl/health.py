@@ -1,4 +1,8 @@
-"""Real health: ZooKeeper quorum with one leader, brokers registered and a controller (or tansu answering)."""
+"""Real health: ZooKeeper quorum with one leader, brokers registered and a controller (or tansu answering).
+
+KRaft mode (kraft.py): a controller quorum with a leader, every broker registered and unfenced, and a
+metadata round trip.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ class HealthReport:
     controller: int | None = None
     broker_reachable: bool | None = None  # tansu engine: answered a metadata request
     missing: list[str] = field(default_factory=list)
+    quorum_leader: int | None = None  # kraft: the active controller's node id
+    quorum_voters: list[int] = field(default_factory=list)  # kraft: voters the quorum reports
 
     @property
     def healthy(self) -> bool:
@@ -52,6 +58,8 @@ def tansu_metadata_ok(bootstrap: str, timeout: float = 2.0) -> tuple[bool, str |
 
 def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
     """Probe everything `up` waits for; never raises for an unhealthy cluster."""
+    if spec.kraft_mode:
+        return _check_kraft(spec)
     statuses = zk.node_statuses(spec, timeout=zk_timeout)
     summary = zk.summarize(statuses)
     report = HealthReport(summary.serving, summary.nodes, summary.leaders)
@@ -87,6 +95,25 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
             report.missing.append(f"broker {b} in /brokers/ids")
     if report.controller is None:
         report.missing.append("/controller")
+    return report
+
+
+def _check_kraft(spec: ClusterSpec) -> HealthReport:
+    from clusterctl import kraft
+
+    report = HealthReport(0, 0, [])
+    for c in container_states(spec):
+        if c.state != "running":
+            code = f", exit code {c.exit_code}" if c.exit_code not in (None, 0) else ""
+            report.missing.append(f"container {c.container} {c.state}{code}")
+    k = kraft.check(spec)
+    report.missing += k.missing
+    if k.quorum is not None:
+        report.quorum_leader = k.quorum.leader_id if k.quorum.leader_id >= 0 else None
+        report.quorum_voters = sorted(r.node_id for r in k.quorum.voters)
+    if k.live_brokers is not None:
+        report.brokers_registered = [b for b in spec.broker_ids if b in k.live_brokers]
+    report.controller = report.quorum_leader
     return report
 
 

@@ -36,7 +36,7 @@ HASH_LABEL = "io.clusterctl.inputs-hash"
 
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-IMAGES_DIR = Path(__file__).resolve().parent.parent / "templates" / "images"
+IMAGES_DIR = Path(__file__).resolve().parent / "templates" / "images"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterctl"
 
 # target name -> image (kafka: the repository; its tag is the distribution's version); the base is implied

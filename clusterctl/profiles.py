@@ -8,6 +8,7 @@ cp-kafka (KAFKA_X_Y -> x.y in server.properties). The offline images are built l
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -91,3 +92,25 @@ PROFILES: dict[str, ImageProfile] = {
         spark=OFFLINE_SPARK_IMAGE,
     ),
 }
+
+
+_TAG_VERSION = re.compile(r"^(?:\d+\.\d+-)?(\d+)\.(\d+)")  # 3.9.0, 3.9, 2.13-2.8.1 (scala-kafka)
+
+
+def kafka_version_of(image: str) -> tuple[int, int] | None:
+    """The Apache Kafka (major, minor) a broker image runs, read from its tag; None when the tag does not say.
+
+    Confluent Platform tags count differently: cp-kafka / cp-server 7.x ship Kafka 3.x, 8.x ship Kafka 4.x.
+    """
+    name, _, tag = image.rpartition(":")
+    if not name or "/" in tag or ("kafka" not in name.rsplit("/", 1)[-1] and "cp-server" not in name):
+        return None
+    m = _TAG_VERSION.match(tag)
+    if m is None:
+        return None
+    major, minor = int(m.group(1)), int(m.group(2))
+    if name.rsplit("/", 1)[-1] in ("cp-kafka", "cp-server"):
+        if major == 6:
+            return 2, minor + 6  # cp 6.0-6.2: Kafka 2.6-2.8
+        return (major - 4, minor) if major >= 7 else None
+    return major, minor

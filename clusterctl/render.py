@@ -8,6 +8,7 @@ clusterctl did not write is ever deleted.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -32,19 +33,21 @@ from clusterctl.spec import (
     ClusterSpec,
 )
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"  # a link to the repository's templates/
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
 ENV_FILE = ".env"
 SECRET_VAR = "CMAK_APPLICATION_SECRET"
 CONSOLE_TOKEN_VAR = "CLUSTERCTL_CONSOLE_TOKEN"  # the console's access token (kafka_manager.kind console)
 CONSOLE_PORT = 9000  # inside the console container
+CLUSTER_ID_VAR = "KAFKA_CLUSTER_ID"  # kraft mode: the id every node formats its storage with
 ZK_4LW = "srvr,mntr,ruok,stat,conf,cons,isro,envi,wchs"
 ZK_CLIENT_PORT = 2181
 CMAK_PORT = 9000
 
 _SECRET_RE = re.compile(rf"^{SECRET_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
 _TOKEN_RE = re.compile(rf"^{CONSOLE_TOKEN_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
+_CLUSTER_ID_RE = re.compile(rf"^{CLUSTER_ID_VAR}=([A-Za-z0-9_-]{{22}})\s*$", re.MULTILINE)
 
 
 class RenderError(ClusterctlError):
@@ -55,7 +58,7 @@ class RenderError(ClusterctlError):
 class RenderedService:
     service: str
     container: str
-    role: str  # zookeeper | broker | manager | spark-master | spark-worker
+    role: str  # zookeeper | controller | broker | manager | spark-master | spark-worker
     image: str
     ip: str
     host_ports: list[str]
@@ -74,6 +77,8 @@ class RenderResult:
     services: list[RenderedService] = field(default_factory=list)
     secret: str = "none"  # created | kept | none
     validated_by_compose: bool = False
+    mode: str = "zookeeper"
+    cluster_id: str = "none"  # kraft mode: created | kept
 
 
 def _q(value: Any) -> str:
@@ -101,12 +106,45 @@ def _zk_env(spec: ClusterSpec, zk_id: int) -> dict[str, str]:
     }
 
 
+def _cluster_id_ref() -> str:
+    return f"${{{CLUSTER_ID_VAR}:?missing: run clusterctl render to create .env}}"
+
+
+def _kraft_env(spec: ClusterSpec, node_id: int, roles: str) -> dict[str, str]:
+    """What every KRaft node shares (cp-kafka's contract: KAFKA_PROCESS_ROLES selects KRaft, CLUSTER_ID formats)."""
+    kr = spec.kraft
+    return {
+        "KAFKA_NODE_ID": str(node_id),
+        "KAFKA_PROCESS_ROLES": roles,
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": spec.controller_quorum_voters,
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "CLUSTER_ID": _cluster_id_ref(),
+        "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(kr.broker_session_timeout_ms),
+        "KAFKA_BROKER_HEARTBEAT_INTERVAL_MS": str(kr.broker_heartbeat_interval_ms),
+    }
+
+
+def _controller_env(spec: ClusterSpec, node_id: int) -> dict[str, str]:
+    """A dedicated controller: the CONTROLLER listener on the cluster network only, nothing advertised."""
+    env = _kraft_env(spec, node_id, "controller")
+    env |= {
+        "KAFKA_LISTENERS": f"CONTROLLER://0.0.0.0:{spec.kraft.controller_port}",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT",
+        "KAFKA_LOG_DIRS": spec.image_profile.kafka_data_dir,
+        "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
+    }
+    return env
+
+
 def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     d = spec.kafka.defaults
     profile = spec.image_profile
-    env = {
-        "KAFKA_BROKER_ID": str(broker_id),
-        "KAFKA_ZOOKEEPER_CONNECT": spec.internal_zk_connect,
+    if spec.kraft_mode:
+        roles = "broker,controller" if broker_id in spec.controller_ids else "broker"
+        env = _kraft_env(spec, broker_id, roles)
+    else:
+        env = {"KAFKA_BROKER_ID": str(broker_id), "KAFKA_ZOOKEEPER_CONNECT": spec.internal_zk_connect}
+    env |= {
         "KAFKA_LISTENERS": spec.broker_listeners(broker_id),
         "KAFKA_ADVERTISED_LISTENERS": spec.broker_advertised_listeners(broker_id),
     }
@@ -119,8 +157,9 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         env["KAFKA_PROTOCOL_NAME"] = "INTERNAL"
         env["KAFKA_HOST_NAME"] = spec.broker_service(broker_id)
         env["KAFKA_PORT"] = str(spec.kafka.internal_port)
+    protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT" + (",CONTROLLER:PLAINTEXT" if spec.kraft_mode else "")
     env |= {
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": protocols,
         "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
         "KAFKA_LOG_DIRS": profile.kafka_data_dir,
         "KAFKA_DEFAULT_REPLICATION_FACTOR": str(d.replication_factor),
@@ -140,6 +179,8 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }
+    if spec.kraft_mode:
+        del env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"]
     if spec.kafka.jmx_port is not None and profile.broker_flavor == "cp":
         env["KAFKA_JMX_PORT"] = str(spec.kafka.jmx_port)
         env["KAFKA_JMX_HOSTNAME"] = spec.broker_service(broker_id)
@@ -295,6 +336,23 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
             }
         )
     zk_services = [spec.zk_service(i) for i in spec.zk_ids]
+    controllers: list[dict[str, Any]] = []
+    for node_id in spec.dedicated_controller_ids:
+        svc = spec.controller_service(node_id)
+        vols = [(f"{svc}-data", profile.kafka_volume_mount)]
+        volumes += [v for v, _ in vols]
+        controllers.append(
+            {
+                "service": svc,
+                "container": spec.controller_container(node_id),
+                "image": spec.broker_image,
+                "ip": spec.controller_ip(node_id),
+                "env": _controller_env(spec, node_id),
+                "volumes": vols,
+                "healthcheck": _tcp_check("127.0.0.1", spec.kraft.controller_port),
+                "labels": _labels(spec, "controller", node_id),
+            }
+        )
     brokers = []
     tansu = spec.kafka.engine == "tansu"
     for i in spec.broker_ids:
@@ -310,7 +368,7 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
             env = _kafka_env(spec, i)
             vols = [(f"{svc}-data", profile.kafka_volume_mount)]
             check = _tcp_check(svc, spec.kafka.internal_port)  # the wurstmeister flavour binds INTERNAL to kafkaN
-            depends = zk_services
+            depends = zk_services + [str(c["service"]) for c in controllers]
             if spec.kafka.jmx_port is not None and profile.broker_flavor == "wurstmeister":
                 command = ["bash", "-c", f"JMX_PORT={spec.kafka.jmx_port} exec {profile.broker_start_command}"]
         volumes += [v for v, _ in vols]
@@ -355,7 +413,9 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         "project": spec.project,
         "profile": spec.profile,
         "engine": spec.kafka.engine,
+        "mode": spec.kafka.mode,
         "zookeepers": zookeepers,
+        "controllers": controllers,
         "brokers": brokers,
         "manager": manager,
         "spark": _spark_context(spec),
@@ -389,23 +449,35 @@ def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> st
     return text
 
 
-def existing_secret(out_dir: Path) -> str | None:
-    """The CMAK secret persisted by an earlier render, if any."""
-    return _env_value(out_dir, _SECRET_RE)
-
-
 def existing_console_token(out_dir: Path) -> str | None:
     """The console token persisted by an earlier render, if any."""
     return _env_value(out_dir, _TOKEN_RE)
 
 
 def _env_value(out_dir: Path, pattern: re.Pattern[str]) -> str | None:
-    path = out_dir / ENV_FILE
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        m = pattern.search(path.read_text(encoding="utf-8"))
+        m = pattern.search((out_dir / ENV_FILE).read_text(encoding="utf-8"))
         if m:
             return m.group(1)
     return None
+
+
+def existing_secret(out_dir: Path) -> str | None:
+    """The CMAK secret persisted by an earlier render, if any."""
+    return _env_value(out_dir, _SECRET_RE)
+
+
+def existing_cluster_id(out_dir: Path) -> str | None:
+    """The KRaft cluster id persisted by an earlier render, if any."""
+    return _env_value(out_dir, _CLUSTER_ID_RE)
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, base64url without padding (Kafka's Uuid; never starting with '-')."""
+    while True:
+        text = base64.urlsafe_b64encode(secrets.token_bytes(16)).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _write(path: Path, text: str, mode: int = 0o644) -> None:
@@ -518,10 +590,19 @@ def render(
     if spec.kafka_manager.enabled and secret is None:
         secret, secret_state = secrets.token_hex(32), "created"
     what = "console access token" if console else "CMAK application secret"
+    # kept across renders: a node whose storage was formatted with another id refuses to start
+    cluster_id = existing_cluster_id(out_dir)
+    cluster_id_state = "kept" if cluster_id else "none"
+    if spec.kraft_mode and cluster_id is None:
+        cluster_id, cluster_id_state = new_cluster_id(), "created"
     files: dict[str, tuple[str, int]] = {COMPOSE_FILE: (text, 0o644)}
+    env_lines = []
     if secret is not None:
-        env = f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n"
-        files[ENV_FILE] = (env, 0o600)
+        env_lines.append(f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n")
+    if cluster_id is not None:
+        env_lines.append(f"# KRaft cluster id, generated once for cluster {spec.name}\n{CLUSTER_ID_VAR}={cluster_id}\n")
+    if env_lines:
+        files[ENV_FILE] = ("".join(env_lines), 0o600)
     if protect is not None:
         for name in [*files, MANIFEST_FILE]:
             target = out_dir / name
@@ -563,6 +644,8 @@ def render(
         services=summarize(spec),
         secret=secret_state,
         validated_by_compose=validated,
+        mode=spec.kafka.mode,
+        cluster_id=cluster_id_state,
     )
 
 
@@ -579,6 +662,17 @@ def summarize(spec: ClusterSpec) -> list[RenderedService]:
             [f"{host}:{spec.zk_host_port(i)}"],
         )
         for i in spec.zk_ids
+    ]
+    out += [
+        RenderedService(
+            spec.controller_service(i),
+            spec.controller_container(i),
+            "controller",
+            spec.broker_image,
+            spec.controller_ip(i),
+            [],
+        )
+        for i in spec.dedicated_controller_ids
     ]
     out += [
         RenderedService(

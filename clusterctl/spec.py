@@ -29,6 +29,7 @@ MIN_HOST_PORT = 1024
 
 Profile = Literal["default", "wurstmeister", "offline"]
 BrokerEngine = Literal["kafka", "tansu"]
+KafkaMode = Literal["zookeeper", "kraft"]
 
 
 class _Model(BaseModel):
@@ -141,6 +142,9 @@ class KafkaSpec(_Model):
         default="kafka",
         description="kafka (Apache Kafka, ZK mode) or tansu (Kafka-protocol only, no replication)",
     )
+    mode: KafkaMode = Field(
+        default="zookeeper", description="zookeeper (a ZK ensemble holds the metadata) or kraft (a controller quorum)"
+    )
     host_port: int = Field(default=9092, description="first host port; broker i listens/advertises host_port+i-1")
     internal_port: int = Field(default=19092, description="listener on the cluster network")
     jmx_port: int | None = Field(default=9999, description="JMX port of the broker process only (None = off)")
@@ -149,6 +153,37 @@ class KafkaSpec(_Model):
         default=90, ge=60, le=3600, description="time for a controlled shutdown before SIGKILL"
     )
     defaults: BrokerDefaults = BrokerDefaults()
+
+
+class KRaftSpec(_Model):
+    """kafka.mode=kraft: the controller quorum (no ZooKeeper)."""
+
+    controllers: int = Field(default=3, ge=1, description="quorum voters: 1, 3 or 5")
+    combined: bool = Field(
+        default=False, description="false: dedicated controllerN containers; true: brokers 1..N are voters too"
+    )
+    controller_port: int = Field(default=19093, description="controller listener, on the cluster network only")
+    ips: list[str] | None = Field(default=None, description="dedicated controllers' static IPs; default .51, .52, ...")
+    broker_session_timeout_ms: int = Field(
+        default=9000, ge=1000, le=600_000, description="a broker missing heartbeats this long is fenced"
+    )
+    broker_heartbeat_interval_ms: int = Field(default=2000, ge=100, le=60_000)
+
+    @field_validator("controllers")
+    @classmethod
+    def _quorum_size(cls, v: int) -> int:
+        if v % 2 == 0:
+            raise ValueError(
+                f"kraft.controllers={v}: an even quorum tolerates no more failures than {v - 1}; use 1, 3 or 5"
+            )
+        if v > 5:
+            raise ValueError(
+                f"kraft.controllers={v}: more than 5 voters only slows every metadata commit; use 1, 3 or 5"
+            )
+        return v
+
+
+KRAFT_NODE_ID_BASE = 100  # dedicated controller i has node.id 100+i; brokers keep ids 1..9
 
 
 class KafkaManagerSpec(_Model):
@@ -223,6 +258,7 @@ class ClusterSpec(_Model):
     network: NetworkSpec = NetworkSpec()
     zookeeper: ZooKeeperSpec = ZooKeeperSpec()
     kafka: KafkaSpec = KafkaSpec()
+    kraft: KRaftSpec = KRaftSpec()
     kafka_manager: KafkaManagerSpec = KafkaManagerSpec()
     images: ImagesSpec = ImagesSpec()
     publish: PublishSpec = PublishSpec()
@@ -237,8 +273,19 @@ class ClusterSpec(_Model):
             )
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _kraft_has_no_cmak(cls, data: object) -> object:
+        """CMAK reads ZooKeeper: in kraft mode kafka_manager defaults to disabled."""
+        if isinstance(data, dict):
+            kafka = data.get("kafka")
+            if isinstance(kafka, dict) and kafka.get("mode") == "kraft" and "kafka_manager" not in data:
+                data = {**data, "kafka_manager": {"enabled": False}}
+        return data
+
     @model_validator(mode="after")
     def _cross_checks(self) -> ClusterSpec:
+        self._check_mode()
         d = self.kafka.defaults
         n = self.kafka.brokers
         if d.replication_factor > n:
@@ -290,6 +337,56 @@ class ClusterSpec(_Model):
         self._check_ports()
         return self
 
+    def _check_mode(self) -> None:
+        from clusterctl.profiles import kafka_version_of
+
+        k = self.kafka
+        if k.mode == "zookeeper":
+            if self.kraft != KRaftSpec():
+                raise ValueError("kraft settings need kafka.mode: kraft (this spec runs ZooKeeper mode)")
+            version = kafka_version_of(self.broker_image) if k.engine == "kafka" else None
+            if version is not None and version[0] >= 4:
+                raise ValueError(
+                    f"image {self.broker_image} is Kafka {version[0]}.{version[1]}, which has no ZooKeeper mode: "
+                    "set kafka.mode: kraft or use a Kafka 3.x image"
+                )
+            return
+        if k.engine != "kafka":
+            raise ValueError(f"kafka.mode=kraft needs kafka.engine=kafka (engine {k.engine} has no controller quorum)")
+        if self.zookeeper != ZooKeeperSpec():
+            raise ValueError("kafka.mode=kraft has no ZooKeeper: remove the zookeeper settings")
+        if self.kafka.defaults.zookeeper_session_timeout_ms != LAB_ZK_SESSION_TIMEOUT_MS:
+            raise ValueError(
+                "kafka.defaults.zookeeper_session_timeout_ms is a ZooKeeper-mode setting; in kraft mode "
+                "kraft.broker_session_timeout_ms decides when a silent broker is fenced"
+            )
+        if self.kafka_manager.enabled:
+            raise ValueError(
+                "kafka_manager (CMAK) reads ZooKeeper, which kraft mode has none of: set it enabled: false"
+            )
+        if self.image_profile.broker_flavor != "cp":
+            raise ValueError(
+                f"profile {self.profile}'s broker image has no KRaft support: use profile default or offline"
+            )
+        version = kafka_version_of(self.broker_image)
+        if version is not None and version < (3, 3):
+            raise ValueError(f"image {self.broker_image} is Kafka {version[0]}.{version[1]}; KRaft needs Kafka 3.3+")
+        kr = self.kraft
+        if kr.combined and kr.controllers > k.brokers:
+            raise ValueError(
+                f"kraft.combined with kraft.controllers={kr.controllers} needs at least that many brokers "
+                f"(kafka.brokers={k.brokers})"
+            )
+        if kr.combined and kr.ips is not None:
+            raise ValueError("kraft.ips is for dedicated controllers; combined controllers are brokers (kafka.ips)")
+        if kr.ips is not None and len(kr.ips) != kr.controllers:
+            raise ValueError(f"kraft.ips has {len(kr.ips)} entries for {kr.controllers} controllers")
+        if kr.broker_heartbeat_interval_ms >= kr.broker_session_timeout_ms:
+            raise ValueError(
+                f"kraft.broker_heartbeat_interval_ms={kr.broker_heartbeat_interval_ms} must be below "
+                f"broker_session_timeout_ms={kr.broker_session_timeout_ms}"
+            )
+
     def _check_ips(self) -> None:
         net = self.network.network
         gw = self.network.gateway_ip
@@ -315,7 +412,7 @@ class ClusterSpec(_Model):
             except ValueError:
                 raise ValueError(f"{who} ip {ip!r} is not an IPv4 address") from None
             if addr not in net or addr in (net.network_address, net.broadcast_address):
-                size = "/26" if who.startswith("spark") else "/27"
+                size = "/26" if who.startswith(("spark", "kraft")) else "/27"
                 default = f" (default layout needs a {size} or larger, or set explicit ips)" if addr not in net else ""
                 raise ValueError(f"{who} ip {ip} is not a usable host address in network.subnet {net}{default}")
             if ip in seen:
@@ -334,6 +431,8 @@ class ClusterSpec(_Model):
         internal = {"kafka.internal_port": k.internal_port}
         if k.jmx_port is not None:
             internal["kafka.jmx_port"] = k.jmx_port
+        if self.kraft_mode:
+            internal["kraft.controller_port"] = self.kraft.controller_port
         for who, port in internal.items():
             if not MIN_HOST_PORT <= port <= 65535:
                 raise ValueError(f"{who} {port} is outside {MIN_HOST_PORT}-65535")
@@ -345,6 +444,10 @@ class ClusterSpec(_Model):
                     raise ValueError(f"{who} {port} clashes with {bwho}")
         if k.jmx_port is not None and k.jmx_port == k.internal_port:
             raise ValueError(f"kafka.jmx_port {k.jmx_port} clashes with kafka.internal_port")
+        if self.kraft_mode and self.kraft.controller_port in (k.internal_port, k.jmx_port):
+            raise ValueError(
+                f"kraft.controller_port {self.kraft.controller_port} clashes with kafka.internal_port or jmx_port"
+            )
         if self.spark.enabled:
             # the workers relay 127.0.0.1:<broker host port> to the brokers: those ports must be free in them
             for i in self.broker_ids:
@@ -398,8 +501,49 @@ class ClusterSpec(_Model):
         return self.network.name or f"{self.name}-net"
 
     @property
+    def kraft_mode(self) -> bool:
+        return self.kafka.mode == "kraft"
+
+    @property
     def zk_ids(self) -> list[int]:
-        return list(range(1, self.zookeeper.nodes + 1))
+        """ZooKeeper node ids; none in kraft mode."""
+        return [] if self.kraft_mode else list(range(1, self.zookeeper.nodes + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        """node.id of every quorum voter (kraft mode): 101.. when dedicated, brokers 1..N when combined."""
+        if not self.kraft_mode:
+            return []
+        n = self.kraft.controllers
+        return list(range(1, n + 1)) if self.kraft.combined else [KRAFT_NODE_ID_BASE + i for i in range(1, n + 1)]
+
+    @property
+    def dedicated_controller_ids(self) -> list[int]:
+        """Voters that run in their own controllerN container (kraft mode, not combined)."""
+        return [] if self.kraft.combined else self.controller_ids
+
+    def controller_service(self, node_id: int) -> str:
+        """The service a voter runs in: controllerN (dedicated) or kafkaN (combined)."""
+        if node_id in self.broker_ids and self.kraft.combined:
+            return self.broker_service(node_id)
+        return f"controller{node_id - KRAFT_NODE_ID_BASE}"
+
+    def controller_container(self, node_id: int) -> str:
+        return self.container_name(self.controller_service(node_id))
+
+    def controller_ip(self, node_id: int) -> str:
+        if node_id in self.broker_ids and self.kraft.combined:
+            return self.broker_ip(node_id)
+        i = node_id - KRAFT_NODE_ID_BASE
+        if self.kraft.ips is not None:
+            return self.kraft.ips[i - 1]
+        return str(self.network.network.network_address + 50 + i)
+
+    @property
+    def controller_quorum_voters(self) -> str:
+        """controller.quorum.voters: id@service:port of every voter."""
+        port = self.kraft.controller_port
+        return ",".join(f"{i}@{self.controller_service(i)}:{port}" for i in self.controller_ids)
 
     @property
     def broker_ids(self) -> list[int]:
@@ -456,6 +600,7 @@ class ClusterSpec(_Model):
     def static_ips(self) -> dict[str, str]:
         ips = {f"zookeeper node {i}": self.zk_ip(i) for i in self.zk_ids}
         ips.update({f"kafka broker {i}": self.broker_ip(i) for i in self.broker_ids})
+        ips.update({f"kraft controller {i}": self.controller_ip(i) for i in self.dedicated_controller_ids})
         if self.kafka_manager.enabled:
             ips["kafka_manager"] = self.manager_ip
         if self.spark.enabled:
@@ -521,8 +666,14 @@ class ClusterSpec(_Model):
         return " ".join(f"server.{i}={self.zk_service(i)}:2888:3888;2181" for i in self.zk_ids)
 
     def broker_listeners(self, broker_id: int) -> str:
-        """INTERNAL on the cluster network (inter-broker), EXTERNAL on the published host port."""
-        return f"INTERNAL://0.0.0.0:{self.kafka.internal_port},EXTERNAL://0.0.0.0:{self.broker_host_port(broker_id)}"
+        """INTERNAL on the cluster network (inter-broker), EXTERNAL on the published host port.
+
+        A combined broker-controller also listens on CONTROLLER (cluster network only, never advertised).
+        """
+        out = f"INTERNAL://0.0.0.0:{self.kafka.internal_port},EXTERNAL://0.0.0.0:{self.broker_host_port(broker_id)}"
+        if broker_id in self.controller_ids:
+            out += f",CONTROLLER://0.0.0.0:{self.kraft.controller_port}"
+        return out
 
     def broker_advertised_listeners(self, broker_id: int) -> str:
         return (

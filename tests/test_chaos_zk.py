@@ -22,7 +22,8 @@ from _runtime_helpers import cli, cli_json, render, wait_for, write_spec
 
 from clusterctl import images, zk
 from clusterctl.chaos import faults
-from clusterctl.chaos.observer import Observer, analyze
+from clusterctl.chaos.analysis import analyze
+from clusterctl.chaos.observer import Observer
 from clusterctl.runtime import docker as dk
 from clusterctl.spec import ClusterSpec, load_spec
 

@@ -47,9 +47,11 @@ FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], dat
 def report_count(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
     line = f"fuzz layer: {CASES['n']} generated CLI cases in {CASES['seconds']:.1f}s"
-    if reporter is not None:
-        reporter.write_line(f"\n{line}")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # shown in CI's log, passing or not
+            reporter.write_line(f"\n{line}")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from clusterctl.chaos.observer import Event, Marker, PartitionSample, Timeline, analyze
+from clusterctl.chaos.analysis import analyze
+from clusterctl.chaos.observer import Event, Marker, PartitionSample, Timeline
 
 T0 = 1_000.0
 

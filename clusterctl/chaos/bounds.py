@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 SESSION = "zookeeper.session.timeout.ms"
+KRAFT_SESSION = "broker.session.timeout.ms"  # KRaft: the active controller fences a broker silent this long
 REPLICA_LAG = "replica.lag.time.max.ms"
 
 # faults after which the broker stops answering without telling the controller
@@ -26,6 +27,8 @@ def settings_of(spec: Any) -> dict[str, int]:
     if spec.kafka.engine != "kafka":
         return {}
     d = spec.kafka.defaults
+    if getattr(spec, "kraft_mode", False):
+        return {KRAFT_SESSION: spec.kraft.broker_session_timeout_ms, REPLICA_LAG: d.replica_lag_time_max_ms}
     return {SESSION: d.zookeeper_session_timeout_ms, REPLICA_LAG: d.replica_lag_time_max_ms}
 
 
@@ -40,12 +43,13 @@ def bounding_setting(action: str, metric: str, led_by_target: bool, settings: di
         return "controlled shutdown (leadership moves first)" if metric in ("new_leader", "write_gap") else None
     if action not in SILENT:
         return None
-    session = int(settings.get(SESSION, 0))
+    name = KRAFT_SESSION if KRAFT_SESSION in settings else SESSION
+    session = int(settings.get(name, 0))
     lag = int(settings.get(REPLICA_LAG, 0))
     if metric in ("detected", "new_leader") or (metric == "write_gap" and led_by_target):
-        return f"{SESSION} {session}"
+        return f"{name} {session}"
     if metric in ("isr_shrunk", "write_gap"):
-        return f"{SESSION} {session}" if session <= lag else f"{REPLICA_LAG} {lag}"
+        return f"{name} {session}" if session <= lag else f"{REPLICA_LAG} {lag}"
     return None
 
 

@@ -79,6 +79,8 @@ def broker_target(spec: ClusterSpec, broker_id: int) -> tuple[str, str]:
 
 
 def zk_target(spec: ClusterSpec, zk_id: int) -> tuple[str, str]:
+    if spec.kraft_mode:
+        raise UsageError(f"cluster {spec.name} runs in KRaft mode: there is no ZooKeeper node to break")
     if zk_id not in spec.zk_ids:
         raise NotFoundError(f"unknown ZooKeeper id {zk_id}; the spec has nodes {_ids(spec.zk_ids)}")
     return f"zk {zk_id}", spec.zk_container(zk_id)
@@ -87,6 +89,7 @@ def zk_target(spec: ClusterSpec, zk_id: int) -> tuple[str, str]:
 def node_target(spec: ClusterSpec, name: str) -> tuple[str, str]:
     """A service ('kafka2', 'zk1') or container name of the spec."""
     services = [spec.zk_service(i) for i in spec.zk_ids] + [spec.broker_service(i) for i in spec.broker_ids]
+    services += [spec.controller_service(i) for i in spec.dedicated_controller_ids]
     if spec.kafka_manager.enabled:
         services.append(spec.manager_service)
     for s in services:
@@ -173,6 +176,71 @@ def start_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
     return start("start-zk", *zk_target(spec, zk_id))
 
 
+# ---------------------------------------------------------------- the controller (either mode)
+
+
+def controller_target(spec: ClusterSpec, node_id: int) -> tuple[str, str]:
+    """A KRaft voter: its container is controllerN, or kafkaN in combined mode."""
+    if not spec.kraft_mode:
+        raise UsageError(f"cluster {spec.name} runs ZooKeeper mode: its controller is a broker (use kill-controller)")
+    if node_id not in spec.controller_ids:
+        raise NotFoundError(
+            f"unknown controller node id {node_id}; the quorum's voters are {_ids(spec.controller_ids)}"
+        )
+    return f"controller {node_id}", spec.controller_container(node_id)
+
+
+def active_controller(spec: ClusterSpec) -> int:
+    """The node id of the active controller: the quorum leader (KRaft) or /controller's broker (ZooKeeper)."""
+    if spec.kraft_mode:
+        from clusterctl import kraft
+
+        leader = kraft.describe(spec).leader_id
+        if leader < 0:
+            raise ClusterctlError("the controller quorum has no leader right now")
+        return leader
+    from clusterctl import zk
+
+    with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+        cid = zk.controller_id(client)
+    if cid is None:
+        raise ClusterctlError("no broker is the controller right now (/controller is empty)")
+    return cid
+
+
+def kill_controller(spec: ClusterSpec) -> FaultResult:
+    """SIGKILL the active controller: the quorum leader (KRaft) or the controller broker (ZooKeeper mode)."""
+    cid = active_controller(spec)
+    if spec.kraft_mode:
+        res = kill("kill-controller", *controller_target(spec, cid))
+        res.note = f"quorum leader was node {cid}"
+    else:
+        res = kill("kill-controller", *broker_target(spec, cid))
+        res.note = f"controller was broker {cid}"
+    return res
+
+
+def kill_controller_quorum(spec: ClusterSpec) -> list[FaultResult]:
+    """SIGKILL a majority of the voters, the active one first: the quorum can elect no leader."""
+    if not spec.kraft_mode:
+        raise UsageError(f"cluster {spec.name} runs ZooKeeper mode: break ZooKeeper's quorum with kill-zk instead")
+    voters = spec.controller_ids
+    if len(voters) == 1:
+        return [kill_controller(spec)]
+    leader = active_controller(spec)
+    order = [leader] + [v for v in voters if v != leader]
+    out = []
+    for v in order[: len(voters) // 2 + 1]:
+        res = kill("kill-controller-quorum", *controller_target(spec, v))
+        res.note = f"voter {v} of {len(voters)}" + (" (the leader)" if v == leader else "")
+        out.append(res)
+    return out
+
+
+def start_controller(spec: ClusterSpec, node_id: int) -> FaultResult:
+    return start("start-controller", *controller_target(spec, node_id))
+
+
 def current_leader(bootstrap: str, topic: str, partition: int) -> int:
     """The broker that leads `topic`-`partition` now, from metadata; one line if there is none."""
     from clusterctl.kafka.admin import describe_topic
@@ -184,6 +252,22 @@ def current_leader(bootstrap: str, topic: str, partition: int) -> int:
                 raise ClusterctlError(f"{topic}-{partition} has no leader right now (Leader: -1)")
             return p.leader
     raise NotFoundError(f"topic {topic!r} has partitions 0..{desc.partition_count - 1}; no partition {partition}")
+
+
+def wait_leader_changed(bootstrap: str, topic: str, partition: int, old_leader: int, timeout: float) -> int:
+    """Wait until `topic`-`partition` has a leader other than `old_leader`; return the new leader."""
+    t0 = time.monotonic()
+    last = "no metadata yet"
+    while time.monotonic() - t0 < timeout:
+        try:
+            leader = current_leader(bootstrap, topic, partition)
+            if leader != old_leader:
+                return leader
+            last = f"leader still {leader}"
+        except ClusterctlError as exc:
+            last = str(exc)
+        time.sleep(0.2)
+    raise TimeoutError_(f"{topic}-{partition} still had no new leader (was {old_leader}) after {timeout:.0f}s: {last}")
 
 
 def replicas_of(bootstrap: str, topic: str, partition: int) -> tuple[int, list[int]]:
@@ -357,9 +441,11 @@ def partition_node(
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
     """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
     out: list[FaultResult] = [reconnect(d) for d in detached or []]
-    for service, target in [(spec.zk_service(i), f"zk {i}") for i in spec.zk_ids] + [
-        (spec.broker_service(i), f"broker {i}") for i in spec.broker_ids
-    ]:
+    for service, target in (
+        [(spec.zk_service(i), f"zk {i}") for i in spec.zk_ids]
+        + [(spec.controller_service(i), f"controller {i}") for i in spec.dedicated_controller_ids]
+        + [(spec.broker_service(i), f"broker {i}") for i in spec.broker_ids]
+    ):
         name = spec.container_name(service)
         from clusterctl.runtime.docker import find_container
 
@@ -373,9 +459,14 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
             out.append(start("start", target, name))
         nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
         if spec.network_name not in nets and st in ("running", "paused"):
-            ip = spec.zk_ip(int(service[2:])) if service.startswith("zk") else spec.broker_ip(int(service[5:]))
+            ip = spec.static_ips()[_ip_key(target)]
             out.append(reconnect(Detached(name, spec.network_name, ip, [service])))
     return out
+
+
+def _ip_key(target: str) -> str:
+    kind, ident = target.split()
+    return {"zk": "zookeeper node", "controller": "kraft controller", "broker": "kafka broker"}[kind] + f" {ident}"
 
 
 @dataclass
@@ -393,7 +484,8 @@ def wait_healed(
     on_progress: Callable[[str], None] | None = None,
     interval: float = 0.5,
 ) -> HealWait:
-    """Wait until every ZK node of the spec serves and every broker is registered and in metadata.
+    """Wait until every ZK node of the spec serves and every broker is registered and in metadata
+    (KRaft: the quorum has a leader and every voter, every broker is unfenced).
 
     A broker counts when it is in /brokers/ids and every broker answers a metadata request (each asked
     on its own address, 2 s bound) listing it. tansu (no registration) counts when it answers metadata.
@@ -408,7 +500,11 @@ def wait_healed(
         statuses = zk.node_statuses(spec, timeout=1.0)
         serving = [s.id for s in statuses if s.serving]
         missing += [f"zk{s.id} {s.mode}" for s in statuses if not s.serving]
-        if spec.kafka.engine == "kafka":
+        if spec.kraft_mode:
+            from clusterctl import kraft
+
+            missing += kraft.check(spec).missing  # quorum leader, voters, brokers unfenced, metadata
+        elif spec.kafka.engine == "kafka":
             missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
         else:
             from clusterctl.health import tansu_metadata_ok
@@ -460,18 +556,18 @@ class RollingStep:
     isr_full_after_s: float
 
 
-def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5) -> float:
-    """Wait until every partition of every topic has its full replica set in sync; seconds waited."""
+def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5, topics: list[str] | None = None) -> float:
+    """Wait until every partition (of `topics`, default all) has its full replica set in sync; seconds waited."""
     from clusterctl.kafka.admin import describe_topics
 
     t0 = time.monotonic()
     missing = "no metadata yet"
     while time.monotonic() - t0 < timeout:
         try:
-            topics = describe_topics(bootstrap, include_internal=True, timeout=min(5.0, timeout))
+            described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
             bad = [
                 f"{p.topic}-{p.partition}"
-                for t in topics
+                for t in described
                 for p in t.partitions
                 if p.leader < 0 or set(p.isr) != set(p.replicas)
             ]

@@ -9,28 +9,41 @@ Sources (each on its own thread, all optional):
 - ZooKeeper watches (kazoo): /controller, /brokers/ids and each observed partition's state znode,
   plus the session state of the watching client.
 - ZK Mode per node from `srvr` (four-letter word) every `zk_interval`, and the quorum it implies.
+- KRaft mode instead of the two ZooKeeper sources: DescribeQuorum every `quorum_interval` (the active
+  controller, its epoch, whether the quorum has a leader), and the fenced brokers (spec brokers that metadata
+  does not list: KRaft brokers report only unfenced ones). Metadata's controller id is not recorded there:
+  a KRaft broker reports a random live broker in that field.
 - The drill producer's per-interval acks and errors (attached at the end).
 
-Only changes are stored (plus one sample at start and end), so a long drill stays small.
+Only changes are stored (plus one sample at start and end), so a long drill stays small. Failover times
+are computed from the timeline in analysis.py.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import dataclasses
-import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterctl.chaos.analysis import target_ids
 from clusterctl.spec import ClusterSpec
 
-HEAL_ACTIONS = {"unpause", "reconnect", "start", "start-broker", "start-zk", "restart-broker", "heal"}
+HEAL_ACTIONS = {
+    "unpause",
+    "reconnect",
+    "start",
+    "start-broker",
+    "start-zk",
+    "start-controller",
+    "restart-broker",
+    "heal",
+}
 PAUSE_ACTIONS = {"pause", "pause-broker", "pause-follower"}
 POLL_TIMEOUT_S = 1.0  # one metadata request; a paused or cut-off broker never answers
 BROKER_BACKOFF_S = 2.0  # a broker that did not answer is asked again after this long
@@ -67,6 +80,23 @@ class ZkModeSample:
 
 
 @dataclass
+class ControllerSample:
+    """KRaft: the quorum leader (-1: none, or no answer) and its epoch."""
+
+    t: float
+    leader: int
+    epoch: int
+
+
+@dataclass
+class FencedSample:
+    """KRaft: spec brokers missing from metadata (fenced or not registered)."""
+
+    t: float
+    brokers: list[int]
+
+
+@dataclass
 class Marker:
     """A fault or heal on the timeline (what the drill did)."""
 
@@ -98,6 +128,9 @@ class Timeline:
     markers: list[Marker] = field(default_factory=list)
     load: list[Any] = field(default_factory=list)  # LoadInterval rows
     gaps: list[Gap] = field(default_factory=list)
+    controllers: list[ControllerSample] = field(default_factory=list)  # kraft mode
+    fenced: list[FencedSample] = field(default_factory=list)  # kraft mode
+    mode: str = "zookeeper"
 
 
 class Observer:
@@ -113,6 +146,7 @@ class Observer:
         zk_connect: str | None = None,
         watch_zk: bool = True,
         poll_metadata: bool = True,
+        quorum_interval: float = 0.5,
         live_path: Path | None = None,
     ) -> None:
         self.spec = spec
@@ -121,14 +155,18 @@ class Observer:
         self.topics = list(topics or [])
         self.interval = interval
         self.zk_interval = zk_interval
-        self.zk_connect = zk_connect or (spec.zk_connect if spec else None)
-        self.watch_zk = watch_zk and self.zk_connect is not None
+        self.quorum_interval = quorum_interval
+        self.kraft = spec is not None and spec.kraft_mode
+        self.zk_connect = zk_connect or (spec.zk_connect if spec and not self.kraft else None)
+        self.watch_zk = watch_zk and bool(self.zk_connect)
         self.poll_metadata = poll_metadata and bootstrap is not None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._zk: Any = None
-        self.timeline = Timeline(time.time(), 0.0, self.topics)
+        self.timeline = Timeline(time.time(), 0.0, self.topics, mode="kraft" if self.kraft else "zookeeper")
+        self._last_quorum_leader: tuple[int, int] | None = None
+        self._last_fenced: tuple[int, ...] | None = None
         self._last_part: dict[tuple[str, int], tuple[int, tuple[int, ...], tuple[int, ...]]] = {}
         self._last_zk_part: dict[tuple[str, int], tuple[int, tuple[int, ...]]] = {}
         self._last_mode: dict[int, str] = {}
@@ -160,7 +198,7 @@ class Observer:
     ) -> Marker:
         """Record a fault or heal the drill performed (at `t`, default now)."""
         m = Marker(t or time.time(), action, target, action in HEAL_ACTIONS if heal is None else heal, note)
-        broker = _target_ids(m)[0]
+        broker = target_ids(m)[0]
         if broker is not None and action in PAUSE_ACTIONS:
             self._paused.add(broker)
         elif broker is not None and action == "unpause":
@@ -185,7 +223,9 @@ class Observer:
     def start(self) -> Observer:
         if self.poll_metadata:
             self._spawn(self._metadata_loop, "observe-metadata")
-        if self.spec is not None:
+        if self.spec is not None and self.kraft:
+            self._spawn(self._quorum_loop, "observe-quorum")
+        elif self.spec is not None:
             self._spawn(self._zk_mode_loop, "observe-zk-mode")
         if self.watch_zk:
             self._start_zk_watches()
@@ -203,7 +243,7 @@ class Observer:
         if self.spec is not None:
             # a scenario may end the instant its own check passes, before the loop's next sample: take it now
             with contextlib.suppress(Exception):
-                self._zk_mode_sample()
+                self._quorum_sample() if self.kraft else self._zk_mode_sample()
         if self._zk is not None:
             with contextlib.suppress(Exception):
                 self._zk.stop()
@@ -222,6 +262,11 @@ class Observer:
                 )
             for zk_id, mode in self._last_mode.items():
                 self.timeline.zk_modes.append(ZkModeSample(self.timeline.ended, zk_id, mode))
+            if self._last_quorum_leader is not None:
+                leader, epoch = self._last_quorum_leader
+                self.timeline.controllers.append(ControllerSample(self.timeline.ended, leader, epoch))
+            if self._last_fenced is not None:
+                self.timeline.fenced.append(FencedSample(self.timeline.ended, list(self._last_fenced)))
         return self.timeline
 
     def __enter__(self) -> Observer:
@@ -306,8 +351,16 @@ class Observer:
                 detail += f" (lost {gone})" if gone else f" (joined {back})"
             self.event("metadata", "brokers", "cluster", detail, list(brokers))
             self._last_brokers = brokers
+        if self.kraft and self.spec is not None:
+            fenced = tuple(b for b in self.spec.broker_ids if b not in brokers)
+            if fenced != self._last_fenced:
+                with self._lock:
+                    self.timeline.fenced.append(FencedSample(now, list(fenced)))
+                detail = f"fenced brokers {_ids(fenced)}" if fenced else "no broker fenced"
+                self.event("metadata", "fenced", "cluster", detail, list(fenced))
+                self._last_fenced = fenced
         controller = bid(md.controller_id)
-        if controller != self._last_controller:
+        if not self.kraft and controller != self._last_controller:
             self.event("metadata", "controller", "cluster", f"controller {controller}", controller)
             self._last_controller = controller
         with self._lock:
@@ -335,6 +388,45 @@ class Observer:
                     self.event("metadata", "leader", subject, f"leader {prev[0]} -> {state[0]}", state[0])
                 if prev[2] != state[2]:
                     self.event("metadata", "isr", subject, f"isr {_ids(prev[2])} -> {_ids(state[2])}", list(state[2]))
+
+    # ------------------------------------------------------------ KRaft controller quorum
+
+    def _quorum_loop(self) -> None:
+        while not self._stop.is_set():
+            t0 = time.monotonic()
+            self._quorum_sample()
+            self._stop.wait(max(0.0, self.quorum_interval - (time.monotonic() - t0)))
+
+    def _quorum_sample(self) -> None:
+        from clusterctl import kraft
+        from clusterctl.errors import ClusterctlError
+
+        assert self.spec is not None
+        try:
+            info = kraft.describe(self.spec, timeout=max(0.5, min(1.5, self.quorum_interval * 3)))
+            state = (info.leader_id, info.leader_epoch)
+            why = ""
+        except ClusterctlError as exc:
+            prev_epoch = self._last_quorum_leader[1] if self._last_quorum_leader else -1
+            state, why = (-1, prev_epoch), exc.message
+        if state == self._last_quorum_leader:
+            return
+        prev = self._last_quorum_leader
+        self._last_quorum_leader = state
+        now = time.time()
+        with self._lock:
+            self.timeline.controllers.append(ControllerSample(now, state[0], state[1]))
+        if prev is None or prev[0] != state[0]:
+            who = f"node {state[0]} (epoch {state[1]})" if state[0] >= 0 else "none"
+            self.event(
+                "quorum", "controller", "quorum", f"active controller {who}", state[0] if state[0] >= 0 else None
+            )
+        has_leader = state[0] >= 0
+        if prev is None or (prev[0] >= 0) != has_leader:
+            detail = (
+                "controller quorum has a leader" if has_leader else f"controller quorum has no leader ({why[:120]})"
+            )
+            self.event("quorum", "quorum", "controller quorum", detail, has_leader)
 
     # ------------------------------------------------------------ ZooKeeper Mode per node
 
@@ -488,152 +580,3 @@ def _describe(state: tuple[int, tuple[int, ...], tuple[int, ...]]) -> str:
 
 def _state_dict(state: tuple[int, tuple[int, ...], tuple[int, ...]]) -> dict[str, Any]:
     return {"leader": state[0], "replicas": list(state[1]), "isr": list(state[2])}
-
-
-# ---------------------------------------------------------------- analysis
-
-
-@dataclass
-class PartitionFailover:
-    topic: str
-    partition: int
-    leader_before: int
-    led_by_target: bool
-    new_leader: int | None
-    time_to_new_leader_s: float | None  # fault → a live leader other than the failed broker
-    isr_shrunk_s: float | None  # fault → the failed broker left the ISR
-    isr_full_s: float | None  # heal → ISR == replicas again
-    unavailable_s: float | None  # leaderless (or led by the dead broker) after the fault
-    write_gap_s: float | None = None  # longest wait for an acknowledged write after the fault (drill ledger)
-
-
-@dataclass
-class FaultMetrics:
-    action: str
-    target: str
-    t: float
-    broker: int | None
-    zk: int | None
-    detected_s: float | None  # broker: gone from /brokers/ids or metadata; zk: node not serving
-    detected_by: str | None
-    controller_change_s: float | None
-    quorum_lost_s: float | None
-    quorum_ok_after_heal_s: float | None
-    heal_t: float | None
-    partitions: list[PartitionFailover]
-
-
-def _target_ids(m: Marker) -> tuple[int | None, int | None]:
-    words = m.target.replace("-", " ").split()
-    if len(words) == 2 and words[1].isdigit():
-        return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
-    if m.target.startswith("kafka") and m.target[5:].isdigit():
-        return int(m.target[5:]), None
-    if m.target.startswith("zk") and m.target[2:].isdigit():
-        return None, int(m.target[2:])
-    return None, None
-
-
-AckTimes = Mapping[tuple[str, int], Sequence[float]]
-
-
-def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
-    """Failover times for every fault marker (heals are paired with the next heal after the fault).
-
-    `acks`: per (topic, partition), the sorted times of the drill's acknowledged writes (its ledger);
-    they give each partition's write gap, the client's view of the unavailability window.
-    """
-    out: list[FaultMetrics] = []
-    faults = [m for m in tl.markers if not m.heal]
-    for m in faults:
-        broker, zk_id = _target_ids(m)
-        heals = [h for h in tl.markers if h.heal and h.t >= m.t]
-        heal = next((h for h in heals if h.target == m.target), heals[0] if heals else None)
-        nxt = next((f.t for f in faults if f.t > m.t), tl.ended)
-        detected_s, detected_by = None, None
-        if broker is not None:
-            for e in tl.events:
-                if e.t < m.t:
-                    continue
-                if e.kind == "brokers" and isinstance(e.value, list) and broker not in e.value:
-                    detected_s, detected_by = round(e.t - m.t, 3), e.source
-                    break
-                if e.kind == "error" and e.source == "metadata":  # no broker answered at all (a lone broker)
-                    detected_s, detected_by = round(e.t - m.t, 3), "metadata (no answer)"
-                    break
-        if zk_id is not None:
-            for s in tl.zk_modes:
-                if s.t >= m.t and s.zk_id == zk_id and s.mode in ("down", "not serving"):
-                    detected_s, detected_by = round(s.t - m.t, 3), "zk-mode"
-                    break
-        ctrl = next((e.t for e in tl.events if e.t >= m.t and e.kind == "controller" and e.source == "metadata"), None)
-        q_lost = next((e.t for e in tl.events if e.t >= m.t and e.kind == "quorum" and e.value is False), None)
-        q_ok = None
-        if heal is not None:
-            q_ok = next((e.t for e in tl.events if e.t >= heal.t and e.kind == "quorum" and e.value is True), None)
-        parts = _partition_failovers(tl, m, broker, heal, nxt, acks or {}) if broker is not None else []
-        out.append(
-            FaultMetrics(
-                action=m.action,
-                target=m.target,
-                t=m.t,
-                broker=broker,
-                zk=zk_id,
-                detected_s=detected_s,
-                detected_by=detected_by,
-                controller_change_s=None if ctrl is None or ctrl > nxt else round(ctrl - m.t, 3),
-                quorum_lost_s=None if q_lost is None or q_lost > nxt else round(q_lost - m.t, 3),
-                quorum_ok_after_heal_s=None if q_ok is None or heal is None else round(q_ok - heal.t, 3),
-                heal_t=heal.t if heal else None,
-                partitions=parts,
-            )
-        )
-    return out
-
-
-def _partition_failovers(
-    tl: Timeline, m: Marker, broker: int, heal: Marker | None, until: float, acks: AckTimes
-) -> list[PartitionFailover]:
-    out: list[PartitionFailover] = []
-    keys = sorted({(s.topic, s.partition) for s in tl.partitions})
-    for topic, pid in keys:
-        samples = [s for s in tl.partitions if (s.topic, s.partition) == (topic, pid)]
-        before = [s for s in samples if s.t <= m.t]
-        after = [s for s in samples if m.t < s.t <= until]
-        if not before:
-            continue
-        b = before[-1]
-        led = b.leader == broker
-        new_leader, ttnl, unavailable = None, None, None
-        if led:
-            for s in after:
-                if s.leader not in (-1, broker):
-                    new_leader, ttnl = s.leader, round(s.t - m.t, 3)
-                    break
-            unavailable = ttnl
-        shrunk = next((round(s.t - m.t, 3) for s in after if broker not in s.isr), None)
-        full = None
-        if heal is not None:
-            at_heal = [s for s in samples if s.t <= heal.t]
-            if at_heal and set(at_heal[-1].isr) == set(at_heal[-1].replicas) and at_heal[-1].leader >= 0:
-                full = 0.0
-            for s in samples if full is None else []:
-                if s.t >= heal.t and s.t <= until and set(s.isr) == set(s.replicas) and s.leader >= 0:
-                    full = round(s.t - heal.t, 3)
-                    break
-        gap = write_gap(acks.get((topic, pid), ()), m.t, until)
-        out.append(PartitionFailover(topic, pid, b.leader, led, new_leader, ttnl, shrunk, full, unavailable, gap))
-    return out
-
-
-def write_gap(ack_times: Sequence[float], fault_t: float, until: float) -> float | None:
-    """Longest wait for the next acknowledged write from `fault_t` on, among acks up to `until`.
-
-    None when no write was acknowledged before the fault (the load was not running) or none after it.
-    """
-    first = bisect.bisect_right(ack_times, fault_t)
-    last = bisect.bisect_right(ack_times, until)
-    if first == 0 or first == last:
-        return None
-    points = [fault_t, *ack_times[first:last]]
-    return round(max(b - a for a, b in itertools.pairwise(points)), 3)

@@ -69,13 +69,17 @@ def timeline_svg(tl: Any) -> str:
         ax_leader.legend(loc="upper right", fontsize=7, ncol=4)
     else:
         ax_leader.text(0.5, 0.5, "no partitions observed", transform=ax_leader.transAxes, ha="center")
-    for zk_id in sorted({s.zk_id for s in tl.zk_modes}):
-        ss = [s for s in tl.zk_modes if s.zk_id == zk_id]
-        ax_zk.step([s.t - t0 for s in ss], [ZK_MODE_LEVEL.get(s.mode, 1) for s in ss], where="post", label=f"zk{zk_id}")
-    ax_zk.set_yticks([0, 1, 2, 3], ["down", "not serving", "follower", "leader"])
-    ax_zk.set_ylabel("ZK mode")
-    if tl.zk_modes:
-        ax_zk.legend(loc="upper right", fontsize=7)
+    if getattr(tl, "mode", "zookeeper") == "kraft":
+        _kraft_panel(ax_zk, tl, t0)
+    else:
+        for zk_id in sorted({s.zk_id for s in tl.zk_modes}):
+            ss = [s for s in tl.zk_modes if s.zk_id == zk_id]
+            levels = [ZK_MODE_LEVEL.get(s.mode, 1) for s in ss]
+            ax_zk.step([s.t - t0 for s in ss], levels, where="post", label=f"zk{zk_id}")
+        ax_zk.set_yticks([0, 1, 2, 3], ["down", "not serving", "follower", "leader"])
+        ax_zk.set_ylabel("ZK mode")
+        if tl.zk_modes:
+            ax_zk.legend(loc="upper right", fontsize=7)
     if tl.load:
         xs = [_get(iv, "t") - t0 for iv in tl.load]
         width = 0.45
@@ -107,6 +111,32 @@ def timeline_svg(tl: Any) -> str:
     plt.close(fig)
     svg = buf.getvalue()
     return svg[svg.find("<svg") :]
+
+
+def _kraft_panel(ax: Any, tl: Any, t0: float) -> None:
+    """KRaft: the active controller (node id, -1 = none) as a step line, fenced brokers as red bars."""
+    cs = tl.controllers
+    if cs:
+        ax.step([c.t - t0 for c in cs], [c.leader for c in cs], where="post", color="tab:purple",
+                label="active controller")  # fmt: skip
+        for a, b in zip([None, *cs], cs, strict=False):
+            if a is None or a.leader != b.leader:
+                text = f"{b.leader}" if b.leader >= 0 else "none"
+                ax.annotate(text, (b.t - t0, b.leader), fontsize=7, color="tab:purple", va="bottom")
+    ax.set_ylabel("active controller")
+    ax.legend(loc="upper left", fontsize=7)
+    ax_f = ax.twinx()
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for a, b in zip(tl.fenced, [*tl.fenced[1:], None], strict=False):
+        end = (b.t if b is not None else tl.ended) - t0
+        for broker in a.brokers:
+            spans.setdefault(broker, []).append((a.t - t0, max(0.05, end - (a.t - t0))))
+    for broker, bars in spans.items():
+        ax_f.broken_barh(bars, (broker - 0.3, 0.6), color="tab:red", alpha=0.6)
+    ax_f.set_ylabel("fenced broker", color="tab:red")
+    ids = sorted({b for f in tl.fenced for b in f.brokers}) or [1]
+    ax_f.set_ylim(0.5, max(ids) + 0.5)
+    ax_f.set_yticks(ids)
 
 
 def _gapped(xs: list[float], ys: list[float], gaps: list[tuple[float, float]]) -> tuple[list[float], list[float]]:

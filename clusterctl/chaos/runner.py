@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.chaos.scenario import (
+    KRAFT_CONDITIONS,
     Condition,
     CreateTopic,
     Elect,
@@ -56,7 +57,7 @@ class ScenarioResult:
     started: float
     ended: float
     steps: list[StepResult]
-    faults: list[Any] = field(default_factory=list)  # observer.FaultMetrics
+    faults: list[Any] = field(default_factory=list)  # analysis.FaultMetrics
     verify: Any = None  # ledger.VerifyResult
     load: Any = None  # load.LoadSummary
     error: str | None = None
@@ -97,6 +98,7 @@ class Runner:
         self.load: Any = None
         self.observer: Any = None
         self.leaders_at_fault: dict[tuple[str, int], int] = {}
+        self.controller_at_fault: int | None = None
         self.background: list[tuple[threading.Thread, threading.Event]] = []
         self.detached: list[Any] = []
         self.verify_result: Any = None
@@ -105,6 +107,15 @@ class Runner:
 
     # -- checks before anything is touched
     def preflight(self) -> None:
+        mode = self.spec.kafka.mode
+        if self.sc.mode not in ("any", mode):
+            raise UsageError(
+                f"scenario {self.sc.name} is for kafka.mode={self.sc.mode}; cluster {self.spec.name} runs {mode}"
+            )
+        if self.sc.requires == "zookeeper" and self.spec.kraft_mode:
+            raise UsageError(
+                f"scenario {self.sc.name} drills ZooKeeper; cluster {self.spec.name} runs KRaft (no ZooKeeper)"
+            )
         if self.sc.requires == "kafka" and self.spec.kafka.engine != "kafka":
             raise UsageError(
                 f"scenario {self.sc.name} needs replication (real Apache Kafka); cluster {self.spec.name} runs "
@@ -121,6 +132,7 @@ class Runner:
         missing = [
             n
             for n in [self.spec.zk_container(i) for i in self.spec.zk_ids]
+            + [self.spec.controller_container(i) for i in self.spec.dedicated_controller_ids]
             + [self.spec.broker_container(i) for i in self.spec.broker_ids]
             if find_container(n) is None
         ]
@@ -130,7 +142,8 @@ class Runner:
             )
 
     def run(self) -> ScenarioResult:
-        from clusterctl.chaos.observer import Observer, analyze
+        from clusterctl.chaos.analysis import analyze
+        from clusterctl.chaos.observer import Observer
 
         self.preflight()
         steps = self.sc.parsed_steps()
@@ -286,6 +299,12 @@ class Runner:
         """Leaders before a fault (leader_changed compares with them); partitions not seen keep the last known."""
         with_topic = self._partitions(quiet=True)
         self.leaders_at_fault.update({(p.topic, p.partition): p.leader for p in with_topic if p.leader >= 0})
+        from clusterctl.chaos.faults import active_controller
+
+        try:
+            self.controller_at_fault = active_controller(self.spec)
+        except ClusterctlError:
+            self.controller_at_fault = None
 
     def _unpause_brokers(self) -> str:
         """Unpause every paused broker (and nothing else: killed brokers stay down until heal)."""
@@ -323,6 +342,15 @@ class Runner:
             self.detached.append(d)
         elif a == "kill-leader":
             r = faults.kill_leader(spec, self._live_bootstrap(), f.topic or self.topic, f.partition)
+        elif a == "kill-controller":
+            r = faults.kill_controller(spec)
+        elif a == "start-controller":
+            r = faults.start_controller(spec, f.controller or 0)
+        elif a == "kill-controller-quorum":
+            killed = faults.kill_controller_quorum(spec)
+            for k in killed:
+                self.observer.mark(k.action, k.target, heal=False, note=k.note, t=k.started)
+            return ", ".join(f"{k.target} ({k.container}) killed" for k in killed)
         elif a == "rolling-restart":
             steps = faults.rolling_restart(
                 spec,
@@ -496,6 +524,11 @@ class Runner:
         from clusterctl import zk
 
         name = c.name
+        if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
+            from clusterctl.chaos.kraft_checks import check_condition
+
+            got, self._last_seen = check_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
+            return got
         if name == "zk_quorum":
             q = zk.quorum(self.spec, timeout=1.0)
             self._last_seen = q.summary

@@ -56,6 +56,9 @@ FaultAction = Literal[
     "stop-zk",
     "start-zk",
     "rolling-restart",
+    "kill-controller",
+    "kill-controller-quorum",
+    "start-controller",
 ]
 
 
@@ -108,6 +111,15 @@ class BrokerRegistered(_M):
     registered: bool = True
 
 
+class BrokerFenced(_M):
+    id: int
+    fenced: bool = True
+
+
+class ControllerChanged(_M):
+    pass
+
+
 class Condition(_M):
     """Exactly one condition."""
 
@@ -119,6 +131,9 @@ class Condition(_M):
     zk_quorum: Literal["lost", "ok", "healthy"] | None = None
     zk_mode: ZkModeIs | None = None
     broker_registered: BrokerRegistered | None = None
+    controller_quorum: Literal["lost", "ok", "healthy"] | None = None  # kraft: leader? every voter caught up?
+    controller_changed: ControllerChanged | None = None  # the active controller differs from the one at the fault
+    broker_fenced: BrokerFenced | None = None  # kraft: absent from metadata
 
     @model_validator(mode="after")
     def _one(self) -> Condition:
@@ -174,6 +189,7 @@ class Fault(_M):
     action: FaultAction
     broker: int | None = None
     zk: int | None = None
+    controller: int | None = Field(default=None, description="start-controller: voter node id")
     node: str | None = None
     topic: str | None = None
     partition: int = 0
@@ -189,6 +205,8 @@ class Fault(_M):
             raise ValueError(f"{a} needs broker: <id>")
         if a.endswith("-zk") and self.zk is None:
             raise ValueError(f"{a} needs zk: <id>")
+        if a == "start-controller" and self.controller is None:
+            raise ValueError("start-controller needs controller: <voter node id>")
         if a == "partition-node" and self.node is None:
             raise ValueError("partition-node needs node: <service, e.g. kafka2 or zk1>")
         return self
@@ -209,6 +227,8 @@ class Elect(_M):
 class Verify(_M):
     timeout: float = Field(default=120.0, gt=0)
 
+
+KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
 
 STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "create_topic": CreateTopic,
@@ -247,6 +267,7 @@ class Scenario(_M):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,60}$")
     description: str = ""
     requires: Literal["kafka", "zookeeper", "any"] = "kafka"
+    mode: Literal["any", "zookeeper", "kraft"] = Field(default="any", description="kafka.mode the drill is for")
     expect: Literal["no-loss", "loss"] = Field(
         default="no-loss", description="loss: a negative control that passes only when acknowledged writes are lost"
     )
@@ -335,11 +356,12 @@ class ScenarioInfo:
     steps: int
     file: str
     description: str
+    mode: str = "any"
 
 
 def list_scenarios(directory: Path = SCENARIO_DIR) -> list[ScenarioInfo]:
     out = []
     for p in sorted(directory.glob("*.yaml")):
         sc = load_scenario(p)
-        out.append(ScenarioInfo(sc.name, sc.requires, sc.expect, len(sc.steps), str(p), sc.description))
+        out.append(ScenarioInfo(sc.name, sc.requires, sc.expect, len(sc.steps), str(p), sc.description, sc.mode))
     return out

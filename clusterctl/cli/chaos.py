@@ -137,6 +137,33 @@ def start_zk(zk: ZkArg, as_json: JsonOpt = False) -> None:
     _emit_faults([faults.start_zk(get_spec(), zk)], as_json)
 
 
+@chaos_app.command("kill-controller")
+def kill_controller(as_json: JsonOpt = False) -> None:
+    """SIGKILL the active controller: the KRaft quorum leader, or the controller broker in ZooKeeper mode."""
+    from clusterctl.chaos import faults
+
+    _emit_faults([faults.kill_controller(get_spec())], as_json)
+
+
+@chaos_app.command("kill-controller-quorum")
+def kill_controller_quorum(as_json: JsonOpt = False) -> None:
+    """KRaft: SIGKILL a majority of the controller voters (the leader first); no leader can be elected."""
+    from clusterctl.chaos import faults
+
+    _emit_faults(faults.kill_controller_quorum(get_spec()), as_json)
+
+
+@chaos_app.command("start-controller")
+def start_controller(
+    node_id: Annotated[int, typer.Argument(help="voter node id (101.. dedicated, broker id when combined)")],
+    as_json: JsonOpt = False,
+) -> None:
+    """KRaft: start a stopped or killed controller voter."""
+    from clusterctl.chaos import faults
+
+    _emit_faults([faults.start_controller(get_spec(), node_id)], as_json)
+
+
 @chaos_app.command("heal")
 def heal(
     wait: Annotated[

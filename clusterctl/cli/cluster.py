@@ -29,6 +29,9 @@ def describe(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) ->
     emit(info.brokers, as_json=False, columns=cols)
 
 
+cluster_app.command("quorum")(lifecycle.quorum)
+
+
 def init(
     name: Annotated[str, typer.Argument(help="cluster name (compose project, container prefix)")] = "kafka-lab",
     profile: Annotated[

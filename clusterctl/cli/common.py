@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -101,7 +103,18 @@ def zk_connect(explicit: str | None) -> str:
     """`--zookeeper` if given (checked: host:port,...[/chroot]), else the spec's connect string."""
     if explicit is not None:
         return validate.zk_connect(explicit)
-    return get_spec().zk_connect
+    spec = get_spec()
+    require_zookeeper(spec)
+    return spec.zk_connect
+
+
+def require_zookeeper(spec: ClusterSpec) -> None:
+    """One line when the spec's cluster runs KRaft: there is no ZooKeeper to talk to."""
+    if spec.kraft_mode:
+        raise UsageError(
+            f"cluster {spec.name} runs in KRaft mode: there is no ZooKeeper",
+            hint="`clusterctl quorum` shows the controller quorum; --zookeeper HOST:PORT reaches another ensemble",
+        )
 
 
 def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
@@ -113,3 +126,15 @@ def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
             raise UsageError(f"{what} expects key=value, got {pair!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Hold Ctrl-C until the block is done (it is raised right after), so a pair of steps such as
+    "print a record, then acknowledge it" cannot be cut between the two."""
+    blocked = {signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)

@@ -49,11 +49,15 @@ def up(
     if as_json:
         emit(result, as_json=True)
         return
-    fields = [
-        Column("Cluster", "project"),
-        Column("Healthy after", lambda r: f"{r.seconds_to_healthy:.1f}s"),
-        Column("ZooKeeper", lambda r: f"{r.zk_serving}/{r.zk_nodes} serving, leader zk{r.zk_leader}"),
-    ]
+    fields = [Column("Cluster", "project"), Column("Healthy after", lambda r: f"{r.seconds_to_healthy:.1f}s")]
+    if spec.kraft_mode:
+        fields += [
+            Column("Controller quorum", lambda r: f"voters {r.quorum_voters}, leader {r.controller}"),
+            Column("Brokers unfenced", "brokers_registered"),
+        ]
+        emit(result, as_json=False, kv=fields, title="cluster up (KRaft)")
+        return
+    fields.append(Column("ZooKeeper", lambda r: f"{r.zk_serving}/{r.zk_nodes} serving, leader zk{r.zk_leader}"))
     if spec.kafka.engine == "kafka":
         fields += [Column("Brokers registered", "brokers_registered"), Column("Controller", "controller")]
     else:
@@ -106,12 +110,55 @@ def status(as_json: JsonOpt = False) -> None:
             Column("Health", "health"),
             Column("IP", "ip"),
             Column("Host port", "host_port"),
-            Column("ZK mode", "zk_mode"),
+            *([] if spec.kraft_mode else [Column("ZK mode", "zk_mode")]),
         ],
     )
+    if result.controllers:
+        emit(result.controllers, as_json=False, title="controller quorum", columns=QUORUM_COLUMNS)
+    if result.brokers:
+        cols = [Column("Broker", "broker", justify="right"), Column("Registered", "registered"),
+                Column("Fenced", "fenced"), Column("State", "state")]  # fmt: skip
+        emit(result.brokers, as_json=False, title="brokers", columns=cols)
     for line in result.summary:
         style = "bold red" if line.startswith(("quorum lost", "split brain")) else ""
         emit(Text(line, style=style), as_json=False)
+
+
+QUORUM_COLUMNS = [
+    Column("Node", "node_id", justify="right"),
+    Column("Role", "role"),
+    Column("Service", "service"),
+    Column("Log end offset", "log_end_offset", justify="right"),
+    Column("Lag", "lag", justify="right"),
+    Column("Last fetch ms ago", "last_fetch_ago_ms", justify="right"),
+]
+
+
+def quorum(
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for an answer")] = 3.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """KRaft: the controller quorum (describe-quorum): leader, epoch, voters and observers with their lag."""
+    from clusterctl import kraft
+
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    v = kraft.quorum_view(get_spec(), timeout)
+    if as_json:
+        emit(v, as_json=True)
+        return
+    emit(
+        v,
+        as_json=False,
+        title=f"controller quorum of {v.cluster}",
+        kv=[
+            Column("Leader", lambda r: f"{r.leader_id} ({r.leader_service})" if r.leader_id is not None else "none"),
+            Column("Leader epoch", "leader_epoch"),
+            Column("High watermark", "high_watermark"),
+            Column("Answered by", "answered_by"),
+        ],
+    )
+    emit(v.members, as_json=False, columns=QUORUM_COLUMNS)
 
 
 def logs(
@@ -207,4 +254,5 @@ def register(app: typer.Typer) -> None:
     app.command("down")(down)
     app.command("status")(status)
     app.command("logs")(logs)
+    app.command("quorum")(quorum)
     app.add_typer(images_app, name="images")

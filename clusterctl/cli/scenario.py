@@ -20,7 +20,7 @@ def list_(as_json: JsonOpt = False) -> None:
     from clusterctl.chaos.scenario import list_scenarios
     from clusterctl.output import Column, emit
 
-    cols = [Column("Name", "name"), Column("Requires", "requires"), Column("Expect", "expect"),
+    cols = [Column("Name", "name"), Column("Requires", "requires"), Column("Mode", "mode"), Column("Expect", "expect"),
             Column("Steps", "steps", justify="right"), Column("Description", "description")]  # fmt: skip
     emit(list_scenarios(), as_json=as_json, columns=cols)
 
@@ -201,6 +201,54 @@ def _run_repeated(
         raise StepFailed(f"interrupted after {len(rep.runs)} of {n} runs", hint=f"see {rep.report_html}")
     if not rep.ok:
         raise StepFailed(f"{len(rep.runs) - rep.passed} of {len(rep.runs)} runs failed", hint=f"see {rep.report_html}")
+
+
+@scenario_app.command("compare")
+def compare(
+    file: FileArg,
+    modes: Annotated[str, typer.Option("--modes", help="comma-separated: zookeeper, kraft")] = "zookeeper,kraft",
+    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode")] = 3,
+    results: Annotated[
+        Path, typer.Option("--results", help="JSON-lines file each run is appended to; the table covers all its rows")
+    ] = Path("reports/compare.jsonl"),
+    report_dir: Annotated[Path, typer.Option("--report-dir", help="where each run's report goes")] = Path("reports"),
+    summary_only: Annotated[
+        bool, typer.Option("--summary-only", help="run nothing: summarise the rows already in --results")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the same drill on a ZooKeeper-mode and a KRaft-mode cluster; print failover times side by side."""
+    from clusterctl.chaos import compare as cmp
+    from clusterctl.chaos.scenario import load_scenario
+    from clusterctl.errors import UsageError
+    from clusterctl.output import Column, emit, info
+
+    sc = load_scenario(file)
+    wanted = [m.strip() for m in modes.split(",") if m.strip()]
+    if not wanted or len(set(wanted)) != len(wanted) or any(m not in cmp.MODES for m in wanted):
+        raise UsageError(f"--modes takes zookeeper and/or kraft (comma-separated, once each), got {modes!r}")
+    if repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeat}")
+    if not summary_only:
+        cmp.compare(get_spec(), sc, wanted, repeat, results, report_dir, progress=info)
+    runs = [r for r in cmp.load_runs(results, sc.name) if r.mode in wanted]
+    summary = cmp.summarize(runs)
+    if as_json:
+        emit({"scenario": sc.name, "modes": summary, "runs": runs}, as_json=True)
+        return
+    if not summary:
+        info(f"no runs of {sc.name} in {results}")
+        return
+    cols = [Column("", "metric")] + [Column(m.mode, m.mode) for m in summary]
+    rows = [
+        {"metric": "runs (passed)", **{m.mode: f"{m.runs} ({m.passed})" for m in summary}},
+        {"metric": "acknowledged writes lost", **{m.mode: m.lost_total for m in summary}},
+        {"metric": "bounding setting", **{m.mode: f"{m.bounding_setting}={m.bounding_ms}" for m in summary}},
+        {"metric": "detection s, median (min-max)", **{m.mode: m.detected_s.text() for m in summary}},
+        {"metric": "new leader s", **{m.mode: m.new_leader_s.text() for m in summary}},
+        {"metric": "write gap s", **{m.mode: m.write_gap_s.text() for m in summary}},
+    ]
+    emit(rows, as_json=False, columns=cols, title=f"{sc.name}: ZooKeeper vs KRaft ({results})")
 
 
 def register(app: typer.Typer) -> None:

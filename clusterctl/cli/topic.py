@@ -12,7 +12,15 @@ import typer
 from rich.markup import escape
 
 from clusterctl import validate
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
+from clusterctl.cli.common import (
+    BootstrapOpt,
+    JsonOpt,
+    bootstrap_servers,
+    get_spec,
+    parse_kv,
+    seconds_option,
+    uninterrupted,
+)
 from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
 from clusterctl.kafka import admin, clients
 from clusterctl.output import Column, console, emit, err_console, info, print_json, print_json_line
@@ -368,24 +376,26 @@ def consume_cmd(
         try:
             for rec in reader:
                 count += 1
-                if as_json:
-                    print_json_line(rec)
-                elif table:
+                if table and not as_json:
                     kept.append(rec)
                     continue
-                else:
-                    console.print(
-                        f"partition={rec.partition} offset={rec.offset} key={rec.key if rec.key is not None else '-'} "
-                        f"value={rec.value}",
-                        highlight=False,
-                        markup=False,
-                        soft_wrap=True,
-                    )
-                reader.ack([rec])
+                with uninterrupted():  # a printed record is an acknowledged one, Ctrl-C or not
+                    if as_json:
+                        print_json_line(rec)
+                    else:
+                        console.print(
+                            f"partition={rec.partition} offset={rec.offset} "
+                            f"key={rec.key if rec.key is not None else '-'} value={rec.value}",
+                            highlight=False,
+                            markup=False,
+                            soft_wrap=True,
+                        )
+                    reader.ack([rec])
         finally:  # Ctrl-C or an error included: show what was read, then commit exactly that
             if table and not as_json:
-                emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
-                reader.ack(kept)
+                with uninterrupted():  # the table shown is the table acknowledged
+                    emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
+                    reader.ack(kept)
     info(f"consumed {count} messages from {topic} in {time.monotonic() - began:.1f}s")
 
 

@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from clusterctl import validate, zk
-from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, seconds_option, zk_connect
+from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, seconds_option, zk_connect
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit
 
@@ -40,7 +40,12 @@ def _explicit_nodes(connect: str, timeout: float) -> list[zk.ZkNodeStatus]:
 @zk_app.command("status")
 def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 2.0) -> None:
     """Mode (leader/follower/standalone/not serving/down) of every node via srvr, and the quorum summary."""
-    nodes = _explicit_nodes(zookeeper, timeout) if zookeeper else zk.node_statuses(get_spec(), timeout)
+    if zookeeper:
+        nodes = _explicit_nodes(zookeeper, timeout)
+    else:
+        spec = get_spec()
+        require_zookeeper(spec)
+        nodes = zk.node_statuses(spec, timeout)
     q = zk.summarize(nodes)
     if as_json:
         emit({"nodes": nodes, "quorum": q}, as_json=True)

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusterctl import health, images, zk
 from clusterctl.errors import ClusterctlError, NotFoundError
@@ -54,6 +55,8 @@ class UpResult:
     brokers_registered: list[int] = field(default_factory=list)
     controller: int | None = None
     broker_reachable: bool | None = None
+    mode: str = "zookeeper"
+    quorum_voters: list[int] = field(default_factory=list)  # kraft: voters the quorum reports
 
 
 def up(
@@ -91,6 +94,8 @@ def up(
         brokers_registered=report.brokers_registered,
         controller=report.controller,
         broker_reachable=report.broker_reachable,
+        mode=spec.kafka.mode,
+        quorum_voters=report.quorum_voters,
     )
 
 
@@ -144,10 +149,15 @@ class ClusterStatus:
     controller: int | None
     broker_reachable: bool | None = None
     summary: list[str] = field(default_factory=list)
+    mode: str = "zookeeper"
+    controllers: list[Any] | None = None  # kraft: kraft.QuorumMember rows (voters and observers)
+    brokers: list[Any] | None = None  # kraft: kraft.BrokerFencing rows
 
 
 def status(spec: ClusterSpec) -> ClusterStatus:
     """Containers, ZooKeeper Mode per node, quorum, broker registrations and controller."""
+    if spec.kraft_mode:
+        return _status_kraft(spec)
     containers = dk.container_states(spec)
     nodes = zk.node_statuses(spec)
     mode_by_service = {spec.zk_service(n.id): n.mode for n in nodes}
@@ -196,3 +206,49 @@ def status(spec: ClusterSpec) -> ClusterStatus:
         broker_reachable=reachable,
         summary=lines,
     )
+
+
+def _status_kraft(spec: ClusterSpec) -> ClusterStatus:
+    """Containers, the controller quorum (leader / followers / observers with lag) and broker fencing."""
+    from clusterctl import kraft
+    from clusterctl.kafka.quorum import QuorumInfo
+
+    containers = dk.container_states(spec)
+    services = [ServiceStatus(c.service, c.container, c.role, c.state, c.health, c.ip, c.host_port) for c in containers]
+    q = zk.summarize([])
+    result = ClusterStatus(
+        cluster=spec.name, engine=spec.kafka.engine, services=services, zookeeper=[], quorum=q,
+        brokers_registered=None, brokers_missing=None, controller=None, mode="kraft",
+    )  # fmt: skip
+    if all(c.state == "missing" for c in containers):
+        result.summary = [f"cluster {spec.name} is not running: no containers (start it with `clusterctl up`)"]
+        return result
+    info: QuorumInfo | None = None
+    try:
+        info = kraft.describe(spec)
+        v = kraft.view(spec, info)
+        result.controllers = v.members
+        result.controller = v.leader_id
+        voters = [m for m in v.members if m.role != "observer"]
+        needed = len(spec.controller_ids) // 2 + 1
+        if v.leader_id is None:
+            result.summary.append(f"controller quorum: no leader (epoch {v.leader_epoch})")
+        else:
+            result.summary.append(
+                f"controller quorum ok: leader {v.leader_id} ({v.leader_service}), epoch {v.leader_epoch}, "
+                f"{len(voters)}/{len(spec.controller_ids)} voters (needs {needed}), high watermark {v.high_watermark}"
+            )
+    except ClusterctlError as exc:
+        result.summary.append(f"controller quorum: unknown ({exc.message})")
+    live, err = kraft.metadata_brokers(spec.bootstrap_servers)
+    result.brokers = kraft.fencing(spec, info, live)
+    if live is None:
+        result.summary.append(f"brokers: metadata unanswered ({err})")
+    else:
+        result.brokers_registered = [f.broker for f in result.brokers if f.registered]
+        result.brokers_missing = [f.broker for f in result.brokers if f.state != "unfenced"]
+        fenced = [f"{f.broker} ({f.state})" for f in result.brokers if f.state != "unfenced"]
+        unfenced = [f.broker for f in result.brokers if f.state == "unfenced"]
+        line = f"brokers unfenced: {','.join(map(str, unfenced)) or 'none'} of {len(spec.broker_ids)}"
+        result.summary.append(line + (f"; not serving: {', '.join(fenced)}" if fenced else ""))
+    return result

@@ -46,7 +46,7 @@ class ContainerState:
 
     service: str
     container: str
-    role: str  # zookeeper | broker | kafka-manager
+    role: str  # zookeeper | controller | broker | kafka-manager ...
     state: str  # running | exited | paused | missing ...
     health: str | None  # healthy | unhealthy | starting | None (no healthcheck)
     ip: str | None
@@ -81,6 +81,7 @@ def cluster_services(spec: ClusterSpec) -> list[tuple[str, str, int | None]]:
     out: list[tuple[str, str, int | None]] = [
         (spec.zk_service(i), "zookeeper", spec.zk_host_port(i)) for i in spec.zk_ids
     ]
+    out += [(spec.controller_service(i), "controller", None) for i in spec.dedicated_controller_ids]
     out += [(spec.broker_service(i), "broker", spec.broker_host_port(i)) for i in spec.broker_ids]
     if spec.kafka_manager.enabled:
         out.append((spec.manager_service, "kafka-manager", spec.kafka_manager.port))

@@ -1,8 +1,11 @@
 #!/bin/bash
-# Entrypoint following Confluent cp-kafka's env contract (ZooKeeper mode):
+# Entrypoint following Confluent cp-kafka's env contract, ZooKeeper or KRaft mode:
 #   KAFKA_FOO_BAR=v → foo.bar=v in server.properties ('__' → '_', '___' → '-');
-#   KAFKA_ZOOKEEPER_CONNECT and KAFKA_ADVERTISED_LISTENERS are required; KAFKA_HEAP_OPTS, KAFKA_OPTS,
-#   KAFKA_LOG4J_OPTS are passed to the JVM as Kafka's scripts expect.
+#   ZooKeeper mode: KAFKA_ZOOKEEPER_CONNECT and KAFKA_ADVERTISED_LISTENERS are required.
+#   KRaft mode (KAFKA_PROCESS_ROLES set): CLUSTER_ID is required; a controller-only node has no advertised
+#   listeners. The log dir is formatted with CLUSTER_ID on first start only (meta.properties absent), so a
+#   restart keeps its data; a dir formatted with another id makes Kafka refuse to start, as it should.
+#   KAFKA_HEAP_OPTS, KAFKA_OPTS, KAFKA_LOG4J_OPTS are passed to the JVM as Kafka's scripts expect.
 #   KAFKA_JMX_PORT / KAFKA_JMX_HOSTNAME enable JMX for the broker process ONLY: JMX_PORT is exported to
 #   kafka-server-start.sh alone, so CLI tools run with `docker exec` don't try to bind the same port.
 set -euo pipefail
@@ -16,8 +19,15 @@ if [[ "$(id -u)" == "0" ]]; then
     exec setpriv --reuid=kafka --regid=kafka --init-groups "$0" "$@"
 fi
 
-: "${KAFKA_ZOOKEEPER_CONNECT:?KAFKA_ZOOKEEPER_CONNECT is required (ZooKeeper mode)}"
-: "${KAFKA_ADVERTISED_LISTENERS:?KAFKA_ADVERTISED_LISTENERS is required}"
+if [[ -n "${KAFKA_PROCESS_ROLES:-}" ]]; then
+    : "${CLUSTER_ID:?CLUSTER_ID is required (KRaft mode)}"
+    if [[ "$KAFKA_PROCESS_ROLES" != "controller" ]]; then
+        : "${KAFKA_ADVERTISED_LISTENERS:?KAFKA_ADVERTISED_LISTENERS is required}"
+    fi
+else
+    : "${KAFKA_ZOOKEEPER_CONNECT:?KAFKA_ZOOKEEPER_CONNECT is required (ZooKeeper mode)}"
+    : "${KAFKA_ADVERTISED_LISTENERS:?KAFKA_ADVERTISED_LISTENERS is required}"
+fi
 
 # not broker properties: consumed by the scripts or by this entrypoint
 exclude='^KAFKA_(VERSION|HOME|HEAP_OPTS|OPTS|LOG4J_OPTS|JMX_OPTS|JMX_PORT|JMX_HOSTNAME|JVM_PERFORMANCE_OPTS|GC_LOG_OPTS|LOG4J_ROOT_LOGLEVEL|LOG4J_LOGGERS|TOOLS_LOG4J_LOGLEVEL|DEBUG|CLUSTER_ID)='
@@ -41,6 +51,15 @@ if [[ -n "${KAFKA_LOG4J_ROOT_LOGLEVEL:-}" ]]; then
     sed "s/^log4j.rootLogger=.*/log4j.rootLogger=${KAFKA_LOG4J_ROOT_LOGLEVEL}, stdout/" \
         "$KAFKA_HOME/config/log4j.properties" >/etc/kafka/log4j.properties
     export KAFKA_LOG4J_OPTS="${KAFKA_LOG4J_OPTS:--Dlog4j.configuration=file:/etc/kafka/log4j.properties}"
+fi
+
+if [[ -n "${KAFKA_PROCESS_ROLES:-}" ]]; then
+    log_dir="${KAFKA_LOG_DIRS:-/var/lib/kafka/data}"
+    log_dir="${log_dir%%,*}"
+    if [[ ! -f "$log_dir/meta.properties" ]]; then
+        echo "kafka-entrypoint: formatting $log_dir for cluster $CLUSTER_ID (first start)"
+        KAFKA_HEAP_OPTS="-Xmx256m" kafka-storage.sh format --ignore-formatted -t "$CLUSTER_ID" -c "$props"
+    fi
 fi
 
 export KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"

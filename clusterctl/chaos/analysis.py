@@ -1,0 +1,178 @@
+"""Failover times from an observer Timeline: detection, controller change, new leader, ISR, write gap per fault."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from clusterctl.chaos.observer import Marker, Timeline
+
+
+@dataclass
+class PartitionFailover:
+    topic: str
+    partition: int
+    leader_before: int
+    led_by_target: bool
+    new_leader: int | None
+    time_to_new_leader_s: float | None  # fault → a live leader other than the failed broker
+    isr_shrunk_s: float | None  # fault → the failed broker left the ISR
+    isr_full_s: float | None  # heal → ISR == replicas again
+    unavailable_s: float | None  # leaderless (or led by the dead broker) after the fault
+    write_gap_s: float | None = None  # longest wait for an acknowledged write after the fault (drill ledger)
+
+
+@dataclass
+class FaultMetrics:
+    action: str
+    target: str
+    t: float
+    broker: int | None
+    zk: int | None
+    detected_s: (
+        float | None
+    )  # broker: gone from /brokers/ids or metadata; zk: node not serving; controller: leader moved
+    detected_by: str | None
+    controller_change_s: float | None
+    quorum_lost_s: float | None
+    quorum_ok_after_heal_s: float | None
+    heal_t: float | None
+    partitions: list[PartitionFailover]
+
+
+def target_ids(m: Marker) -> tuple[int | None, int | None]:
+    words = m.target.replace("-", " ").split()
+    if len(words) == 2 and words[1].isdigit():
+        return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
+    if m.target.startswith("kafka") and m.target[5:].isdigit():
+        return int(m.target[5:]), None
+    if m.target.startswith("zk") and m.target[2:].isdigit():
+        return None, int(m.target[2:])
+    return None, None
+
+
+def _controller_target(m: Marker) -> int | None:
+    words = m.target.split()
+    return int(words[1]) if len(words) == 2 and words[0] == "controller" and words[1].isdigit() else None
+
+
+AckTimes = Mapping[tuple[str, int], Sequence[float]]
+
+
+def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
+    """Failover times for every fault marker (heals are paired with the next heal after the fault).
+
+    `acks`: per (topic, partition), the sorted times of the drill's acknowledged writes (its ledger);
+    they give each partition's write gap, the client's view of the unavailability window.
+    """
+    out: list[FaultMetrics] = []
+    faults = [m for m in tl.markers if not m.heal]
+    for m in faults:
+        broker, zk_id = target_ids(m)
+        heals = [h for h in tl.markers if h.heal and h.t >= m.t]
+        heal = next((h for h in heals if h.target == m.target), heals[0] if heals else None)
+        nxt = next((f.t for f in faults if f.t > m.t), tl.ended)
+        detected_s, detected_by = None, None
+        if broker is not None:
+            # an unanswered metadata request means the broker is gone only when it was the only one live;
+            # with several, it is a client timeout and the broker list tells when the cluster noticed
+            live_before = [e.value for e in tl.events if e.t < m.t and e.kind == "brokers" and e.source == "metadata"]
+            lone = not live_before or len(live_before[-1] or []) <= 1
+            for e in tl.events:
+                if e.t < m.t:
+                    continue
+                if e.kind == "brokers" and isinstance(e.value, list) and broker not in e.value:
+                    detected_s, detected_by = round(e.t - m.t, 3), e.source
+                    break
+                if lone and e.kind == "error" and e.source == "metadata":  # no broker answered at all
+                    detected_s, detected_by = round(e.t - m.t, 3), "metadata (no answer)"
+                    break
+        controller = _controller_target(m)
+        if controller is not None:
+            for e in tl.events:
+                if e.t >= m.t and e.kind == "controller" and e.source == "quorum" and e.value != controller:
+                    detected_s, detected_by = round(e.t - m.t, 3), "quorum"
+                    break
+        if zk_id is not None:
+            for s in tl.zk_modes:
+                if s.t >= m.t and s.zk_id == zk_id and s.mode in ("down", "not serving"):
+                    detected_s, detected_by = round(s.t - m.t, 3), "zk-mode"
+                    break
+        ctrl = next(
+            (e.t for e in tl.events if e.t >= m.t and e.kind == "controller" and e.source in ("metadata", "quorum")),
+            None,
+        )
+        q_lost = next((e.t for e in tl.events if e.t >= m.t and e.kind == "quorum" and e.value is False), None)
+        q_ok = None
+        if heal is not None:
+            q_ok = next((e.t for e in tl.events if e.t >= heal.t and e.kind == "quorum" and e.value is True), None)
+        parts = _partition_failovers(tl, m, broker, heal, nxt, acks or {}) if broker is not None else []
+        out.append(
+            FaultMetrics(
+                action=m.action,
+                target=m.target,
+                t=m.t,
+                broker=broker,
+                zk=zk_id,
+                detected_s=detected_s,
+                detected_by=detected_by,
+                controller_change_s=None if ctrl is None or ctrl > nxt else round(ctrl - m.t, 3),
+                quorum_lost_s=None if q_lost is None or q_lost > nxt else round(q_lost - m.t, 3),
+                quorum_ok_after_heal_s=None if q_ok is None or heal is None else round(q_ok - heal.t, 3),
+                heal_t=heal.t if heal else None,
+                partitions=parts,
+            )
+        )
+    return out
+
+
+def _partition_failovers(
+    tl: Timeline, m: Marker, broker: int, heal: Marker | None, until: float, acks: AckTimes
+) -> list[PartitionFailover]:
+    out: list[PartitionFailover] = []
+    keys = sorted({(s.topic, s.partition) for s in tl.partitions})
+    for topic, pid in keys:
+        samples = [s for s in tl.partitions if (s.topic, s.partition) == (topic, pid)]
+        before = [s for s in samples if s.t <= m.t]
+        after = [s for s in samples if m.t < s.t <= until]
+        if not before:
+            continue
+        b = before[-1]
+        led = b.leader == broker
+        new_leader, ttnl, unavailable = None, None, None
+        if led:
+            for s in after:
+                if s.leader not in (-1, broker):
+                    new_leader, ttnl = s.leader, round(s.t - m.t, 3)
+                    break
+            unavailable = ttnl
+        shrunk = next((round(s.t - m.t, 3) for s in after if broker not in s.isr), None)
+        full = None
+        if heal is not None:
+            at_heal = [s for s in samples if s.t <= heal.t]
+            if at_heal and set(at_heal[-1].isr) == set(at_heal[-1].replicas) and at_heal[-1].leader >= 0:
+                full = 0.0
+            for s in samples if full is None else []:
+                if s.t >= heal.t and s.t <= until and set(s.isr) == set(s.replicas) and s.leader >= 0:
+                    full = round(s.t - heal.t, 3)
+                    break
+        gap = write_gap(acks.get((topic, pid), ()), m.t, until)
+        out.append(PartitionFailover(topic, pid, b.leader, led, new_leader, ttnl, shrunk, full, unavailable, gap))
+    return out
+
+
+def write_gap(ack_times: Sequence[float], fault_t: float, until: float) -> float | None:
+    """Longest wait for the next acknowledged write from `fault_t` on, among acks up to `until`.
+
+    None when no write was acknowledged before the fault (the load was not running) or none after it.
+    """
+    first = bisect.bisect_right(ack_times, fault_t)
+    last = bisect.bisect_right(ack_times, until)
+    if first == 0 or first == last:
+        return None
+    points = [fault_t, *ack_times[first:last]]
+    return round(max(b - a for a, b in itertools.pairwise(points)), 3)

@@ -1,0 +1,241 @@
+"""The same drill on a ZooKeeper-mode and a KRaft-mode cluster, side by side.
+
+For each mode the spec is used as is (its own mode) or derived (the other mode, cluster `<name>-<mode>`, same
+network and ports, so the two never run at once). A cluster that is not running is rendered, started, and
+removed with its volumes afterwards; one that was already running is left as it was. Every run appends one
+row to a JSON-lines results file, so a long series can be split over several invocations and summarised once.
+
+What bounds failure detection differs by mode, and the table names it: in ZooKeeper mode a SIGKILLed broker
+is noticed when its ZooKeeper session expires (zookeeper.session.timeout.ms); in KRaft mode when it misses
+heartbeats to the active controller for broker.session.timeout.ms.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.spec import ClusterSpec, parse_spec
+
+MODES = ("zookeeper", "kraft")
+
+
+@dataclass
+class CompareRun:
+    """One drill run: the failover times of its first fault and what the ledger found."""
+
+    mode: str
+    cluster: str
+    scenario: str
+    ok: bool
+    started: float
+    detected_s: float | None
+    detected_by: str | None
+    new_leader_s: float | None
+    write_gap_s: float | None
+    lost: int | None
+    bounding_setting: str
+    bounding_ms: int
+    report: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class Spread:
+    median: float | None
+    min: float | None
+    max: float | None
+    n: int
+
+    def text(self) -> str:
+        if self.median is None:
+            return "-"
+        return f"{self.median:.2f} ({self.min:.2f}-{self.max:.2f})"
+
+
+@dataclass
+class ModeSummary:
+    mode: str
+    runs: int
+    passed: int
+    lost_total: int
+    bounding_setting: str
+    bounding_ms: int
+    detected_s: Spread
+    new_leader_s: Spread
+    write_gap_s: Spread
+    clusters: list[str] = field(default_factory=list)
+
+
+def bounding(spec: ClusterSpec) -> tuple[str, int]:
+    """The setting that bounds how fast a dead broker is noticed, and its value in ms."""
+    if spec.kraft_mode:
+        return "broker.session.timeout.ms", spec.kraft.broker_session_timeout_ms
+    return "zookeeper.session.timeout.ms", spec.kafka.defaults.zookeeper_session_timeout_ms
+
+
+def spec_for_mode(spec: ClusterSpec, mode: str) -> ClusterSpec:
+    """The spec itself in its own mode; otherwise the same cluster shape in `mode`, named `<name>-<mode>`."""
+    if mode not in MODES:
+        raise UsageError(f"--modes takes zookeeper and/or kraft, got {mode!r}")
+    if spec.kafka.mode == mode:
+        return spec
+    data: dict[str, Any] = spec.model_dump(mode="json", exclude_unset=True)
+    data["name"] = f"{spec.name}-{'zk' if mode == 'zookeeper' else 'kraft'}"[:40]
+    kafka = dict(data.get("kafka") or {})
+    kafka["mode"] = mode
+    data["kafka"] = kafka
+    if mode == "kraft":
+        data.pop("zookeeper", None)
+        data.pop("kafka_manager", None)
+    else:
+        data.pop("kraft", None)
+        data["kafka_manager"] = {"enabled": False}
+    return parse_spec(data, source=f"{spec.name} as {mode}")
+
+
+def run_metrics(result: Any, mode_spec: ClusterSpec) -> CompareRun:
+    """Detection, new-leader time and write gap of the run's first fault (worst partition it led)."""
+    setting, ms = bounding(mode_spec)
+    fault = result.faults[0] if result.faults else None
+    led = [p for p in fault.partitions if p.led_by_target] if fault else []
+    new_leader = [p.time_to_new_leader_s for p in led if p.time_to_new_leader_s is not None]
+    gaps = [p.write_gap_s for p in led if p.write_gap_s is not None]
+    return CompareRun(
+        mode=mode_spec.kafka.mode,
+        cluster=mode_spec.name,
+        scenario=result.scenario,
+        ok=result.ok,
+        started=result.started,
+        detected_s=fault.detected_s if fault else None,
+        detected_by=fault.detected_by if fault else None,
+        new_leader_s=max(new_leader) if new_leader else None,
+        write_gap_s=max(gaps) if gaps else None,
+        lost=result.verify.lost_count if result.verify is not None else None,
+        bounding_setting=setting,
+        bounding_ms=ms,
+        report=result.report_html,
+        error=result.error,
+    )
+
+
+def _spread(values: list[float | None]) -> Spread:
+    xs = [v for v in values if v is not None]
+    if not xs:
+        return Spread(None, None, None, 0)
+    return Spread(round(statistics.median(xs), 3), min(xs), max(xs), len(xs))
+
+
+def summarize(runs: list[CompareRun]) -> list[ModeSummary]:
+    out = []
+    for mode in MODES:
+        rs = [r for r in runs if r.mode == mode]
+        if not rs:
+            continue
+        out.append(
+            ModeSummary(
+                mode=mode,
+                runs=len(rs),
+                passed=sum(r.ok for r in rs),
+                lost_total=sum(r.lost or 0 for r in rs),
+                bounding_setting=rs[-1].bounding_setting,
+                bounding_ms=rs[-1].bounding_ms,
+                detected_s=_spread([r.detected_s for r in rs]),
+                new_leader_s=_spread([r.new_leader_s for r in rs]),
+                write_gap_s=_spread([r.write_gap_s for r in rs]),
+                clusters=sorted({r.cluster for r in rs}),
+            )
+        )
+    return out
+
+
+def load_runs(path: Path, scenario: str | None = None) -> list[CompareRun]:
+    """Rows of an earlier results file (JSON lines), optionally of one scenario only."""
+    if not path.is_file():
+        return []
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = CompareRun(**json.loads(line))
+        except (ValueError, TypeError) as exc:
+            raise ClusterctlError(f"{path}:{n}: not a compare result row ({exc})") from None
+        if scenario is None or row.scenario == scenario:
+            out.append(row)
+    return out
+
+
+def append_run(path: Path, run: CompareRun) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(asdict(run)) + "\n")
+
+
+def _running(spec: ClusterSpec) -> bool:
+    from clusterctl.runtime import docker as dk
+
+    return any(c.state == "running" for c in dk.container_states(spec))
+
+
+def _prefixed(progress: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    return lambda message: progress(prefix + message)
+
+
+def compare(
+    spec: ClusterSpec,
+    scenario: Any,
+    modes: list[str],
+    repeat: int,
+    results: Path,
+    report_dir: Path,
+    progress: Callable[[str], None],
+    up_timeout: float = 240.0,
+) -> list[CompareRun]:
+    """Run `scenario` `repeat` times per mode; every run is appended to `results` as it finishes."""
+    from clusterctl import render
+    from clusterctl.chaos.report import write_reports
+    from clusterctl.chaos.runner import Runner
+    from clusterctl.runtime import cluster
+
+    if repeat < 1:
+        raise UsageError(f"--repeat must be at least 1, got {repeat}")
+    specs = [spec_for_mode(spec, m) for m in modes]
+    for s in specs:
+        if scenario.mode not in ("any", s.kafka.mode):
+            raise UsageError(f"scenario {scenario.name} is for kafka.mode={scenario.mode} only; it cannot be compared")
+    out: list[CompareRun] = []
+    for s in specs:
+        others = [o for o in specs if o is not s and _running(o)]
+        started_here = not _running(s)
+        if started_here and others:
+            raise UsageError(
+                f"cluster {others[0].name} is running on the network and ports cluster {s.name} needs",
+                hint=f"`clusterctl -s <its spec> down` first, or compare one mode at a time (--modes {s.kafka.mode})",
+            )
+        try:
+            if started_here:
+                progress(f"{s.kafka.mode}: rendering and starting cluster {s.name}")
+                render.render(s)
+                up = cluster.up(s, up_timeout)
+                progress(f"{s.kafka.mode}: cluster {s.name} healthy after {up.seconds_to_healthy:.1f}s")
+            for i in range(1, repeat + 1):
+                progress(f"{s.kafka.mode}: run {i}/{repeat} of {scenario.name}")
+                work = report_dir / f"{scenario.name}-{s.kafka.mode}-{int(time.time())}-{i}"
+                runner = Runner(s, scenario, work_dir=work, progress=_prefixed(progress, f"  {s.kafka.mode}: "))
+                result = runner.run()
+                write_reports(result, work)
+                row = run_metrics(result, s)
+                append_run(results, row)
+                out.append(row)
+        finally:
+            if started_here:
+                progress(f"{s.kafka.mode}: removing cluster {s.name} (with its volumes)")
+                cluster.down(s, volumes=True)
+    return out

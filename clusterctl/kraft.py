@@ -1,0 +1,181 @@
+"""KRaft mode: the controller quorum and broker fencing, as `up`, `status`, `quorum` and the observer see them.
+
+The quorum comes from DescribeQuorum (kafka/quorum.py), asked of the brokers' host listeners (they forward it
+to the active controller) and of the controllers' own listeners on the cluster network (the leader answers).
+A broker is *unfenced* when metadata lists it: KRaft brokers return only unfenced brokers in a Metadata
+response. It is *registered* when the quorum knows it (an observer fetching the metadata log, or a voter in
+combined mode); a registered broker missing from metadata is fenced.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.kafka.quorum import QuorumInfo, describe_quorum
+from clusterctl.spec import ClusterSpec
+
+_QUIET = logging.getLogger("clusterctl.kraft.rdkafka")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
+
+
+@dataclass
+class QuorumMember:
+    """One row of the describe-quorum view."""
+
+    node_id: int
+    role: str  # leader | follower | observer
+    service: str | None  # controllerN / kafkaN of the spec, None when unknown to it
+    log_end_offset: int
+    lag: int | None  # high watermark - log end offset (None when the offset is unknown)
+    last_fetch_ago_ms: int | None = None
+
+
+@dataclass
+class QuorumView:
+    cluster: str
+    leader_id: int | None
+    leader_epoch: int
+    high_watermark: int
+    members: list[QuorumMember] = field(default_factory=list)
+    voters_expected: list[int] = field(default_factory=list)
+    answered_by: str = ""
+
+    @property
+    def leader_service(self) -> str | None:
+        return next((m.service for m in self.members if m.role == "leader"), None)
+
+
+@dataclass
+class BrokerFencing:
+    """A spec broker: registered with the quorum, and fenced (absent from metadata) or not."""
+
+    broker: int
+    registered: bool | None  # None: the quorum could not be asked
+    fenced: bool | None  # None: metadata could not be read
+    state: str  # unfenced | fenced | not registered | unknown
+
+
+def require_kraft(spec: ClusterSpec, what: str) -> None:
+    if not spec.kraft_mode:
+        raise UsageError(
+            f"cluster {spec.name} runs ZooKeeper mode: {what} is a KRaft controller-quorum view",
+            hint="`clusterctl zk status` shows the ZooKeeper ensemble; `status` the controller broker",
+        )
+
+
+def quorum_addresses(spec: ClusterSpec) -> list[tuple[str, int]]:
+    """Brokers' host listeners first, then every voter's controller listener (cluster network)."""
+    out = [(spec.host, spec.broker_host_port(b)) for b in spec.broker_ids]
+    out += [(spec.controller_ip(c), spec.kraft.controller_port) for c in spec.controller_ids]
+    return out
+
+
+def describe(spec: ClusterSpec, timeout: float = 2.0) -> QuorumInfo:
+    """DescribeQuorum for the spec's cluster; QuorumError (exit 4) when nothing answers."""
+    return describe_quorum(quorum_addresses(spec), timeout)
+
+
+def _service(spec: ClusterSpec, node_id: int) -> str | None:
+    if node_id in spec.controller_ids:
+        return spec.controller_service(node_id)
+    if node_id in spec.broker_ids:
+        return spec.broker_service(node_id)
+    return None
+
+
+def view(spec: ClusterSpec, info: QuorumInfo, now_ms: int | None = None) -> QuorumView:
+    """Members with roles (leader / follower / observer) and their lag behind the high watermark."""
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    members = []
+    for role_of, replicas in (("voter", info.voters), ("observer", info.observers)):
+        for r in replicas:
+            role = "observer" if role_of == "observer" else ("leader" if r.node_id == info.leader_id else "follower")
+            lag = None if r.log_end_offset < 0 else max(0, info.high_watermark - r.log_end_offset)
+            ago = now_ms - r.last_fetch_ms if r.last_fetch_ms >= 0 and role != "leader" else None
+            members.append(QuorumMember(r.node_id, role, _service(spec, r.node_id), r.log_end_offset, lag, ago))
+    members.sort(key=lambda m: ({"leader": 0, "follower": 1, "observer": 2}[m.role], m.node_id))
+    return QuorumView(
+        cluster=spec.name,
+        leader_id=info.leader_id if info.leader_id >= 0 else None,
+        leader_epoch=info.leader_epoch,
+        high_watermark=info.high_watermark,
+        members=members,
+        voters_expected=spec.controller_ids,
+        answered_by=info.answered_by,
+    )
+
+
+def quorum_view(spec: ClusterSpec, timeout: float = 2.0) -> QuorumView:
+    require_kraft(spec, "quorum")
+    return view(spec, describe(spec, timeout))
+
+
+def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> tuple[list[int] | None, str | None]:
+    """(broker ids in a Metadata response, None) or (None, why): the metadata round trip `up` waits for."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "logger": _QUIET}
+    try:
+        md = AdminClient(conf).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        return None, str(exc.args[0]) if exc.args else "metadata request failed"
+    return sorted(int(b) for b in md.brokers), None
+
+
+def fencing(spec: ClusterSpec, info: QuorumInfo | None, live: list[int] | None) -> list[BrokerFencing]:
+    """Per spec broker: registered (known to the quorum) and fenced (not in metadata)."""
+    known = {r.node_id for r in info.voters + info.observers} if info is not None else None
+    out = []
+    for b in spec.broker_ids:
+        registered = None if known is None else b in known
+        fenced = None if live is None else b not in live
+        if fenced is False:
+            state = "unfenced"
+        elif registered is False:
+            state = "not registered"
+        elif fenced:
+            state = "fenced"
+        else:
+            state = "unknown"
+        out.append(BrokerFencing(b, registered, fenced, state))
+    return out
+
+
+@dataclass
+class KRaftHealth:
+    """What `up` waits for in kraft mode."""
+
+    quorum: QuorumInfo | None
+    live_brokers: list[int] | None
+    missing: list[str]
+
+
+def check(spec: ClusterSpec, timeout: float = 2.0) -> KRaftHealth:
+    """Quorum with a leader and every voter present, every broker registered and unfenced, a metadata round trip."""
+    missing: list[str] = []
+    info: QuorumInfo | None = None
+    try:
+        info = describe(spec, timeout)
+    except ClusterctlError as exc:
+        missing.append(f"controller quorum ({exc.message})")
+    if info is not None:
+        if info.leader_id < 0:
+            missing.append("controller quorum leader")
+        voters = {r.node_id for r in info.voters}
+        absent = [c for c in spec.controller_ids if c not in voters]
+        if absent:
+            missing.append(f"voters {','.join(map(str, absent))} in the quorum")
+    live, err = metadata_brokers(spec.bootstrap_servers, timeout)
+    if live is None:
+        missing.append(f"metadata round trip on {spec.bootstrap_servers} ({err})")
+    else:
+        for f in fencing(spec, info, live):
+            if f.state != "unfenced":
+                missing.append(f"broker {f.broker} {f.state}")
+    return KRaftHealth(info, live, missing)

@@ -1,0 +1,1 @@
+"""A tiny order-events producer: the application this example project tests."""

@@ -1,0 +1,169 @@
+"""A KRaft cluster (3 dedicated controllers + 3 brokers) from the offline Kafka image (needs CLUSTERCTL_KAFKA_DIST).
+
+Brought up with the real CLI: `up` waits for a quorum leader, every broker unfenced and a metadata round trip;
+status and quorum agree with Kafka's own kafka-metadata-quorum.sh; kill-leader and kill-controller lose no
+acknowledged write; `down` then `up` keeps the cluster id, topics and data. Test-only spec: subnet
+10.83.0.0/24, brokers 39092-39094.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _runtime_helpers import CLI, cli, cli_json, leftovers, render
+
+from clusterctl import images
+from clusterctl.render import existing_cluster_id
+from clusterctl.spec import load_spec
+
+pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
+
+
+def kraft_spec(directory: Path, name: str) -> Path:
+    spec: dict[str, Any] = {
+        "name": name,
+        "profile": "offline",
+        "network": {"subnet": "10.83.0.0/24"},
+        "kafka": {
+            "mode": "kraft",
+            "brokers": 3,
+            "host_port": 39092,
+            "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"},
+        },
+        "kraft": {"controllers": 3},
+    }
+    path = directory / "clusterctl.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def kraft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    images.build_images(["kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
+    work = tmp_path_factory.mktemp("kraft-cluster")
+    spec_path = kraft_spec(work, f"ctlkraft-{uuid.uuid4().hex[:6]}")
+    render(spec_path)
+    try:
+        res = cli(spec_path, "up", "--timeout", "300", "--json")
+        assert res.returncode == 0, res.stderr
+        up = json.loads(res.stdout)
+        print(f"\nKRaft cluster healthy after {up['seconds_to_healthy']}s: {up}")
+        assert up["mode"] == "kraft" and up["quorum_voters"] == [101, 102, 103]
+        assert up["controller"] in (101, 102, 103) and up["brokers_registered"] == [1, 2, 3]
+        yield spec_path
+    finally:
+        cli(spec_path, "down", "--volumes")
+
+
+def _metadata_quorum_tool(spec_path: Path) -> dict[str, str]:
+    """Kafka's own view: kafka-metadata-quorum.sh describe --status, run inside broker 1."""
+    spec = load_spec(spec_path)
+    proc = subprocess.run(
+        ["docker", "exec", spec.broker_container(1), "kafka-metadata-quorum.sh", "--bootstrap-server",
+         f"kafka1:{spec.kafka.internal_port}", "describe", "--status"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    return {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in proc.stdout.splitlines()) if v}
+
+
+def test_status_and_quorum_agree_with_kafka(kraft_cluster: Path) -> None:
+    status = cli_json(kraft_cluster, "status")
+    assert status["mode"] == "kraft" and status["zookeeper"] == []
+    roles = sorted((m["node_id"], m["role"]) for m in status["controllers"])
+    leader = next(n for n, r in roles if r == "leader")
+    assert [r for n, r in roles if n >= 100].count("follower") == 2
+    assert [(n, r) for n, r in roles if n < 100] == [(1, "observer"), (2, "observer"), (3, "observer")]
+    assert [(b["broker"], b["state"]) for b in status["brokers"]] == [(1, "unfenced"), (2, "unfenced"), (3, "unfenced")]
+    quorum = cli_json(kraft_cluster, "quorum")
+    tool = _metadata_quorum_tool(kraft_cluster)
+    assert quorum["leader_id"] == leader == int(tool["LeaderId"])
+    assert quorum["leader_epoch"] == int(tool["LeaderEpoch"])
+    assert sorted(json.loads(tool["CurrentVoters"])) == [101, 102, 103]
+    table = cli(kraft_cluster, "status")
+    assert "controller quorum ok: leader" in table.stdout and "brokers unfenced: 1,2,3 of 3" in table.stdout
+
+
+def test_zk_commands_say_there_is_no_zookeeper(kraft_cluster: Path) -> None:
+    res = cli(kraft_cluster, "zk", "status")
+    assert res.returncode == 2 and "there is no ZooKeeper" in res.stderr
+
+
+def _scenario(spec_path: Path, name: str) -> dict[str, Any]:
+    res = cli(spec_path, "scenario", "run", name, "--json", "--report-dir", str(spec_path.parent / name), timeout=600)
+    out = json.loads(res.stdout)
+    assert res.returncode == 0, f"{name}: {out.get('error')} / {res.stderr[-2000:]}"
+    return dict(out)
+
+
+def test_kill_leader_loses_nothing(kraft_cluster: Path) -> None:
+    out = _scenario(kraft_cluster, "kill-leader")
+    v = out["verify"]
+    assert out["ok"] and v["lost_count"] == 0 and v["acked"] > 1000
+    fault = out["faults"][0]
+    print(f"\nkraft kill-leader: detected {fault['detected_s']}s by {fault['detected_by']}, {v['acked']} acked, 0 lost")
+    assert fault["detected_s"] is not None and fault["detected_s"] < 30
+    report = json.loads((kraft_cluster.parent / "kill-leader" / "report.json").read_text())
+    fenced = [e for e in report["timeline"]["events"] if e["kind"] == "fenced"]
+    assert any(e["value"] == [fault["broker"]] for e in fenced), "the killed broker shows as fenced on the timeline"
+    assert report["timeline"]["controllers"], "the active controller is on the timeline"
+
+
+def test_kill_controller_loses_nothing(kraft_cluster: Path) -> None:
+    before = cli_json(kraft_cluster, "quorum")["leader_id"]
+    out = _scenario(kraft_cluster, "kill-controller")
+    assert out["ok"] and out["verify"]["lost_count"] == 0
+    fault = out["faults"][0]
+    assert fault["target"] == f"controller {before}" and fault["detected_by"] == "quorum"
+    print(f"\nkraft kill-controller: new quorum leader after {fault['detected_s']}s, {out['verify']['acked']} acked")
+    after = cli_json(kraft_cluster, "quorum")
+    assert after["leader_id"] in (101, 102, 103)
+    assert {m["node_id"] for m in after["members"] if m["role"] != "observer"} == {101, 102, 103}
+
+
+def test_down_and_up_keep_topics_and_data(kraft_cluster: Path) -> None:
+    spec = load_spec(kraft_cluster)
+    compose_dir = kraft_cluster.parent / "compose" / spec.name
+    cluster_id = existing_cluster_id(compose_dir)
+    topic = f"keep-{uuid.uuid4().hex[:6]}"
+    assert cli(kraft_cluster, "topic", "create", topic, "-p", "3", "-r", "3").returncode == 0
+    lines = [f"record-{i}" for i in range(300)]
+    prod = subprocess.run(
+        [CLI, "-s", str(kraft_cluster), "produce", topic],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=kraft_cluster.parent,
+    )
+    assert prod.returncode == 0, prod.stderr
+    down = cli_json(kraft_cluster, "down")
+    assert down["volumes_removed"] == [] and len(down["volumes_kept"]) == 6
+    t0 = time.monotonic()
+    up = cli_json(kraft_cluster, "up")
+    print(f"\nKRaft restart (storage already formatted) healthy after {up['seconds_to_healthy']}s")
+    assert time.monotonic() - t0 < 300
+    assert existing_cluster_id(compose_dir) == cluster_id
+    logs = subprocess.run(["docker", "logs", spec.controller_container(101)], capture_output=True, text=True)
+    assert logs.stdout.count("formatting") == 0, "a restart must not format again"
+    topics = cli_json(kraft_cluster, "topic", "list")
+    assert topic in json.dumps(topics)
+    res = cli(kraft_cluster, "consume", topic, "--from-beginning", "--timeout", "10", "--json")
+    assert res.returncode == 0, res.stderr
+    got = sorted(json.loads(line)["value"] for line in res.stdout.splitlines() if line.strip())
+    assert got == sorted(lines)
+
+
+def test_down_volumes_leaves_nothing(kraft_cluster: Path) -> None:
+    project = yaml.safe_load(kraft_cluster.read_text())["name"]
+    assert cli(kraft_cluster, "down", "--volumes").returncode == 0
+    assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
