@@ -14,11 +14,10 @@ from typing import ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
 from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
 from clusterctl.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
-
-DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 NETWORK_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")

@@ -268,13 +268,12 @@ def test_empty_and_unwritable_output_paths(tmp_path: Path) -> None:
 def test_unexpected_error_is_one_line_with_a_debug_pointer(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from clusterctl import cli
-    from clusterctl.cli import lifecycle
+    from clusterctl import cli, images
 
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(lifecycle.images, "list_images", boom)
+    monkeypatch.setattr(images, "list_images", boom)  # cli/lifecycle.py imports it when the command runs
     assert cli.run(["images", "list"]) == cli.EX_SOFTWARE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "simulated bug" in err and "--debug" in err and "Traceback" not in err

@@ -1,7 +1,5 @@
 """CLI for the 'cluster' noun (thin: parse, call the domain layer, render through output)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
