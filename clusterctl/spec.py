@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
 from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
-from clusterctl.profiles import PROFILES, ImageProfile
+from clusterctl.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 NETWORK_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
@@ -187,7 +187,12 @@ KRAFT_NODE_ID_BASE = 100  # dedicated controller i has node.id 100+i; brokers ke
 
 class KafkaManagerSpec(_Model):
     enabled: bool = True
-    port: int = Field(default=9000, description="host port of the CMAK web UI")
+    kind: ManagerKind | None = Field(
+        default=None,
+        description="cmak (a published CMAK image) or console (clusterctl's own, `clusterctl images build console`); "
+        "default: console in the offline profile, cmak elsewhere",
+    )
+    port: int = Field(default=9000, description="host port of the web UI")
     ip: str | None = Field(default=None, description="static IP; default .30")
 
 
@@ -297,12 +302,16 @@ class ClusterSpec(_Model):
             )
         if self.kafka.engine == "tansu" and (n != 1 or d.replication_factor != 1):
             raise ValueError("kafka.engine=tansu has no replication: set kafka.brokers=1 and replication_factor=1")
-        if self.kafka.engine != "kafka" and self.kafka_manager.enabled:
-            raise ValueError("kafka_manager needs kafka.engine=kafka (CMAK reads broker registrations in ZooKeeper)")
-        if self.kafka_manager.enabled and self.image_profile.kafka_manager is None and not self.images.kafka_manager:
+        cmak = self.kafka_manager.enabled and self.manager_kind == "cmak"
+        if self.kafka.engine != "kafka" and cmak:
+            raise ValueError(
+                "kafka_manager.kind=cmak needs kafka.engine=kafka (CMAK reads broker registrations in ZooKeeper); "
+                "use kind console"
+            )
+        if cmak and self.image_profile.kafka_manager is None and not self.images.kafka_manager:
             raise ValueError(
                 f"profile {self.profile} has no kafka-manager (CMAK) image: "
-                "set kafka_manager.enabled=false or images.kafka_manager"
+                "use kafka_manager.kind=console, set kafka_manager.enabled=false or images.kafka_manager"
             )
         irf = self.internal_topics_rf
         if irf > n:
@@ -480,7 +489,14 @@ class ClusterSpec(_Model):
         return self.image_profile.kafka
 
     @property
+    def manager_kind(self) -> ManagerKind:
+        """What runs as the kafka-manager service: CMAK or clusterctl's console."""
+        return self.kafka_manager.kind or self.image_profile.manager_kind
+
+    @property
     def kafka_manager_image(self) -> str | None:
+        if self.manager_kind == "console":
+            return self.images.kafka_manager or CONSOLE_IMAGE
         return self.images.kafka_manager or self.image_profile.kafka_manager
 
     @property

@@ -20,7 +20,7 @@ from clusterctl.output import error_json, error_line, to_jsonable
 
 fastparams.install()  # plain option values without pydantic (typer's adapters cost ~0.15 s per run)
 
-NOUN_MODULES = ("cluster", "topic", "group", "zk", "perf", "chaos", "scenario", "spark")
+NOUN_MODULES = ("cluster", "topic", "group", "zk", "perf", "chaos", "scenario", "spark", "ui")
 # The module that registers each top-level command: main() imports and builds only the one a command line
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
 # A command missing here still works: main() then builds every module, as for --help and completion.
@@ -33,6 +33,7 @@ COMMAND_MODULE = {
     "perf": "perf",
     "scenario": "scenario",
     "spark": "spark",
+    "ui": "ui",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
 
