@@ -25,13 +25,8 @@ import jinja2
 import yaml
 
 from clusterctl.errors import ClusterctlError
-from clusterctl.spec import (
-    SPARK_MASTER_PORT,
-    SPARK_UI_PORT,
-    SPARK_WORKER_PORT,
-    SPARK_WORKER_UI_PORT,
-    ClusterSpec,
-)
+from clusterctl.spec import ClusterSpec
+from clusterctl.spec_sections import SPARK_MASTER_PORT, SPARK_UI_PORT, SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"  # a link to the repository's templates/
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"

@@ -99,6 +99,15 @@ def real_kafka(real_kafka_cluster: RealKafka) -> Iterator[RealKafka]:
     faults.wait_full_isr(spec.bootstrap_servers, timeout=180)
 
 
+@pytest.fixture
+def built_kafka_3_7(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rendered files do not depend on which Kafka image this machine has built: pretend 3.7.0."""
+    from clusterctl import kafkadist
+
+    monkeypatch.delenv(kafkadist.KAFKA_DIST_ENV, raising=False)
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: ["3.7.0"])
+
+
 @pytest.fixture(scope="session")
 def tansu_broker() -> Iterator[TansuBroker]:
     """One tansu broker for the whole session (topics are namespaced per test)."""

@@ -19,6 +19,7 @@ from clusterctl.spec import ClusterSpec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
+pytestmark = pytest.mark.usefixtures("built_kafka_3_7")
 CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 
 KRAFT: dict[str, Any] = {"name": "lab", "profile": "offline", "kafka": {"mode": "kraft"}}

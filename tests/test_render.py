@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterctl import images, kafkadist, profiles
+from clusterctl import images, profiles
 from clusterctl.errors import SpecError
 from clusterctl.render import (
     ENV_FILE,
@@ -63,11 +63,7 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def built_kafka_3_7(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Golden files do not depend on which Kafka image this machine has built: pretend 3.7.0."""
-    monkeypatch.delenv(kafkadist.KAFKA_DIST_ENV, raising=False)
-    monkeypatch.setattr(kafkadist, "built_versions", lambda: ["3.7.0"])
+pytestmark = pytest.mark.usefixtures("built_kafka_3_7")
 
 
 def spec_of(case: str) -> ClusterSpec:

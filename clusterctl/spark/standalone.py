@@ -54,7 +54,7 @@ def targets_cluster(master: str, spec: ClusterSpec | None) -> bool:
         where = (parts.hostname, parts.port)
     except ValueError:
         return False
-    from clusterctl.spec import SPARK_MASTER_PORT
+    from clusterctl.spec_sections import SPARK_MASTER_PORT
 
     return where in ((spec.host, spec.spark.master_port), (spec.spark_master_ip, SPARK_MASTER_PORT))
 
