@@ -317,15 +317,16 @@ CONSOLE_DISTS = ("starlette", "uvicorn", "asgi-csrf", "python-multipart", "Jinja
 # clusterctl modules the console imports (the Dockerfile's import check fails the build if one is missing)
 CONSOLE_CLUSTERCTL_FILES = (
     "__init__.py",
+    "env.py",
     "errors.py",
     "profiles.py",
     "spec.py",
+    "spec_sections.py",
     "zk.py",
     "kafkadist.py",
     "validate.py",
     "kafka/__init__.py",
     "kafka/admin.py",
-    "kafka/clients.py",
     "kafka/connection.py",
     "kafka/groups.py",
 )

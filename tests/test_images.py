@@ -194,3 +194,26 @@ def test_zookeeper_image_standalone_runs_as_non_root() -> None:
         assert "tickTime=500" in cfg and "4lw.commands.whitelist=" in cfg
     finally:
         c.remove(force=True, v=True)
+
+
+@pytest.mark.parametrize(
+    ("entry", "listed"),
+    [
+        ("clusterctl.spark.datasource", "SPARK_CLUSTERCTL_FILES"),
+        ("clusterctl.console.app, clusterctl.console.__main__", "CONSOLE_CLUSTERCTL_FILES"),
+    ],
+)
+def test_image_module_lists_cover_what_the_image_imports(entry: str, listed: str) -> None:
+    """The spark and console images copy a fixed list of clusterctl modules; a module they import that is
+    missing from the list fails the image build's import check, so the list must cover the import closure."""
+    code = (
+        f"import sys, {entry}\n"
+        "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.startswith('clusterctl') and m.__file__))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    pkg = Path(images.__file__).resolve().parent
+    imported = {str(Path(f).resolve().relative_to(pkg)) for f in out.split()}
+    copied = set(getattr(images, listed)) | (
+        {f for f in imported if f.startswith("console/")} if "console" in entry else set()
+    )
+    assert imported <= copied, f"{listed} lacks {sorted(imported - copied)}"
