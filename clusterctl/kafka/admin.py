@@ -57,6 +57,7 @@ RETRIABLE = {
 RETRY_BUDGET_S = 30.0
 # a create that timed out may have happened: only errors that say "not done, ask again" are retried
 CREATE_RETRIABLE = {"NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE"}
+DELETE_RETRIABLE = CREATE_RETRIABLE | {"UNKNOWN", "REQUEST_TIMED_OUT"}
 
 
 @dataclass
@@ -442,11 +443,20 @@ def delete_topic(bootstrap: str, name: str) -> TopicChange:
     md = fetch_metadata(bootstrap, client=client)
     if name not in md.topics or _unknown(md.topics[name]):
         raise NotFoundError(f"unknown topic {name!r} on {bootstrap}")
-    retrying(
-        f"delete topic {name}",
-        lambda: _result(client.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap),
-        retriable=CREATE_RETRIABLE,
-    )
+    attempts = 0
+
+    def delete_once() -> None:
+        nonlocal attempts
+        attempts += 1
+        try:
+            _result(client.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
+        except NotFoundError:
+            if attempts == 1:
+                raise  # deleted meanwhile by someone else; on a retry it is our own earlier attempt that did it
+
+    # a delete may be asked again: right after a failover the controller can answer UNKNOWN (seen on 3.7.0 after
+    # a paused leader came back) or time out while it still deletes the topic
+    retrying(f"delete topic {name}", delete_once, retriable=DELETE_RETRIABLE)
     return TopicChange(name, "delete", True)
 
 
