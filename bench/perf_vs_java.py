@@ -3,15 +3,23 @@
 
 Needs CLUSTERCTL_KAFKA_DIST: a Kafka 3.x distribution (a .tgz or an unpacked directory). The script starts
 ZooKeeper and one Kafka broker (ZK mode) from it on loopback, or uses CLUSTERCTL_BOOTSTRAP_SERVER if set
-(required for Kafka 4.x, which has no ZK mode). For 100 B and 1 KiB records with acks=1 it runs both
-tools alternately with the same settings (linger.ms, batch.size, no compression), >= 3 runs each, and
-prints medians and the ratio clusterctl/java. Both sides are timed by their own clock (first send to
-last ack), which is what both tools print. Without CLUSTERCTL_KAFKA_DIST it says so and exits 0.
+(e.g. a cluster from `clusterctl up`; required for Kafka 4.x, which has no ZK mode). Both tools run on this
+host with the same settings (acks=1, linger.ms, batch.size, no compression), alternately, >= 3 runs each:
+
+1. unthrottled, 100 B and 1 KiB records: medians of records/s, p99, and the ratio clusterctl/java;
+2. at fixed rates (default 10k, 50k, 100k records/s, `--throughput` on both), 100 B records: medians of the
+   achieved rate and of p50/p99/p99.9 side by side, and whether ours is <= Java's p99 at every rate that
+   both tools reach (>= 95 % of the target). Java prints whole milliseconds (it truncates each latency), so
+   our p99 is compared at that resolution too; both exact figures are shown.
+
+Both sides are timed by their own clock (first send to last ack) and measure latency from the send call to
+the served acknowledgement. Without CLUSTERCTL_KAFKA_DIST it says so and exits 0.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -39,6 +47,8 @@ DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 LINGER_MS = 5
 BATCH_SIZE = 262_144  # same bytes-per-partition-batch on both sides (Java's default of 16 KiB would handicap it)
 CASES = [(100, 1_000_000), (1024, 300_000)]
+RATES = (10_000, 50_000, 100_000)
+REACHED = 0.95  # a rate counts as reached at >= 95 % of the target
 JAVA_LINE = re.compile(
     r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbps>[\d.]+) MB/sec\), "
     r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, (?P<p95>\d+) ms 95th, "
@@ -52,11 +62,33 @@ class Row:
     records: int
     tool: str
     rates: list[float] = field(default_factory=list)
+    p50_ms: list[float] = field(default_factory=list)
     p99_ms: list[float] = field(default_factory=list)
+    p999_ms: list[float] = field(default_factory=list)
     median_rps: float = 0.0
     median_mbps: float = 0.0
+    median_p50_ms: float = 0.0
     median_p99_ms: float = 0.0
+    median_p999_ms: float = 0.0
     ratio_vs_java: float | None = None
+
+
+@dataclass
+class RateRow:
+    record_size: int
+    target: int
+    records: int
+    tool: str
+    rates: list[float] = field(default_factory=list)
+    p50s: list[float] = field(default_factory=list)
+    p99s: list[float] = field(default_factory=list)
+    p999s: list[float] = field(default_factory=list)
+    median_rps: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    p999_ms: float = 0.0
+    reached: bool = False
+    p99_le_java: bool | None = None  # ours only, at rates both tools reach
 
 
 def parse_java_summary(stdout: str) -> dict[str, float]:
@@ -141,10 +173,10 @@ class LocalKafka:
                     p.wait(timeout=10)
 
 
-def run_java(home: Path, bootstrap: str, topic: str, size: int, records: int) -> dict[str, float]:
+def run_java(home: Path, bootstrap: str, topic: str, size: int, records: int, throughput: int = -1) -> dict[str, float]:
     cmd = [
         str(home / "bin" / "kafka-producer-perf-test.sh"),
-        "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", "-1",
+        "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", str(throughput),
         "--producer-props", f"bootstrap.servers={bootstrap}", "acks=1", f"linger.ms={LINGER_MS}",
         f"batch.size={BATCH_SIZE}", "compression.type=none",
     ]  # fmt: skip
@@ -155,10 +187,53 @@ def run_java(home: Path, bootstrap: str, topic: str, size: int, records: int) ->
     return parse_java_summary(proc.stdout)
 
 
+def run_fixed_rates(home: Path, bootstrap: str, args: argparse.Namespace, rates: list[int], seq: int) -> list[RateRow]:
+    """Both tools at each fixed rate, alternately; medians of the achieved rate and the percentiles."""
+    rows: list[RateRow] = []
+    size = args.rate_record_size
+    for target in rates:
+        records = max(1_000, int(target * args.rate_seconds))
+        java = RateRow(size, target, records, "kafka-producer-perf-test.sh")
+        cc = RateRow(size, target, records, "clusterctl perf produce")
+        for i in range(args.runs):
+            for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
+                seq += 1
+                topic = f"bench-java-rate-{target}-{seq}"
+                admin.create_topic(bootstrap, topic, args.partitions, args.replication_factor)
+                if tool == "java":
+                    s = run_java(home, bootstrap, topic, size, records, target)
+                    row, got = java, (s["rps"], s["p50"], s["p99"], s["p999"])
+                else:
+                    extra = ["--throughput", str(target)]
+                    res, _ = run_clusterctl(bootstrap, topic, size, records, "auto", extra, batch_size=BATCH_SIZE)
+                    row, got = cc, (res["records_per_sec"], res["p50_ms"], res["p99_ms"], res["p999_ms"])
+                for lst, v in zip((row.rates, row.p50s, row.p99s, row.p999s), got, strict=True):
+                    lst.append(v)
+                admin.delete_topic(bootstrap, topic)
+                info(f"{target:,}/s run {i + 1} {tool}: {got[0]:,.0f}/s, p50 {got[1]} p99 {got[2]} p99.9 {got[3]} ms")
+        for row in (java, cc):
+            row.median_rps = round(statistics.median(row.rates), 1)
+            row.p50_ms = statistics.median(row.p50s)
+            row.p99_ms = statistics.median(row.p99s)
+            row.p999_ms = statistics.median(row.p999s)
+            row.reached = row.median_rps >= REACHED * target
+        if java.reached and cc.reached:
+            # Java truncates every latency to whole ms; compare at that resolution
+            cc.p99_le_java = math.floor(cc.p99_ms) <= java.p99_ms
+        rows += [java, cc]
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the unthrottled record counts")
+    ap.add_argument("--rates", default=",".join(str(r) for r in RATES), help="fixed rates in records/s ('' = none)")
+    ap.add_argument("--rate-seconds", type=float, default=10.0, help="length of each fixed-rate run")
+    ap.add_argument("--rate-record-size", type=int, default=100, help="record size of the fixed-rate runs")
+    ap.add_argument("--no-unthrottled", action="store_true", help="only the fixed-rate runs")
+    ap.add_argument("--partitions", type=int, default=1, help="partitions of each test topic")
+    ap.add_argument("--replication-factor", type=int, default=1, help="RF of each test topic")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     dist = os.environ.get(DIST_ENV)
@@ -170,59 +245,100 @@ def main() -> int:
         return 0
     if args.runs < 3:
         ap.error("--runs must be at least 3")
+    rates = [int(r) for r in args.rates.split(",") if r.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench-java-"))
     home = unpack(Path(dist), work / "dist")
     external = os.environ.get("CLUSTERCTL_BOOTSTRAP_SERVER")
     kafka = None if external else LocalKafka(home, work)
     rows: list[Row] = []
+    rate_rows: list[RateRow] = []
     try:
         if kafka is not None:
             kafka.start()
         bootstrap = external or kafka.bootstrap  # type: ignore[union-attr]
         info(f"Kafka at {bootstrap}; java tool from {home}")
         seq = 0
-        for size, base in CASES:
+        for size, base in [] if args.no_unthrottled else CASES:
             records = max(10_000, int(base * args.scale))
             java, cc = Row(size, records, "kafka-producer-perf-test.sh"), Row(size, records, "clusterctl perf produce")
             for i in range(args.runs):
                 for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
                     seq += 1
                     topic = f"bench-java-{size}-{seq}"
-                    admin.create_topic(bootstrap, topic, 1, 1)
+                    admin.create_topic(bootstrap, topic, args.partitions, args.replication_factor)
                     if tool == "java":
                         s = run_java(home, bootstrap, topic, size, records)
                         java.rates.append(s["rps"])
+                        java.p50_ms.append(s["p50"])
                         java.p99_ms.append(s["p99"])
+                        java.p999_ms.append(s["p999"])
                     else:
                         res, _ = run_clusterctl(bootstrap, topic, size, records, "auto", [], batch_size=BATCH_SIZE)
                         cc.rates.append(res["records_per_sec"])
+                        cc.p50_ms.append(res["p50_ms"])
                         cc.p99_ms.append(res["p99_ms"])
+                        cc.p999_ms.append(res["p999_ms"])
                     admin.delete_topic(bootstrap, topic)
+                    info(f"{size} B unthrottled run {i + 1} {tool}: done")
             for row in (java, cc):
                 row.median_rps = round(statistics.median(row.rates), 1)
                 row.median_mbps = round(row.median_rps * size / 2**20, 2)
+                row.median_p50_ms = statistics.median(row.p50_ms)
                 row.median_p99_ms = statistics.median(row.p99_ms)
+                row.median_p999_ms = statistics.median(row.p999_ms)
             cc.ratio_vs_java = round(cc.median_rps / java.median_rps, 3)
             rows += [java, cc]
+        rate_rows = run_fixed_rates(home, bootstrap, args, rates, seq)
     finally:
         if kafka is not None:
             kafka.stop()
         shutil.rmtree(work, ignore_errors=True)
-    emit(
-        {"bootstrap": bootstrap, "batch.size": BATCH_SIZE, "linger.ms": LINGER_MS, "acks": "1", "rows": rows},
-        as_json=args.json,
-        rows=rows,
-        title=f"perf produce vs kafka-producer-perf-test.sh, acks=1, medians of {args.runs} runs",
-        columns=[
-            Column("Size", "record_size", justify="right", fmt=lambda v: f"{v} B"),
-            Column("Records", "records", justify="right"),
-            Column("Tool", "tool"),
-            Column("Median records/s", "median_rps", justify="right", fmt=lambda v: f"{v:,.0f}"),
-            Column("Median MB/s", "median_mbps", justify="right"),
-            Column("Median p99 (ms)", "median_p99_ms", justify="right"),
-            Column("Ratio vs java", "ratio_vs_java", justify="right", fmt=lambda v: "-" if v is None else f"{v:.2f}"),
-        ],
-    )
+    both = [r for r in rate_rows if r.p99_le_java is not None]
+    verdict = all(r.p99_le_java for r in both) if both else None
+    settings = {"batch.size": BATCH_SIZE, "linger.ms": LINGER_MS, "acks": "1", "compression": "none"}
+    if args.json:
+        emit({"bootstrap": bootstrap, **settings, "rows": rows, "fixed_rates": rate_rows, "p99_le_java": verdict},
+             as_json=True)  # fmt: skip
+        return 0
+    fmt_ms = lambda v: f"{v:g}"  # noqa: E731
+    if rows:
+        emit(
+            rows,
+            as_json=False,
+            title=f"unthrottled, acks=1, medians of {args.runs} runs ({bootstrap})",
+            columns=[
+                Column("Size", "record_size", justify="right", fmt=lambda v: f"{v} B"),
+                Column("Records", "records", justify="right"),
+                Column("Tool", "tool"),
+                Column("Median records/s", "median_rps", justify="right", fmt=lambda v: f"{v:,.0f}"),
+                Column("Median MB/s", "median_mbps", justify="right"),
+                Column("p50 ms", "median_p50_ms", justify="right", fmt=fmt_ms),
+                Column("p99 ms", "median_p99_ms", justify="right", fmt=fmt_ms),
+                Column("p99.9 ms", "median_p999_ms", justify="right", fmt=fmt_ms),
+                Column("Ratio vs java", "ratio_vs_java", justify="right",
+                       fmt=lambda v: "-" if v is None else f"{v:.2f}"),
+            ],
+        )  # fmt: skip
+    if rate_rows:
+        emit(
+            rate_rows,
+            as_json=False,
+            title=f"fixed rates, {args.rate_record_size} B, acks=1, {args.rate_seconds:g} s each, medians of "
+            f"{args.runs} runs",
+            columns=[
+                Column("Target/s", "target", justify="right", fmt=lambda v: f"{v:,}"),
+                Column("Tool", "tool"),
+                Column("Achieved/s", "median_rps", justify="right", fmt=lambda v: f"{v:,.0f}"),
+                Column("Reached", "reached"),
+                Column("p50 ms", "p50_ms", justify="right", fmt=fmt_ms),
+                Column("p99 ms", "p99_ms", justify="right", fmt=fmt_ms),
+                Column("p99.9 ms", "p999_ms", justify="right", fmt=fmt_ms),
+                Column("Runs p99 ms", "p99s", fmt=lambda v: " ".join(f"{x:g}" for x in v)),
+                Column("p99 <= java", "p99_le_java", fmt=lambda v: "-" if v is None else ("yes" if v else "NO")),
+            ],
+        )
+        shown = "-" if verdict is None else ("yes" if verdict else "NO")
+        print(f"our p99 <= Java's at every fixed rate both tools reach: {shown}")
     return 0
 
 

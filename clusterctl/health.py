@@ -67,6 +67,8 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
         if c.state != "running":
             code = f", exit code {c.exit_code}" if c.exit_code not in (None, 0) else ""
             report.missing.append(f"container {c.container} {c.state}{code}")
+        elif c.role == "kafka-manager" and c.health in ("starting", "unhealthy"):  # the console's healthcheck
+            report.missing.append(f"container {c.container} {c.health}")
     for s in statuses:
         if not s.ok:
             report.missing.append(f"zk{s.id} {s.mode}")

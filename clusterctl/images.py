@@ -17,17 +17,18 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from docker.errors import APIError, BuildError, DockerException
 
 from clusterctl import kafkadist
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.kafkadist import KAFKA_DIST_ENV
+from clusterctl.profiles import CONSOLE_IMAGE, SPARK_VERSION
 from clusterctl.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
 from clusterctl.profiles import OFFLINE_SPARK_IMAGE as SPARK_IMAGE
 from clusterctl.profiles import OFFLINE_TANSU_IMAGE as TANSU_IMAGE
 from clusterctl.profiles import OFFLINE_ZOOKEEPER_IMAGE as ZOOKEEPER_IMAGE
-from clusterctl.profiles import SPARK_VERSION
 from clusterctl.runtime import docker as dk
 
 BASE_IMAGE = "clusterctl/base:bookworm"
@@ -45,9 +46,10 @@ TARGETS: dict[str, str] = {
     "kafka": KAFKA_IMAGE,
     "tansu": TANSU_IMAGE,
     "spark": SPARK_IMAGE,
+    "console": CONSOLE_IMAGE,
 }
-DEFAULT_TARGETS = ("zookeeper", "tansu")  # spark only on request: it is big and few clusters use it
-CHILD_TARGETS = ("zookeeper", "kafka", "tansu", "spark")
+DEFAULT_TARGETS = ("zookeeper", "tansu", "console")  # spark only on request: it is big and few clusters use it
+CHILD_TARGETS = ("zookeeper", "kafka", "tansu", "spark", "console")
 
 Progress = Callable[[str], None]
 
@@ -163,6 +165,8 @@ def _child_hash(target: str, extra: Path | None) -> str:
     _hash_files(h, IMAGES_DIR / target)
     if target == "spark":
         _spark_hash_inputs(h)
+    if target == "console":
+        _console_hash_inputs(h)
     if extra is not None:
         if extra.is_dir():
             _hash_files(h, extra)
@@ -210,6 +214,7 @@ SPARK_CLUSTERCTL_FILES = (
     "errors.py",
     "kafka/__init__.py",
     "kafka/connection.py",
+    "validate.py",
     "spark/__init__.py",
     "spark/datasource.py",
     "spark/options.py",
@@ -302,6 +307,91 @@ def _spark_context(ctx: Path) -> None:
         dest = site / "clusterctl" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(pkg / name, dest)
+
+
+# ---- the console image: the console's Python packages and the clusterctl modules it imports
+
+# distributions the console imports (their dependencies are added from their metadata)
+CONSOLE_DISTS = ("starlette", "uvicorn", "asgi-csrf", "python-multipart", "Jinja2", "confluent-kafka", "kazoo",
+                 "pydantic", "PyYAML")  # fmt: skip
+# clusterctl modules the console imports (the Dockerfile's import check fails the build if one is missing)
+CONSOLE_CLUSTERCTL_FILES = (
+    "__init__.py",
+    "errors.py",
+    "profiles.py",
+    "spec.py",
+    "zk.py",
+    "kafkadist.py",
+    "validate.py",
+    "kafka/__init__.py",
+    "kafka/admin.py",
+    "kafka/clients.py",
+    "kafka/connection.py",
+    "kafka/groups.py",
+)
+
+
+def _dist_closure(names: Iterable[str]) -> list[Any]:
+    """The installed distributions `names` need at run time (no extras), from their metadata."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: dict[str, Any] = {}
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise NotFoundError(f"the console image copies {name} from this environment, and it has none") from None
+        seen[name] = dist
+        for raw in dist.requires or []:
+            req = Requirement(raw)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return [seen[k] for k in sorted(seen)]
+
+
+def _console_files() -> list[tuple[Path, str]]:
+    """(source, path under site-packages) of everything the console image copies."""
+    out: list[tuple[Path, str]] = []
+    for dist in _dist_closure(CONSOLE_DISTS):
+        for f in dist.files or []:
+            rel = str(f)
+            if rel.startswith("..") or "__pycache__" in rel or rel.endswith(".pyc"):
+                continue  # console scripts outside site-packages, bytecode
+            out.append((Path(str(dist.locate_file(f))), rel))
+    pkg = Path(__file__).resolve().parent
+    names = [*CONSOLE_CLUSTERCTL_FILES]
+    names += sorted(str(p.relative_to(pkg)) for p in (pkg / "console").rglob("*") if p.is_file() and
+                    "__pycache__" not in p.parts)  # fmt: skip
+    out += [(pkg / n, f"clusterctl/{n}") for n in names]
+    return out
+
+
+def _console_hash_inputs(h: hashlib._Hash) -> None:
+    for src, rel in _console_files():
+        h.update(rel.encode())
+        h.update(b"\0")
+        if src.is_file():
+            _hash_file(h, src)
+
+
+def _console_context(ctx: Path) -> None:
+    site = ctx / "site-packages"
+    for src, rel in _console_files():
+        if not src.is_file():
+            continue  # a RECORD may list files a packager removed
+        dest = site / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dest)
+        except OSError:
+            shutil.copy2(src, dest)
 
 
 def _tansu_binary() -> Path:
@@ -424,6 +514,8 @@ def _context(target: str, work: Path, kafka_dist: Path | None) -> Path:
         shutil.copy2(_tansu_binary(), ctx / "tansu")
     elif target == "spark":
         _spark_context(ctx)
+    elif target == "console":
+        _console_context(ctx)
     elif target == "kafka":
         assert kafka_dist is not None
         dest = ctx / "kafka"

@@ -15,10 +15,10 @@ import tarfile
 from functools import lru_cache
 from pathlib import Path
 
+from clusterctl.env import KAFKA_DIST_ENV
 from clusterctl.errors import NotFoundError, UsageError
 
 OFFLINE_KAFKA_REPO = "clusterctl/kafka"
-KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 UNBUILT_TAG = "unbuilt"  # the tag named when no image is built and no distribution is given
 FIRST_VERSION_WITHOUT_ZOOKEEPER = (4, 0)
 

@@ -3,6 +3,11 @@
 Domain calls return plain data (dataclasses, dicts, lists). CLI modules describe *which* fields
 to show as `Column`s; this module does all the rendering, so `--json` prints exactly the data
 the table shows.
+
+Piped or logged output (stdout not a terminal) is never cut: tables are printed at their natural width and
+cells fold rather than end in an ellipsis. Times shown to people are ISO-8601, UTC unless `--local-time`;
+`--json` keeps the data as it is (epochs stay numbers). rich is imported on first use, not at import time,
+so `clusterctl --help` does not pay for it.
 """
 
 from __future__ import annotations
@@ -14,14 +19,65 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
-console = Console()
-err_console = Console(stderr=True)
+# created on first use by __getattr__ (tests may replace them with setattr)
+console: Console
+err_console: Console
+
+_local_time = False
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("console", "err_console"):
+        from rich.console import Console
+
+        made = Console(stderr=name == "err_console")
+        globals()[name] = made
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _out() -> Console:
+    return globals().get("console") or __getattr__("console")
+
+
+def _err() -> Console:
+    return globals().get("err_console") or __getattr__("err_console")
+
+
+def use_local_time(local: bool) -> None:
+    """Show times in the local zone with its offset (`--local-time`) instead of UTC."""
+    global _local_time
+    _local_time = local
+
+
+def format_time(v: Any) -> str:
+    """An epoch in seconds, a datetime or an ISO string as ISO-8601: UTC (`Z`) unless `--local-time`."""
+    if v is None or v == "":
+        return "-"
+    if isinstance(v, str):
+        try:
+            when = _dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+        except ValueError:
+            return v
+    elif isinstance(v, _dt.datetime):
+        when = v
+    elif isinstance(v, int | float) and not isinstance(v, bool):
+        when = _dt.datetime.fromtimestamp(v, tz=_dt.timezone.utc)
+    else:
+        return format_value(v)
+    if when.tzinfo is None:  # naive times here are UTC (Docker's, ZooKeeper's)
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    spec = "milliseconds" if when.microsecond else "seconds"
+    if _local_time:
+        return when.astimezone().isoformat(timespec=spec)
+    return when.astimezone(_dt.timezone.utc).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +116,8 @@ def format_value(v: Any) -> str:
         return ",".join(format_value(x) for x in v)
     if isinstance(v, enum.Enum):
         return str(v.value)
+    if isinstance(v, _dt.datetime):
+        return format_time(v)
     return str(v)
 
 
@@ -98,13 +156,19 @@ def print_json_line(data: Any) -> None:
 
 def plain(text: str | None) -> Text | None:
     """User data (names, values, paths, messages) as literal text: never parsed as Rich markup."""
+    from rich.text import Text
+
     return None if text is None else Text(text)
 
 
 def build_table(rows: Iterable[Any], columns: Sequence[Column], title: str | None = None) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=plain(title), header_style="bold", show_lines=False)
     for col in columns:
-        table.add_column(col.header, justify=col.justify, style=col.style)  # type: ignore[arg-type]
+        # fold, never ellipsis: a narrow terminal wraps a long value instead of cutting it
+        table.add_column(col.header, justify=col.justify, style=col.style, overflow="fold")  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*(Text(col.cell(row)) for col in columns))
     return table
@@ -112,12 +176,37 @@ def build_table(rows: Iterable[Any], columns: Sequence[Column], title: str | Non
 
 def build_kv(data: Any, fields: Sequence[Column], title: str | None = None) -> Table:
     """A two-column key/value table for a single record (e.g. a perf summary)."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=plain(title), show_header=False, box=None, pad_edge=False)
-    table.add_column("key", style="bold")
-    table.add_column("value")
+    table.add_column("key", style="bold", overflow="fold")
+    table.add_column("value", overflow="fold")
     for col in fields:
         table.add_row(col.header, Text(col.cell(data)))
     return table
+
+
+def print_table(table: Table, out: Console | None = None) -> None:
+    """Print a table; when the output is not a terminal, at its natural width (however wide) so nothing wraps."""
+    out = out or _out()
+    if out.is_terminal:
+        out.print(table)
+        return
+    from rich.measure import Measurement
+
+    natural = Measurement.get(out, out.options.update(width=1_000_000), table).maximum
+    before = out.width
+    if natural <= before:
+        out.print(table)
+        return
+    out.width = natural
+    if table.title_justify == "center":
+        table.title_justify = "left"  # a wide key/value table's title stays above its keys
+    try:
+        out.print(table)
+    finally:
+        out.width = before
 
 
 def emit(
@@ -137,22 +226,30 @@ def emit(
     if as_json:
         print_json(data)
         return
+    out = _out()
     if kv is not None:
-        console.print(build_kv(data, kv, title=title))
+        print_table(build_kv(data, kv, title=title), out)
         return
     if columns is None:
-        console.print(Text(data) if isinstance(data, str) else data)
+        from rich.text import Text
+
+        out.print(Text(data) if isinstance(data, str) else data, soft_wrap=not out.is_terminal)
         return
     row_list = list(data if rows is None else rows)
     if not row_list and empty:
-        console.print(Text(empty))
+        from rich.text import Text
+
+        out.print(Text(empty), soft_wrap=not out.is_terminal)
         return
-    console.print(build_table(row_list, columns, title=title))
+    print_table(build_table(row_list, columns, title=title), out)
 
 
 def info(message: str) -> None:
     """Progress / status text for humans, on stderr so `--json` stdout stays clean (printed literally)."""
-    err_console.print(Text(message))
+    from rich.text import Text
+
+    err = _err()
+    err.print(Text(message), soft_wrap=not err.is_terminal)
 
 
 def one_line(message: str) -> str:
@@ -161,7 +258,9 @@ def one_line(message: str) -> str:
 
 def error_line(message: str) -> None:
     """`error: <message>` as one literal line on stderr (the message may carry user data)."""
-    err_console.print(Text.assemble(("error: ", "bold red"), one_line(message)), highlight=False, soft_wrap=True)
+    from rich.text import Text
+
+    _err().print(Text.assemble(("error: ", "bold red"), one_line(message)), highlight=False, soft_wrap=True)
 
 
 def error_json(message: str, exit_code: int, result: Any = None) -> None:

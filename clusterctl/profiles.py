@@ -20,6 +20,10 @@ OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
 # repository and spec.broker_image resolves the tag (clusterctl/kafkadist.py).
 OFFLINE_KAFKA_IMAGE = OFFLINE_KAFKA_REPO
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
+# clusterctl's web console as the kafka-manager service (kafka_manager.kind: console), built by
+# `clusterctl images build console` in every profile (no registry carries it)
+CONSOLE_IMAGE = "clusterctl/console:0.1.0"
+ManagerKind = Literal["cmak", "console"]
 # Spark master/worker images must run the driver's Spark version: the PySpark installed with clusterctl
 # (tests/test_images.py checks these tags against it).
 SPARK_VERSION = "4.3.0"
@@ -43,6 +47,7 @@ class ImageProfile:
     kafka: str
     tansu: str
     kafka_manager: str | None  # None: the profile has no CMAK image
+    manager_kind: ManagerKind = "cmak"  # kafka_manager.kind when the spec does not say
     spark: str = PUBLISHED_SPARK_IMAGE  # master and workers (spark.enabled); the image has /opt/spark
     broker_flavor: BrokerFlavor = "cp"
     kafka_data_dir: str = "/var/lib/kafka/data"
@@ -78,11 +83,12 @@ PROFILES: dict[str, ImageProfile] = {
     ),
     "offline": ImageProfile(
         name="offline",
-        description="images built here with no pull (`clusterctl images build`); no CMAK image",
+        description="images built here with no pull (`clusterctl images build`); clusterctl's console, no CMAK",
         zookeeper=OFFLINE_ZOOKEEPER_IMAGE,
         kafka=OFFLINE_KAFKA_IMAGE,
         tansu=OFFLINE_TANSU_IMAGE,
         kafka_manager=None,
+        manager_kind="console",
         spark=OFFLINE_SPARK_IMAGE,
     ),
 }

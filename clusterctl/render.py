@@ -1,4 +1,4 @@
-"""Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret), written atomically.
+"""Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret or console token), written atomically.
 
 All values are derived here from the validated spec; templates/docker-compose.yml.j2 only loops and
 places them. A render is checked in a private staging directory, then each file is written beside
@@ -38,12 +38,15 @@ COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
 ENV_FILE = ".env"
 SECRET_VAR = "CMAK_APPLICATION_SECRET"
+CONSOLE_TOKEN_VAR = "CLUSTERCTL_CONSOLE_TOKEN"  # the console's access token (kafka_manager.kind console)
+CONSOLE_PORT = 9000  # inside the console container
 CLUSTER_ID_VAR = "KAFKA_CLUSTER_ID"  # kraft mode: the id every node formats its storage with
 ZK_4LW = "srvr,mntr,ruok,stat,conf,cons,isro,envi,wchs"
 ZK_CLIENT_PORT = 2181
 CMAK_PORT = 9000
 
 _SECRET_RE = re.compile(rf"^{SECRET_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
+_TOKEN_RE = re.compile(rf"^{CONSOLE_TOKEN_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
 _CLUSTER_ID_RE = re.compile(rf"^{CLUSTER_ID_VAR}=([A-Za-z0-9_-]{{22}})\s*$", re.MULTILINE)
 
 
@@ -277,6 +280,33 @@ def _spark_context(spec: ClusterSpec) -> dict[str, Any] | None:
     return {"master": master, "workers": workers}
 
 
+def _console_context(spec: ClusterSpec, zk_services: list[str]) -> dict[str, Any]:
+    """kafka-manager as clusterctl's console: the same pages as `clusterctl ui`, on the cluster network."""
+    tansu = spec.kafka.engine == "tansu"
+    # tansu advertises only the host address: reach it like the spark workers do, through a loopback relay
+    relays = " ".join(f"{listen}={target}" for listen, target in spec.spark_kafka_relays()) if tansu else ""
+    bootstrap = spec.bootstrap_servers if relays else spec.internal_bootstrap_servers
+    command = ["python3", "-m", "clusterctl.console", "--host", "0.0.0.0", "--port", str(CONSOLE_PORT),
+               "--bootstrap-server", bootstrap, "--zookeeper", spec.internal_zk_connect, "--cluster", spec.name,
+               "--exposed-on", spec.publish.bind_address]  # fmt: skip
+    env = {CONSOLE_TOKEN_VAR: f"${{{CONSOLE_TOKEN_VAR}:?missing: run clusterctl render to create .env}}"}
+    if relays:
+        env["KAFKA_LOOPBACK_RELAY"] = relays
+    health = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{CONSOLE_PORT}/healthz', timeout=3)"
+    return {
+        "service": spec.manager_service,
+        "container": spec.container_name(spec.manager_service),
+        "image": spec.kafka_manager_image,
+        "ip": spec.manager_ip,
+        "depends_on": zk_services,
+        "env": env,
+        "command": command,
+        "port": f"{spec.publish.bind_address}:{spec.kafka_manager.port}:{CONSOLE_PORT}",
+        "labels": _labels(spec, "manager", 1),
+        "healthcheck": ["CMD", "python3", "-c", health],
+    }
+
+
 def build_context(spec: ClusterSpec) -> dict[str, Any]:
     """Everything the compose template places, derived from the spec."""
     profile = spec.image_profile
@@ -359,7 +389,9 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
             }
         )
     manager = None
-    if spec.kafka_manager.enabled:
+    if spec.kafka_manager.enabled and spec.manager_kind == "console":
+        manager = _console_context(spec, zk_services)
+    elif spec.kafka_manager.enabled:
         manager = {
             "service": spec.manager_service,
             "container": spec.container_name(spec.manager_service),
@@ -374,6 +406,7 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
             "command": ["-Dpidfile.path=/dev/null", "-Djava.net.preferIPv4Stack=true"],
             "port": f"{bind}:{spec.kafka_manager.port}:{CMAK_PORT}",
             "labels": _labels(spec, "manager", 1),
+            "healthcheck": None,
         }
     return {
         "cluster": spec.name,
@@ -414,6 +447,11 @@ def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> st
     except yaml.YAMLError as exc:
         raise RenderError(f"rendered {COMPOSE_FILE} is not valid YAML ({' '.join(str(exc).split())[:200]})") from None
     return text
+
+
+def existing_console_token(out_dir: Path) -> str | None:
+    """The console token persisted by an earlier render, if any."""
+    return _env_value(out_dir, _TOKEN_RE)
 
 
 def _env_value(out_dir: Path, pattern: re.Pattern[str]) -> str | None:
@@ -544,10 +582,14 @@ def render(
             )
         previous = owned
 
-    secret = existing_secret(out_dir)
+    # one secret per kind: CMAK's application secret, or the console's access token
+    console = spec.kafka_manager.enabled and spec.manager_kind == "console"
+    secret_var = CONSOLE_TOKEN_VAR if console else SECRET_VAR
+    secret = existing_console_token(out_dir) if console else existing_secret(out_dir)
     secret_state = "kept" if secret else "none"
     if spec.kafka_manager.enabled and secret is None:
         secret, secret_state = secrets.token_hex(32), "created"
+    what = "console access token" if console else "CMAK application secret"
     # kept across renders: a node whose storage was formatted with another id refuses to start
     cluster_id = existing_cluster_id(out_dir)
     cluster_id_state = "kept" if cluster_id else "none"
@@ -556,7 +598,7 @@ def render(
     files: dict[str, tuple[str, int]] = {COMPOSE_FILE: (text, 0o644)}
     env_lines = []
     if secret is not None:
-        env_lines.append(f"# CMAK application secret, generated once for cluster {spec.name}\n{SECRET_VAR}={secret}\n")
+        env_lines.append(f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n")
     if cluster_id is not None:
         env_lines.append(f"# KRaft cluster id, generated once for cluster {spec.name}\n{CLUSTER_ID_VAR}={cluster_id}\n")
     if env_lines:

@@ -14,11 +14,10 @@ from typing import ClassVar, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
 from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
-from clusterctl.profiles import PROFILES, ImageProfile
-
-DEFAULT_SPEC_PATH = Path("clusterctl.yaml")
+from clusterctl.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 NETWORK_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
@@ -188,7 +187,12 @@ KRAFT_NODE_ID_BASE = 100  # dedicated controller i has node.id 100+i; brokers ke
 
 class KafkaManagerSpec(_Model):
     enabled: bool = True
-    port: int = Field(default=9000, description="host port of the CMAK web UI")
+    kind: ManagerKind | None = Field(
+        default=None,
+        description="cmak (a published CMAK image) or console (clusterctl's own, `clusterctl images build console`); "
+        "default: console in the offline profile, cmak elsewhere",
+    )
+    port: int = Field(default=9000, description="host port of the web UI")
     ip: str | None = Field(default=None, description="static IP; default .30")
 
 
@@ -298,12 +302,16 @@ class ClusterSpec(_Model):
             )
         if self.kafka.engine == "tansu" and (n != 1 or d.replication_factor != 1):
             raise ValueError("kafka.engine=tansu has no replication: set kafka.brokers=1 and replication_factor=1")
-        if self.kafka.engine != "kafka" and self.kafka_manager.enabled:
-            raise ValueError("kafka_manager needs kafka.engine=kafka (CMAK reads broker registrations in ZooKeeper)")
-        if self.kafka_manager.enabled and self.image_profile.kafka_manager is None and not self.images.kafka_manager:
+        cmak = self.kafka_manager.enabled and self.manager_kind == "cmak"
+        if self.kafka.engine != "kafka" and cmak:
+            raise ValueError(
+                "kafka_manager.kind=cmak needs kafka.engine=kafka (CMAK reads broker registrations in ZooKeeper); "
+                "use kind console"
+            )
+        if cmak and self.image_profile.kafka_manager is None and not self.images.kafka_manager:
             raise ValueError(
                 f"profile {self.profile} has no kafka-manager (CMAK) image: "
-                "set kafka_manager.enabled=false or images.kafka_manager"
+                "use kafka_manager.kind=console, set kafka_manager.enabled=false or images.kafka_manager"
             )
         irf = self.internal_topics_rf
         if irf > n:
@@ -335,10 +343,11 @@ class ClusterSpec(_Model):
         if k.mode == "zookeeper":
             if self.kraft != KRaftSpec():
                 raise ValueError("kraft settings need kafka.mode: kraft (this spec runs ZooKeeper mode)")
-            version = kafka_version_of(self.broker_image) if k.engine == "kafka" else None
+            image = self._declared_kafka_image() if k.engine == "kafka" else None
+            version = kafka_version_of(image) if image else None
             if version is not None and version[0] >= 4:
                 raise ValueError(
-                    f"image {self.broker_image} is Kafka {version[0]}.{version[1]}, which has no ZooKeeper mode: "
+                    f"image {image} is Kafka {version[0]}.{version[1]}, which has no ZooKeeper mode: "
                     "set kafka.mode: kraft or use a Kafka 3.x image"
                 )
             return
@@ -359,9 +368,10 @@ class ClusterSpec(_Model):
             raise ValueError(
                 f"profile {self.profile}'s broker image has no KRaft support: use profile default or offline"
             )
-        version = kafka_version_of(self.broker_image)
+        image = self._declared_kafka_image()
+        version = kafka_version_of(image) if image else None
         if version is not None and version < (3, 3):
-            raise ValueError(f"image {self.broker_image} is Kafka {version[0]}.{version[1]}; KRaft needs Kafka 3.3+")
+            raise ValueError(f"image {image} is Kafka {version[0]}.{version[1]}; KRaft needs Kafka 3.3+")
         kr = self.kraft
         if kr.combined and kr.controllers > k.brokers:
             raise ValueError(
@@ -377,6 +387,13 @@ class ClusterSpec(_Model):
                 f"kraft.broker_heartbeat_interval_ms={kr.broker_heartbeat_interval_ms} must be below "
                 f"broker_session_timeout_ms={kr.broker_session_timeout_ms}"
             )
+
+    def _declared_kafka_image(self) -> str | None:
+        """The Kafka image as the spec or a published profile names it; the offline tag comes from the
+        distribution at use (kafkadist checks its version there), so validation does not resolve it."""
+        if self.images.kafka:
+            return self.images.kafka
+        return None if self.profile == "offline" else self.image_profile.kafka
 
     def _check_ips(self) -> None:
         net = self.network.network
@@ -472,7 +489,14 @@ class ClusterSpec(_Model):
         return self.image_profile.kafka
 
     @property
+    def manager_kind(self) -> ManagerKind:
+        """What runs as the kafka-manager service: CMAK or clusterctl's console."""
+        return self.kafka_manager.kind or self.image_profile.manager_kind
+
+    @property
     def kafka_manager_image(self) -> str | None:
+        if self.manager_kind == "console":
+            return self.images.kafka_manager or CONSOLE_IMAGE
         return self.images.kafka_manager or self.image_profile.kafka_manager
 
     @property

@@ -65,7 +65,7 @@ def choose_engine(profile: str, engine: str | None, brokers: int | None) -> tupl
             hint="build it with `clusterctl images build kafka --kafka-dist PATH` or pass --engine kafka",
         )
     return "tansu", [
-        f"engine tansu (1 broker, RF 1, min ISR 1, kafka_manager off): {why}; "
+        f"engine tansu (1 broker, RF 1, min ISR 1): {why}; "
         "after `clusterctl images build kafka --kafka-dist PATH`, re-run init with --engine kafka"
     ]
 
@@ -89,7 +89,10 @@ def build_spec_data(
             "brokers": n,
             "defaults": {"replication_factor": rf, "min_insync_replicas": max(1, rf - 1)},
         },
-        "kafka_manager": {"enabled": engine == "kafka" and PROFILES[profile].kafka_manager is not None},
+        "kafka_manager": {
+            "enabled": PROFILES[profile].manager_kind == "console"
+            or (engine == "kafka" and PROFILES[profile].kafka_manager is not None)
+        },
     }
     if engine == "tansu":
         data["kafka"]["jmx_port"] = None

@@ -75,7 +75,7 @@ fi
 
 # ---- offline images (skipped per image when the inputs hash is unchanged) ----
 if [[ -z "${CLUSTERCTL_SKIP_IMAGES:-}" ]]; then
-    targets=(zookeeper tansu)
+    targets=(zookeeper tansu console)
     [[ -n "${CLUSTERCTL_KAFKA_DIST:-}" ]] && targets+=(kafka)
     say "clusterctl images build ${targets[*]}"
     "$VENV/bin/clusterctl" images build "${targets[@]}"

@@ -47,9 +47,9 @@ class RealKafka:
 
 
 # test-only addresses of the shared real-Kafka cluster (other docker tests use other subnets and ports)
-REAL_KAFKA_SUBNET = "10.78.0.0/25"
-REAL_KAFKA_ZK_PORT = 22181
-REAL_KAFKA_BROKER_PORT = 29092
+REAL_KAFKA_SUBNET = "10.89.0.0/24"
+REAL_KAFKA_ZK_PORT = 25181
+REAL_KAFKA_BROKER_PORT = 29892
 
 
 @pytest.fixture(scope="session")

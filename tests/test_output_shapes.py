@@ -17,7 +17,6 @@ from clusterctl.kafka.groups import GroupDescription, GroupMember, PartitionLag
 @pytest.fixture
 def out(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
     monkeypatch.setattr(output, "console", Console(width=200, force_terminal=False, color_system=None))
-    monkeypatch.setattr(topic_cli, "console", output.console)
     return capsys
 
 

@@ -18,7 +18,15 @@ import pytest
 import yaml
 
 from clusterctl import images, kafkadist, profiles
-from clusterctl.render import ENV_FILE, RenderError, existing_secret, render, render_compose
+from clusterctl.errors import SpecError
+from clusterctl.render import (
+    ENV_FILE,
+    RenderError,
+    existing_console_token,
+    existing_secret,
+    render,
+    render_compose,
+)
 from clusterctl.spec import ClusterSpec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
@@ -347,3 +355,38 @@ def test_kafka_manager_service() -> None:
     assert m["ports"] == ["127.0.0.1:9000:9000"]
     assert m["labels"]["io.clusterctl.role"] == "manager"
     assert services(render_compose(spec_of("wurstmeister")))["kafka-manager"]["image"].startswith("sheepkiller/")
+
+
+def test_console_service_offline_default(tmp_path: Path) -> None:
+    """Offline, kafka_manager defaults to clusterctl's console: no pull, a healthcheck, a token from .env."""
+    spec = parse_spec({"name": "lab", "profile": "offline"})
+    assert spec.manager_kind == "console" and spec.kafka_manager_image == profiles.CONSOLE_IMAGE
+    result = render(spec, tmp_path / "out")
+    m = services((tmp_path / "out" / "docker-compose.yml").read_text())["kafka-manager"]
+    assert m["image"] == "clusterctl/console:0.1.0"
+    assert m["ports"] == ["127.0.0.1:9000:9000"]
+    want = "${CLUSTERCTL_CONSOLE_TOKEN:?missing: run clusterctl render to create .env}"
+    assert m["environment"] == {"CLUSTERCTL_CONSOLE_TOKEN": want}
+    assert m["command"][:3] == ["python3", "-m", "clusterctl.console"]
+    cmd = dict(zip(m["command"][3::2], m["command"][4::2], strict=True))
+    assert cmd["--bootstrap-server"] == "kafka1:19092,kafka2:19092,kafka3:19092"
+    assert cmd["--zookeeper"] == "zk1:2181,zk2:2181,zk3:2181" and cmd["--exposed-on"] == "127.0.0.1"
+    assert "healthz" in m["healthcheck"]["test"][-1]
+    assert result.secret == "created" and existing_secret(tmp_path / "out") is None
+    token = existing_console_token(tmp_path / "out")
+    assert token and len(token) == 64 and token not in json.dumps(m)
+    assert stat.S_IMODE((tmp_path / "out" / ENV_FILE).stat().st_mode) == 0o600
+    assert render(spec, tmp_path / "out").secret == "kept" and existing_console_token(tmp_path / "out") == token
+
+
+def test_console_service_on_tansu_relays_the_advertised_address() -> None:
+    lan = {"publish": {"bind_address": "0.0.0.0"}}
+    spec = parse_spec({**TANSU, "kafka_manager": {"enabled": True, "port": 9100}, **lan})
+    m = services(render_compose(spec))["kafka-manager"]
+    cmd = dict(zip(m["command"][3::2], m["command"][4::2], strict=True))
+    # tansu advertises only 127.0.0.1:9092 (the bind is 0.0.0.0): the container relays it to kafka1
+    assert cmd["--bootstrap-server"] == "127.0.0.1:9092" and cmd["--exposed-on"] == "0.0.0.0"
+    assert m["environment"]["KAFKA_LOOPBACK_RELAY"] == "127.0.0.1:9092=kafka1:9092"
+    assert m["ports"] == ["0.0.0.0:9100:9000"]
+    with pytest.raises(SpecError, match=r"kafka_manager\.kind=cmak needs kafka\.engine=kafka"):
+        parse_spec({**TANSU, "kafka_manager": {"enabled": True, "kind": "cmak"}})

@@ -123,12 +123,17 @@ BAD_SPECS: list[tuple[str, str | dict[str, Any], str]] = [
     ("too-many-brokers", {"kafka": {"brokers": 10}}, "kafka.brokers"),
     ("bad-profile", {"profile": "latest"}, "profile"),
     ("bad-engine", {"kafka": {"engine": "redpanda"}}, "kafka.engine"),
-    ("offline-with-cmak", {"profile": "offline"}, "profile offline has no kafka-manager (CMAK) image"),
+    (
+        "offline-with-cmak",
+        {"profile": "offline", "kafka_manager": {"kind": "cmak"}},
+        "profile offline has no kafka-manager (CMAK) image",
+    ),
+    ("bad-manager-kind", {"kafka_manager": {"kind": "akhq"}}, "kafka_manager.kind"),
     ("tansu-replicated", {"kafka": {"engine": "tansu"}, "kafka_manager": {"enabled": False}}, "tansu has no replic"),
     (
         "tansu-with-cmak",
         {"kafka": {"engine": "tansu", "brokers": 1, "defaults": {"replication_factor": 1, "min_insync_replicas": 1}}},
-        "kafka_manager needs kafka.engine=kafka",
+        "kafka_manager.kind=cmak needs kafka.engine=kafka",
     ),
     ("bind-not-ip", {"publish": {"bind_address": "localhost"}}, "publish.bind_address 'localhost'"),
     ("bind-ipv6", {"publish": {"bind_address": "::1"}}, "is not an IPv4 address"),
@@ -288,7 +293,7 @@ def test_init_offline_picks_engine_from_local_images(
     code, _, err = run_main(monkeypatch, capsys, "init", "--profile", "offline", "--output", str(out))
     assert code == 0
     spec = load_spec(out)
-    assert not spec.kafka_manager.enabled  # no CMAK image offline
+    assert spec.kafka_manager.enabled and spec.manager_kind == "console"  # no CMAK offline: our console
     if [v for v in kafkadist.built_versions() if kafkadist.zookeeper_capable(v)]:
         assert spec.kafka.engine == "kafka" and spec.kafka.brokers == 3
     else:  # this workplace: no Kafka distribution, so no Kafka image

@@ -7,14 +7,16 @@ started with testcontainers' DockerCompose; inspection goes through the real `cl
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from _runtime_helpers import cli, cli_json, leftovers, render, wait_for, write_spec
+from _runtime_helpers import CLI, cli, cli_json, leftovers, render, wait_for, write_spec
 from testcontainers.compose import DockerCompose
 
 from clusterctl import images, zk
@@ -119,6 +121,43 @@ def test_zk_get_missing_znode_is_one_line(ensemble: Ensemble) -> None:
     res = cli(ensemble.spec_path, "zk", "get", "/no/such/znode")
     assert res.returncode == 3
     assert res.stderr.strip().splitlines() == ["error: znode /no/such/znode does not exist"]
+
+
+def test_piped_status_tables_keep_every_value(ensemble: Ensemble) -> None:
+    """`status` and `zk status` into a pipe (80 columns, as in a CI log): every value whole, no `…`."""
+    env = {**os.environ, "COLUMNS": "80"}
+    spec_path = ensemble.spec_path
+    for args in (["status"], ["zk", "status"]):
+        cmd = [CLI, "-s", str(spec_path), *args]
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=spec_path.parent, timeout=60)
+        assert res.returncode == 0, res.stderr
+        assert "…" not in res.stdout, res.stdout
+        cells = {c.strip() for line in res.stdout.splitlines() for c in line.replace("┃", "│").split("│")}
+        data = cli_json(spec_path, *args)
+        rows = data["services"] if args == ["status"] else data["nodes"]
+        keys = ("service", "state", "ip", "zk_mode") if args == ["status"] else ("container", "address", "mode", "zxid")
+        for row in rows:
+            for key in keys:
+                if row[key] is not None:
+                    assert str(row[key]) in cells, f"{key}={row[key]!r} not a whole cell of:\n{res.stdout}"
+
+
+def test_zk_get_times_are_iso_8601(ensemble: Ensemble) -> None:
+    """mtime is ISO-8601 for people (UTC, or the local zone with --local-time); --json keeps the epoch."""
+    with zk.zk_client(ensemble.spec.zk_connect, timeout=10) as client:
+        client.ensure_path("/clusterctl-test/times")
+    doc = cli_json(ensemble.spec_path, "zk", "get", "/clusterctl-test/times")
+    assert isinstance(doc["mtime"], float) and doc["mtime"] > 1.7e9
+    utc = datetime.fromtimestamp(doc["mtime"], tz=timezone.utc)
+    res = cli(ensemble.spec_path, "zk", "get", "/clusterctl-test/times")
+    mtime = next(line.split()[-1] for line in res.stdout.splitlines() if line.startswith("mtime"))
+    assert mtime == utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    res = subprocess.run(
+        [CLI, "-s", str(ensemble.spec_path), "--local-time", "zk", "get", "/clusterctl-test/times"],
+        capture_output=True, text=True, env={**os.environ, "TZ": "Asia/Tokyo"}, timeout=60,
+    )  # fmt: skip
+    mtime = next(line.split()[-1] for line in res.stdout.splitlines() if line.startswith("mtime"))
+    assert mtime.endswith("+09:00") and datetime.fromisoformat(mtime) == utc
 
 
 def test_down_leaves_nothing(ensemble: Ensemble) -> None:

@@ -22,11 +22,13 @@ are computed from the timeline in analysis.py.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from clusterctl.chaos.analysis import target_ids
@@ -145,8 +147,10 @@ class Observer:
         watch_zk: bool = True,
         poll_metadata: bool = True,
         quorum_interval: float = 0.5,
+        live_path: Path | None = None,
     ) -> None:
         self.spec = spec
+        self.live_path = live_path  # events are appended here as JSON lines as they happen (the console tails it)
         self.bootstrap = bootstrap
         self.topics = list(topics or [])
         self.interval = interval
@@ -180,7 +184,14 @@ class Observer:
 
     def event(self, source: str, kind: str, subject: str, detail: str, value: Any = None) -> None:
         with self._lock:
-            self.timeline.events.append(Event(time.time(), source, kind, subject, detail, value))
+            self._append(Event(time.time(), source, kind, subject, detail, value))
+
+    def _append(self, e: Event) -> None:
+        """Record an event (caller holds the lock) and, with `live_path`, append it there at once."""
+        self.timeline.events.append(e)
+        if self.live_path is not None:
+            with contextlib.suppress(OSError, TypeError, ValueError), self.live_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(dataclasses.asdict(e), default=str) + "\n")
 
     def mark(
         self, action: str, target: str, heal: bool | None = None, note: str | None = None, t: float | None = None
@@ -197,7 +208,7 @@ class Observer:
         with self._lock:
             self.timeline.markers.append(m)
             kind = "heal" if m.heal else "fault"
-            self.timeline.events.append(Event(m.t, "fault", kind, target, f"{action} {target}", note))
+            self._append(Event(m.t, "fault", kind, target, f"{action} {target}", note))
         return m
 
     def add_topic(self, topic: str) -> None:

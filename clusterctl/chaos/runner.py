@@ -149,7 +149,9 @@ class Runner:
         steps = self.sc.parsed_steps()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         poll_md = self.sc.requires == "kafka" or any(s.kind in ("create_topic", "start_load") for s in steps)
-        self.observer = Observer(self.spec, self.bootstrap if poll_md else None, [self.topic]).start()
+        self.observer = Observer(
+            self.spec, self.bootstrap if poll_md else None, [self.topic], live_path=self.work_dir / "events.jsonl"
+        ).start()
         started = time.time()
         results: list[StepResult] = []
         error: str | None = None

@@ -3,29 +3,76 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import traceback
+from collections.abc import Iterable
+from typing import Any
 
 import typer
 import typer.main
 
-from clusterctl.cli import chaos, cluster, group, perf, scenario, spark, topic, zk
+from clusterctl.cli import fastparams
 from clusterctl.cli.common import root_callback
 from clusterctl.errors import ClusterctlError
 from clusterctl.output import error_json, error_line, to_jsonable
 
-app = typer.Typer(
-    name="clusterctl",
-    help="Stand up, inspect, load and break a ZooKeeper + Kafka cluster on Docker.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
-)
-app.callback()(root_callback)
+fastparams.install()  # plain option values without pydantic (typer's adapters cost ~0.15 s per run)
 
-for _module in (cluster, topic, group, zk, perf, chaos, scenario, spark):
-    _module.register(app)
+NOUN_MODULES = ("cluster", "topic", "group", "zk", "perf", "chaos", "scenario", "spark", "ui")
+# The module that registers each top-level command: main() imports and builds only the one a command line
+# names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
+# A command missing here still works: main() then builds every module, as for --help and completion.
+COMMAND_MODULE = {
+    **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "images", "cluster", "quorum"), "cluster"),
+    **dict.fromkeys(("topic", "produce", "consume"), "topic"),
+    **dict.fromkeys(("chaos", "leader", "reassign"), "chaos"),
+    "group": "group",
+    "zk": "zk",
+    "perf": "perf",
+    "scenario": "scenario",
+    "spark": "spark",
+    "ui": "ui",
+}
+ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
+
+
+def build_app(modules: Iterable[str] = NOUN_MODULES) -> typer.Typer:
+    """The root application with the commands of `modules` (default: all)."""
+    built = typer.Typer(
+        name="clusterctl",
+        help="Stand up, inspect, load and break a ZooKeeper + Kafka cluster on Docker.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,  # plain click help: rich help costs ~0.2 s of imports (markdown-it, pygments)
+    )
+    built.callback()(root_callback)
+    for name in modules:
+        importlib.import_module(f"clusterctl.cli.{name}").register(built)
+    return built
+
+
+def app_for(argv: list[str]) -> typer.Typer:
+    """The application for one command line: only the module of the command it names, else all modules."""
+    if not any(k.endswith("_COMPLETE") for k in os.environ):
+        words = iter(argv)
+        for word in words:
+            if word in ROOT_OPTIONS_WITH_VALUE:
+                next(words, None)
+            elif not word.startswith("-"):
+                if word in COMMAND_MODULE:
+                    return build_app([COMMAND_MODULE[word]])
+                break
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    """`clusterctl.cli.app`: the whole application, built on first use."""
+    if name == "app":
+        globals()["app"] = whole = build_app()
+        return whole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 EX_SOFTWARE = 70  # sysexits.h: an internal error (a bug), as opposed to the user's input or the cluster
@@ -60,7 +107,7 @@ def run(args: list[str] | None = None) -> int:
             pass
         return code
 
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(app_for(args))
     try:
         command._main_shell_completion({}, "clusterctl", None)  # _CLUSTERCTL_COMPLETE=...: answer and exit
         with command.make_context("clusterctl", args) as ctx:

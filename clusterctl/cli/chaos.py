@@ -1,7 +1,5 @@
 """CLI for the 'chaos' noun (faults on the real containers), plus `leader` and `reassign`."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Any

@@ -1,7 +1,5 @@
 """CLI for the 'cluster' noun (thin: parse, call the domain layer, render through output)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
@@ -110,7 +108,7 @@ def render(
         emit(result, as_json=True)
         return
     checked = "checked by docker compose config" if result.validated_by_compose else "compose v2 not found: unchecked"
-    info(f"wrote {', '.join(result.files)} ({checked}; CMAK secret: {result.secret})")
+    info(f"wrote {', '.join(result.files)} ({checked}; kafka-manager secret: {result.secret})")
     emit(
         result.services,
         as_json=False,

@@ -1,20 +1,21 @@
 """Options shared by every command and the resolution of the cluster a command talks to."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from clusterctl import validate
+from clusterctl.env import DEFAULT_SPEC_PATH, SPEC_ENV
 from clusterctl.errors import UsageError
-from clusterctl.spec import DEFAULT_SPEC_PATH, ClusterSpec, load_spec
+
+if TYPE_CHECKING:
+    from clusterctl.spec import ClusterSpec
 
 
 @dataclass
@@ -24,6 +25,32 @@ class State:
 
 
 state = State()
+
+
+def versions() -> dict[str, str]:
+    """clusterctl, the Kafka client library (confluent-kafka and the librdkafka it runs on) and Python."""
+    import platform
+
+    import confluent_kafka
+
+    from clusterctl import __version__
+
+    return {
+        "clusterctl": __version__,
+        "confluent-kafka": str(confluent_kafka.__version__),  # a str at run time (the stub says tuple)
+        "librdkafka": confluent_kafka.libversion()[0],
+        "python": f"{platform.python_version()} ({platform.python_implementation()})",
+    }
+
+
+def print_version(value: bool) -> None:
+    if not value:
+        return
+    v = versions()
+    typer.echo(f"clusterctl {v['clusterctl']}")
+    typer.echo(f"confluent-kafka {v['confluent-kafka']} (librdkafka {v['librdkafka']})")
+    typer.echo(f"Python {v['python']}")
+    raise typer.Exit()
 
 
 def root_callback(
@@ -39,14 +66,31 @@ def root_callback(
     debug: Annotated[
         bool, typer.Option("--debug", help="print the traceback of an unexpected error (or set CLUSTERCTL_DEBUG=1)")
     ] = False,
+    local_time: Annotated[
+        bool, typer.Option("--local-time", help="show times in the local zone (default: UTC); --json keeps epochs")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="print clusterctl's, the Kafka client library's and Python's versions, then exit",
+            callback=print_version,
+            is_eager=True,
+        ),
+    ] = False,
 ) -> None:
     """Stand up, inspect, load and break a ZooKeeper + Kafka cluster on Docker."""
-    state.spec_path = spec or Path(os.environ.get("CLUSTERCTL_SPEC", str(DEFAULT_SPEC_PATH)))
+    from clusterctl.output import use_local_time
+
+    state.spec_path = spec or Path(os.environ.get(SPEC_ENV, str(DEFAULT_SPEC_PATH)))
     state.debug = debug
+    use_local_time(local_time)
 
 
-def get_spec() -> ClusterSpec:
+def get_spec() -> "ClusterSpec":
     """The validated spec this invocation works on (raises SpecError with one line)."""
+    from clusterctl.spec import load_spec
+
     return load_spec(state.spec_path)
 
 
@@ -108,7 +152,7 @@ def zk_connect(explicit: str | None) -> str:
     return spec.zk_connect
 
 
-def require_zookeeper(spec: ClusterSpec) -> None:
+def require_zookeeper(spec: "ClusterSpec") -> None:
     """One line when the spec's cluster runs KRaft: there is no ZooKeeper to talk to."""
     if spec.kraft_mode:
         raise UsageError(

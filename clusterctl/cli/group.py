@@ -1,15 +1,15 @@
 """CLI for consumer groups: list, describe (lag), reset offsets, delete."""
 
-from __future__ import annotations
-
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers
 from clusterctl.errors import UsageError
-from clusterctl.kafka import groups
 from clusterctl.output import Column, emit, info, print_json
+
+if TYPE_CHECKING:
+    from clusterctl.kafka import groups
 
 group_app = typer.Typer(name="group", help="Consumer groups: members, offsets, lag, resets.", no_args_is_help=True)
 
@@ -51,6 +51,8 @@ RESET_COLUMNS = [
 @group_app.command("list")
 def list_(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) -> None:
     """List consumer groups and their state."""
+    from clusterctl.kafka import groups
+
     emit(
         groups.list_groups(bootstrap_servers(bootstrap_server)),
         as_json=as_json,
@@ -59,7 +61,7 @@ def list_(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) -> No
     )
 
 
-def render_group(desc: groups.GroupDescription, as_json: bool) -> None:
+def render_group(desc: "groups.GroupDescription", as_json: bool) -> None:
     if as_json:
         print_json(desc)
         return
@@ -76,6 +78,8 @@ def describe(
     as_json: JsonOpt = False,
 ) -> None:
     """State, members, and per partition: committed offset, log-end offset and lag."""
+    from clusterctl.kafka import groups
+
     render_group(groups.describe_group(bootstrap_servers(bootstrap_server), group), as_json)
 
 
@@ -91,6 +95,8 @@ def reset(
     as_json: JsonOpt = False,
 ) -> None:
     """Show (or with --execute, commit) new offsets; refused while the group has active members."""
+    from clusterctl.kafka import groups
+
     chosen = [x for x in (to_earliest, to_latest, to_offset is not None) if x]
     if len(chosen) != 1:
         raise UsageError("give exactly one of --to-earliest, --to-latest, --to-offset N")
@@ -112,6 +118,8 @@ def delete(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete an inactive consumer group and its committed offsets."""
+    from clusterctl.kafka import groups
+
     deleted = groups.delete_group(bootstrap_servers(bootstrap_server), group)
     emit(
         {"group": deleted, "deleted": True},

@@ -1,25 +1,28 @@
 """CLI: up, down, status, logs and the `images` sub-app (attached by cli/cluster.py)."""
 
-from __future__ import annotations
-
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
-from clusterctl import images
 from clusterctl.cli.common import JsonOpt, get_spec, seconds_option
+from clusterctl.env import KAFKA_DIST_ENV
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.health import HealthReport
-from clusterctl.output import Column, emit, err_console, info
-from clusterctl.runtime import cluster, compose
+from clusterctl.output import Column, emit, format_time, info
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from clusterctl.health import HealthReport
 
 images_app = typer.Typer(help="Build and list the offline images (no registry needed).", no_args_is_help=True)
 
 
-def _progress() -> Progress:
+def _progress() -> "Progress":
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from clusterctl.output import err_console
+
     return Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console, transient=True
     )
@@ -37,11 +40,13 @@ def up(
     """Start the rendered cluster and wait until it is really healthy (quorum + leader, brokers, controller)."""
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
+    from clusterctl.runtime import cluster
+
     spec = get_spec()
     with _progress() as progress:
         task = progress.add_task(f"starting {spec.project}", total=None)
 
-        def show(report: HealthReport, elapsed: float) -> None:
+        def show(report: "HealthReport", elapsed: float) -> None:
             waiting = ", ".join(report.missing[:4]) + (" ..." if len(report.missing) > 4 else "")
             progress.update(task, description=f"waiting for: {waiting}" if waiting else "healthy")
 
@@ -70,6 +75,8 @@ def down(
     as_json: JsonOpt = False,
 ) -> None:
     """Stop and remove the cluster's containers and network (and volumes with --volumes)."""
+    from clusterctl.runtime import cluster
+
     spec = get_spec()
     with _progress() as progress:
         progress.add_task(f"stopping {spec.project}", total=None)
@@ -94,6 +101,10 @@ def down(
 
 def status(as_json: JsonOpt = False) -> None:
     """Containers, ZooKeeper Mode per node, quorum, registered brokers and the controller."""
+    from rich.text import Text
+
+    from clusterctl.runtime import cluster
+
     spec = get_spec()
     result = cluster.status(spec)
     if as_json:
@@ -168,6 +179,8 @@ def logs(
     timestamps: Annotated[bool, typer.Option("--timestamps", "-t", help="prefix lines with timestamps")] = False,
 ) -> None:
     """Container logs of one service or all (docker compose logs)."""
+    from clusterctl.runtime import cluster, compose
+
     spec = get_spec()
     known = [s for s, _, _ in cluster.dk.cluster_services(spec)]
     if service is not None and service not in known:
@@ -201,7 +214,7 @@ def images_build(
         typer.Option(
             "--kafka-dist",
             help="Apache Kafka 3.x binary distribution (kafka_2.13-3.x.y.tgz); the image is tagged with its version",
-            envvar=images.KAFKA_DIST_ENV,
+            envvar=KAFKA_DIST_ENV,
             show_default=False,
         ),
     ] = None,
@@ -211,6 +224,8 @@ def images_build(
     as_json: JsonOpt = False,
 ) -> None:
     """Build the offline images locally: Debian base via debootstrap, then ZooKeeper, Kafka, tansu, Spark (no pull)."""
+    from clusterctl import images
+
     with _progress() as progress:
         task = progress.add_task("checking inputs", total=None)
         results = images.build_images(
@@ -233,6 +248,8 @@ def images_build(
 @images_app.command("list")
 def images_list(as_json: JsonOpt = False) -> None:
     """The offline images and whether each is built."""
+    from clusterctl import images
+
     emit(
         images.list_images(),
         as_json=as_json,
@@ -242,7 +259,7 @@ def images_list(as_json: JsonOpt = False) -> None:
             Column("Image", "image"),
             Column("Present", "present"),
             Column("Size MB", "size_mb"),
-            Column("Created", "created"),
+            Column("Created", "created", fmt=format_time),
             Column("Inputs hash", "inputs_hash"),
         ],
     )

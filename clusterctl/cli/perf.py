@@ -1,16 +1,17 @@
 """CLI for the 'perf' noun: `perf produce` / `perf consume` (kafka-*-perf-test.sh on confluent-kafka)."""
 
-from __future__ import annotations
-
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from clusterctl import diskguard
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option, state
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
-from clusterctl.output import Column, emit, err_console, info
+from clusterctl.output import Column, emit, format_time, info
+
+if TYPE_CHECKING:
+    from clusterctl.kafka import perf
 
 perf_app = typer.Typer(name="perf", help="Producer and consumer throughput/latency tests.", no_args_is_help=True)
 
@@ -41,8 +42,8 @@ PRODUCE_FIELDS = [
     Column("Disk", "disk", fmt=lambda d: _disk_line(d)),
 ]
 CONSUME_FIELDS = [
-    Column("start.time", "start_time"),
-    Column("end.time", "end_time"),
+    Column("start.time", "start_time", fmt=format_time),
+    Column("end.time", "end_time", fmt=format_time),
     Column("data.consumed.in.MB", "data_consumed_mb", fmt=lambda v: f"{v:.4f}"),
     Column("MB.sec", "mb_per_sec", fmt=lambda v: f"{v:.4f}"),
     Column("data.consumed.in.nMsg", "records"),
@@ -66,8 +67,16 @@ def _disk_line(d: diskguard.DiskCheck | None) -> str:
     return f"{line}; {d.note}" if d.note else line
 
 
+def _print_window(window: "perf.ProduceWindow") -> None:
+    from clusterctl.output import err_console  # rich: loaded only when a progress line is due
+
+    err_console.print(window.line(), soft_wrap=True, highlight=False)
+
+
 def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
     """(partitions, RF, local) for a topic perf creates: the spec's defaults when a spec is at hand."""
+    if not state.spec_path.is_file():  # as SpecError below, without loading the spec machinery (pydantic)
+        return 1, 1, False
     try:
         spec = get_spec()
     except SpecError:
@@ -170,7 +179,7 @@ def produce_cmd(
         batch_size=batch_size,
         linger_ms=linger_ms,
         extra_config=extra,
-        progress=lambda w: err_console.print(w.line(), soft_wrap=True, highlight=False),
+        progress=_print_window,
         progress_interval=reporting_interval,
         engine=engine,
     )

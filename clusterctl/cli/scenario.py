@@ -1,7 +1,5 @@
 """CLI for the 'scenario' noun: list, validate and run drill scenarios (scenarios/*.yaml)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 

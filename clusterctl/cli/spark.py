@@ -1,18 +1,17 @@
 """CLI for the 'spark' noun (thin: parse, call the domain layer, render through output)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.output import Column, emit, info
-from clusterctl.spark import standalone
-from clusterctl.spec import ClusterSpec
+
+if TYPE_CHECKING:
+    from clusterctl.spec import ClusterSpec
 
 
 def _runner() -> ModuleType:
@@ -91,6 +90,8 @@ def run_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a Spark job on the cluster's topics (streaming jobs run until idle, --timeout or Ctrl-C)."""
+    from clusterctl.spark import standalone
+
     runner = _runner()
     if trigger < 0:
         raise UsageError(f"--trigger must be >= 0, got {trigger}")
@@ -156,7 +157,7 @@ def run_cmd(
     )
 
 
-def _spec_for(master: str) -> ClusterSpec | None:
+def _spec_for(master: str) -> "ClusterSpec | None":
     """The spec when a spark:// master might be its own (auto-detected); None when there is none."""
     if not master.startswith("spark://"):
         return None

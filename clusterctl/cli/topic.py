@@ -1,15 +1,12 @@
 """CLI for topics (`topic ...`) and the top-level `produce` / `consume` commands."""
 
-from __future__ import annotations
-
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
-from rich.markup import escape
 
 from clusterctl import validate
 from clusterctl.cli.common import (
@@ -22,8 +19,10 @@ from clusterctl.cli.common import (
     uninterrupted,
 )
 from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
-from clusterctl.kafka import admin, clients
-from clusterctl.output import Column, console, emit, err_console, info, print_json, print_json_line
+from clusterctl.output import Column, emit, info, print_json, print_json_line
+
+if TYPE_CHECKING:
+    from clusterctl.kafka import admin, clients
 
 topic_app = typer.Typer(name="topic", help="Create, list, describe, alter and delete topics.", no_args_is_help=True)
 
@@ -68,7 +67,7 @@ RECORD_COLUMNS = [
 ]
 
 
-def topic_header(t: admin.TopicDescription) -> str:
+def topic_header(t: "admin.TopicDescription") -> str:
     """kafka-topics.sh's per-topic line: Topic, PartitionCount, ReplicationFactor, Configs."""
     configs = ",".join(f"{k}={v}" for k, v in t.configs.items())
     return (
@@ -78,9 +77,11 @@ def topic_header(t: admin.TopicDescription) -> str:
 
 
 def filter_partitions(
-    topics: list[admin.TopicDescription], under_replicated: bool, unavailable: bool
-) -> list[admin.TopicDescription]:
+    topics: "list[admin.TopicDescription]", under_replicated: bool, unavailable: bool
+) -> "list[admin.TopicDescription]":
     """Keep only partitions matching the filters (topics left with none are dropped)."""
+    from clusterctl.kafka import admin
+
     if not (under_replicated or unavailable):
         return topics
     out = []
@@ -93,7 +94,9 @@ def filter_partitions(
     return out
 
 
-def render_describe(topics: list[admin.TopicDescription], as_json: bool) -> None:
+def render_describe(topics: "list[admin.TopicDescription]", as_json: bool) -> None:
+    from clusterctl.output import console
+
     if as_json:
         print_json(topics)
         return
@@ -134,6 +137,8 @@ def create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create a topic (refuses a replication factor above the number of live brokers)."""
+    from clusterctl.kafka import admin
+
     configs = parse_kv(config)
     validate.topic_name(name)
     for value, what in ((partitions, "--partitions"), (replication_factor, "--replication-factor")):
@@ -154,6 +159,8 @@ def list_(
     as_json: JsonOpt = False,
 ) -> None:
     """List topics with their partition count and replication factor."""
+    from clusterctl.kafka import admin
+
     rows = admin.list_topics(bootstrap_servers(bootstrap_server), include_internal=internal)
     emit(rows, as_json=as_json, columns=TOPIC_LIST_COLUMNS, empty="no topics")
 
@@ -170,6 +177,8 @@ def describe(
     as_json: JsonOpt = False,
 ) -> None:
     """Leader, replicas and ISR per partition (Leader -1 = no leader), like kafka-topics.sh --describe."""
+    from clusterctl.kafka import admin
+
     topics = admin.describe_topics(
         bootstrap_servers(bootstrap_server), names or None, include_internal=internal, with_configs=True
     )
@@ -184,6 +193,8 @@ def delete(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a topic and all its data."""
+    from clusterctl.kafka import admin
+
     bs = bootstrap_servers(bootstrap_server)
     if not yes:
         if not sys.stdin.isatty():
@@ -208,6 +219,8 @@ def alter(
     as_json: JsonOpt = False,
 ) -> None:
     """Add partitions and/or change configs incrementally (other configs are left alone)."""
+    from clusterctl.kafka import admin
+
     configs = parse_kv(config)
     if partitions is None and not configs and not delete_config:
         raise UsageError("nothing to alter: give --partitions, --config k=v or --delete-config k")
@@ -232,6 +245,8 @@ def configs(
     as_json: JsonOpt = False,
 ) -> None:
     """A topic's configs and where each comes from (needs DescribeConfigs on the broker)."""
+    from clusterctl.kafka import admin
+
     rows = admin.describe_configs(bootstrap_servers(bootstrap_server), name, include_defaults=all_)
     emit(
         rows,
@@ -278,6 +293,11 @@ def produce_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Send one message per input line; print a delivery summary (non-zero exit if any failed)."""
+    from rich.markup import escape
+
+    from clusterctl.kafka import clients
+    from clusterctl.output import err_console
+
     if acks not in ("0", "1", "all", "-1"):
         raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
     if key_separator == "":
@@ -308,7 +328,7 @@ def produce_cmd(
         raise err
 
 
-def _print_produce_summary(summary: clients.ProduceSummary, as_json: bool) -> None:
+def _print_produce_summary(summary: "clients.ProduceSummary", as_json: bool) -> None:
     """The delivery summary as a table; with --json it goes out once, in the success or the error object."""
     if summary.stopped is None and not summary.failed and as_json:
         print_json(summary)
@@ -345,6 +365,9 @@ def consume_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Print messages (partition, offset, key, value); `--json` gives one JSON object per line."""
+    from clusterctl.kafka import clients
+    from clusterctl.output import console
+
     if from_beginning and offset is not None:
         raise UsageError("give either --from-beginning or --offset, not both")
     start: Any = "beginning" if from_beginning else "committed" if group else "latest"

@@ -1,17 +1,17 @@
 """CLI for the 'zk' noun: Mode per node (four-letter words) and znodes (kazoo)."""
 
-from __future__ import annotations
-
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.text import Text
 
-from clusterctl import validate, zk
+from clusterctl import validate
 from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, seconds_option, zk_connect
 from clusterctl.errors import UsageError
-from clusterctl.output import Column, emit
+from clusterctl.output import Column, emit, format_time
+
+if TYPE_CHECKING:
+    from clusterctl import zk
 
 zk_app = typer.Typer(
     help="Inspect ZooKeeper: Mode per node, znodes (brokers, controller, topics).", no_args_is_help=True
@@ -31,7 +31,9 @@ def _data_text(value: Any) -> str:
     return str(value).strip().replace("\n", " | ")
 
 
-def _explicit_nodes(connect: str, timeout: float) -> list[zk.ZkNodeStatus]:
+def _explicit_nodes(connect: str, timeout: float) -> "list[zk.ZkNodeStatus]":
+    from clusterctl import zk
+
     validate.zk_connect(connect)
     hosts = validate.host_ports(connect.split("/")[0], "--zookeeper")
     return [zk.probe_node(i, "-", host, port, timeout) for i, (host, port) in enumerate(hosts, start=1)]
@@ -40,6 +42,10 @@ def _explicit_nodes(connect: str, timeout: float) -> list[zk.ZkNodeStatus]:
 @zk_app.command("status")
 def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 2.0) -> None:
     """Mode (leader/follower/standalone/not serving/down) of every node via srvr, and the quorum summary."""
+    from rich.text import Text
+
+    from clusterctl import zk
+
     if zookeeper:
         nodes = _explicit_nodes(zookeeper, timeout)
     else:
@@ -73,6 +79,9 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
 @zk_app.command("ls")
 def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
     """Children of a znode."""
+
+    from clusterctl import zk
+
     with zk.zk_client(zk_connect(zookeeper), timeout) as client:
         children = zk.ls(client, path)
     if as_json:
@@ -85,6 +94,8 @@ def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, t
 @zk_app.command("get")
 def get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
     """Data of a znode (JSON decoded where it is JSON) and its stat."""
+    from clusterctl import zk
+
     with zk.zk_client(zk_connect(zookeeper), timeout) as client:
         node = zk.get(client, path)
     emit(
@@ -96,7 +107,7 @@ def get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeou
             Column("version", "version"),
             Column("children", "children"),
             Column("ephemeral owner", "ephemeral_owner"),
-            Column("mtime", "mtime"),
+            Column("mtime", "mtime", fmt=format_time),
         ],
     )
 
@@ -111,6 +122,9 @@ def tree(
     timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The znode tree below PATH with each node's data (JSON decoded)."""
+
+    from clusterctl import zk
+
     if depth < 0:
         raise UsageError("--depth must be >= 0")
     with zk.zk_client(zk_connect(zookeeper), timeout) as client:

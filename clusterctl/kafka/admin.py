@@ -253,16 +253,18 @@ def describe_topics(
     include_internal: bool = False,
     with_configs: bool = False,
     timeout: float = METADATA_TIMEOUT_S,
+    client: AdminClient | None = None,
 ) -> list[TopicDescription]:
     """Leader, replicas and ISR of every partition, from one metadata request.
 
     `names=None` means every topic (internal ones only with `include_internal`). A named topic
     that does not exist raises NotFoundError. `with_configs` adds the topic's non-default configs
     (as kafka-topics.sh prints under Configs:) when the broker supports DescribeConfigs.
+    A long-lived `client` (the console's poller) saves a connection per call.
     """
     for name in names or []:
         validate.topic_name(name)
-    client = admin(bootstrap)
+    client = client or admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     if names:
         missing = [n for n in names if n not in md.topics or _unknown(md.topics[n])]
@@ -271,17 +273,28 @@ def describe_topics(
         selected = list(dict.fromkeys(names))
     else:
         selected = sorted(n for n in md.topics if include_internal or not _is_internal(n))
-    out: list[TopicDescription] = []
-    for name in selected:
-        t = md.topics[name]
-        parts = [_partition_state(name, p) for p in sorted(t.partitions.values(), key=lambda p: p.id)]
-        rf = max((len(p.replicas) for p in parts), default=0)
-        out.append(TopicDescription(name, len(parts), rf, _is_internal(name), parts))
+    out = [_topic_description(name, md.topics[name]) for name in selected]
     if with_configs and out:
         configs = _topic_configs(client, bootstrap, [t.name for t in out])
         for desc in out:
             desc.configs = configs.get(desc.name, {})
     return out
+
+
+def _topic_description(name: str, t: Any) -> TopicDescription:
+    parts = [_partition_state(name, p) for p in sorted(t.partitions.values(), key=lambda p: p.id)]
+    rf = max((len(p.replicas) for p in parts), default=0)
+    return TopicDescription(name, len(parts), rf, _is_internal(name), parts)
+
+
+def metadata_snapshot(
+    bootstrap: str, client: AdminClient | None = None, timeout: float = METADATA_TIMEOUT_S
+) -> tuple[ClusterInfo, list[TopicDescription]]:
+    """Brokers, controller and every topic (internal ones too) from one metadata request (the console's poll)."""
+    md = fetch_metadata(bootstrap, timeout, client or admin(bootstrap))
+    brokers = sorted((BrokerInfo(b.id, b.host or "", b.port) for b in md.brokers.values()), key=lambda b: b.id)
+    topics = [_topic_description(n, md.topics[n]) for n in sorted(md.topics) if not _unknown(md.topics[n])]
+    return ClusterInfo(md.cluster_id, md.controller_id, brokers), topics
 
 
 def _unknown(t: Any) -> bool:
@@ -309,9 +322,9 @@ def describe_topic(bootstrap: str, name: str, with_configs: bool = False) -> Top
     return describe_topics(bootstrap, [name], with_configs=with_configs)[0]
 
 
-def cluster_info(bootstrap: str, timeout: float = METADATA_TIMEOUT_S) -> ClusterInfo:
+def cluster_info(bootstrap: str, timeout: float = METADATA_TIMEOUT_S, client: AdminClient | None = None) -> ClusterInfo:
     """Cluster id, controller and brokers (DescribeCluster, falling back to metadata)."""
-    client = admin(bootstrap)
+    client = client or admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     try:
         desc = client.describe_cluster(request_timeout=timeout).result()
@@ -614,3 +627,43 @@ def _zk(zk_connect: str, timeout: float) -> Any:
         zk.close()
         raise UnreachableError(f"no ZooKeeper answered at {zk_connect} within {timeout:.0f}s") from None
     return zk
+
+
+# ---------------------------------------------------------------- per-broker views
+
+
+@dataclass
+class BrokerLoad:
+    """What one broker carries: partitions it leads, replicas it holds, and led partitions short of ISR."""
+
+    broker: int
+    leaders: int
+    replicas: int
+    under_replicated: int  # as Kafka's UnderReplicatedPartitions metric: led partitions whose ISR is short
+
+
+def broker_loads(topics: list[TopicDescription], broker_ids: list[int]) -> list[BrokerLoad]:
+    """Leaders, replicas and under-replicated partitions per broker (brokers named by replicas included)."""
+    loads = {b: BrokerLoad(b, 0, 0, 0) for b in broker_ids}
+    for t in topics:
+        for p in t.partitions:
+            for r in p.replicas:
+                loads.setdefault(r, BrokerLoad(r, 0, 0, 0)).replicas += 1
+            if p.leader >= 0:
+                led = loads.setdefault(p.leader, BrokerLoad(p.leader, 0, 0, 0))
+                led.leaders += 1
+                led.under_replicated += int(p.under_replicated)
+    return sorted(loads.values(), key=lambda b: b.broker)
+
+
+def kafka_version(bootstrap: str, broker_id: int, client: AdminClient | None = None) -> str | None:
+    """A broker's inter.broker.protocol.version (its Kafka version unless pinned lower); None if it cannot say."""
+    client = client or admin(bootstrap)
+    res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
+    try:
+        fut = next(iter(client.describe_configs([res], request_timeout=REQUEST_TIMEOUT_S).values()))
+        entries = fut.result(timeout=REQUEST_TIMEOUT_S)
+    except (KafkaException, TimeoutError, StopIteration):
+        return None
+    entry = entries.get("inter.broker.protocol.version")
+    return str(entry.value) if entry is not None and entry.value else None

@@ -17,6 +17,7 @@ acks after every chunk and sleeps inside the poll, so that wait stays small.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -42,6 +43,7 @@ HIST_MAX_US = 600_000_000  # 10 min: anything slower is clamped and still counte
 PROGRESS_INTERVAL_S = 5.0
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 ENGINES = ("auto", "native", "client")
+JAVA_BUFFER_MEMORY_KB = 32 * 1024  # the Java producer's buffer.memory default
 
 
 @dataclass
@@ -122,8 +124,8 @@ def build_payloads(record_size: int, payload_file: Path | None = None, delimiter
     if payload_file is None:
         if record_size < 0:
             raise UsageError(f"--record-size must be at least 0, got {record_size}")
-        rng = np.random.default_rng()
-        return [bytes(rng.integers(65, 91, size=record_size, dtype=np.uint8))]
+        # os.urandom rather than numpy.random, whose import costs more than the whole payload
+        return [bytes(np.frombuffer(os.urandom(record_size), dtype=np.uint8) % 26 + 65)]
     try:
         text = payload_file.read_bytes()
     except OSError as exc:
@@ -230,7 +232,16 @@ def perf_producer_config(
 ) -> dict[str, Any]:
     if compression not in COMPRESSIONS:
         raise UsageError(f"--compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
-    overrides: dict[str, Any] = {"compression.type": compression}
+    overrides: dict[str, Any] = {
+        "compression.type": compression,
+        # as Java's producer, which kafka-producer-perf-test.sh runs: TCP_NODELAY on its sockets (librdkafka
+        # leaves Nagle on), and at most buffer.memory = 32 MiB waiting to be sent (librdkafka allows 1 GiB:
+        # sending flat out, every queued MiB is latency). --producer-prop overrides either.
+        "socket.nagle.disable": True,
+        "queue.buffering.max.kbytes": JAVA_BUFFER_MEMORY_KB,
+        # connect while the engine is set up, not when the first batch is waiting (sparse connections)
+        "enable.sparse.connections": False,
+    }
     if batch_size is not None:
         overrides["batch.size"] = batch_size
     if linger_ms is not None:
@@ -354,15 +365,20 @@ def run_produce(
     next_tick = start + progress_interval
     window_start = start
     throttled = throughput > 0
+    burst = max(1, int(throughput / 1000))  # records due per millisecond
     try:
         while sent < num_records:
             now = time.monotonic()
             if throttled:
                 due = min(num_records, int((now - start) * throughput) + 1) - sent
-                if due <= 0:
-                    wait = start + (sent / throughput) - now
-                    # both engines wait in whole milliseconds; spin on poll(0) for the last one
-                    poll(wait - 0.001 if wait > 0.002 else 0)
+                if due < min(burst, num_records - sent):
+                    # Ahead of schedule: wait (serving acks the moment they arrive) until about a millisecond's
+                    # worth of records is due, at least 1 ms (the engines' poll granularity); records then go
+                    # out in small bursts, as with Java's throttler, each stamped when it is really sent.
+                    # Sending each record the moment it is due instead means a busy loop, which takes a core
+                    # from librdkafka's I/O thread and the broker on a small machine: queueing, in every
+                    # percentile.
+                    poll(max(start + (sent + burst - 1) / throughput - now, 0.001))
                     continue
                 n = min(due, CHUNK)
             else:
@@ -571,15 +587,17 @@ def prepare_topic(
     bootstrap: str, plan: TopicPlan, *, create: bool, retention_bytes: int | None
 ) -> tuple[bool, str | None]:
     """Create the topic (with retention.bytes when asked) or cap an existing one; returns (created, note)."""
-    from clusterctl.kafka.admin import alter_topic_configs, create_topic
-
     configs = {"retention.bytes": str(retention_bytes)} if retention_bytes is not None else {}
     if not plan.exists:
         if not create:
             raise NotFoundError(f"unknown topic {plan.topic!r} on {bootstrap}", hint="drop --no-create-topic")
+        from clusterctl.kafka.admin import create_topic  # only now: an existing topic needs no admin module
+
         create_topic(bootstrap, plan.topic, plan.partitions, plan.replication_factor, configs, if_not_exists=True)
         return True, None
     if configs:
+        from clusterctl.kafka.admin import alter_topic_configs
+
         try:
             alter_topic_configs(bootstrap, plan.topic, configs)
         except ClusterctlError as exc:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import math
 import os
 import time
 from ctypes import POINTER, Structure, c_char_p, c_int, c_int32, c_int64, c_size_t, c_void_p
@@ -241,7 +242,7 @@ class NativeEngine:
     def poll(self, timeout_s: float) -> None:
         """Serve delivery reports; wait up to timeout_s for the first."""
         lib = self.lib
-        timeout_ms = max(0, int(timeout_s * 1000))
+        timeout_ms = math.ceil(timeout_s * 1000) if timeout_s > 0 else 0  # 0.4 ms waits 1 ms, not 0 (a spin)
         while True:
             ev = lib.rd_kafka_queue_poll(self.queue, timeout_ms)
             if not ev:

@@ -224,6 +224,7 @@ class KafkaCluster:
         from testcontainers.compose import DockerCompose
 
         from clusterctl import health
+        from clusterctl.chaos import faults
         from clusterctl.render import render
         from clusterctl.runtime import allocate
 
@@ -254,6 +255,8 @@ class KafkaCluster:
                     last = err.splitlines()[-1] if err else f"exit code {exc.returncode}"
                     raise ClusterctlError(f"docker compose up failed for cluster {spec.name}: {last[:300]}") from None
             health.wait_healthy(spec, self.timeout)
+            # registered in ZooKeeper is not yet in every broker's metadata: a topic created now could see 1 broker
+            faults.wait_healed(spec, self.timeout)
         except BaseException:
             self.stop()
             raise

@@ -7,7 +7,8 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from order_events.app import OrderPublisher
 
 
@@ -16,9 +17,14 @@ def orders(n: int) -> list[dict[str, object]]:
 
 
 def published_ids(bootstrap: str, topic: str, expect: int, timeout: float = 60.0) -> set[str]:
-    """Order ids on the topic (the app's records only; the drill's have other keys)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
+    """Order ids on the topic (the app's records only; the drill's have other keys).
+
+    Partitions are assigned, not subscribed: a consumer group needs __consumer_offsets, which Kafka creates on
+    first use and cannot create with its full replication factor while a broker is down.
+    """
+    partitions = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic].partitions
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
     seen: set[str] = set()
     deadline = time.monotonic() + timeout
     while len(seen) < expect and time.monotonic() < deadline:

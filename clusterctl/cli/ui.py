@@ -1,0 +1,87 @@
+"""CLI for `ui`: the web console on this host (thin: resolve the cluster and token, then serve)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from clusterctl.cli.common import BootstrapOpt, ZkOpt
+
+DEFAULT_PORT = 9000
+
+
+def ui(
+    port: Annotated[
+        int | None, typer.Option("--port", "-p", help=f"port to serve on (default {DEFAULT_PORT})", show_default=False)
+    ] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host", help="address to bind (default 127.0.0.1; any other needs the token)", show_default=False
+        ),
+    ] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="no actions: pages only")] = False,
+    print_url: Annotated[
+        bool,
+        typer.Option(
+            "--print-url",
+            help="print the console's address (with its token when one is needed) and exit: the cluster's "
+            "kafka-manager console when the spec runs one and no --host/--port is given",
+        ),
+    ] = False,
+    reports_dir: Annotated[
+        Path, typer.Option("--reports-dir", help="where the Drills page finds scenario reports")
+    ] = Path("reports"),
+    bootstrap_server: BootstrapOpt = None,
+    zookeeper: ZkOpt = None,
+) -> None:
+    """A web console for the cluster: brokers, topics, groups and lag, znodes and drills, live; CMAK's actions."""
+    import os
+
+    from clusterctl.cli.common import get_spec
+    from clusterctl.console.data import ConsoleTarget
+    from clusterctl.console.server import TOKEN_ENV, Listen, check_token, is_loopback, serve
+    from clusterctl.errors import SpecError, UsageError
+    from clusterctl.output import info
+    from clusterctl.render import existing_console_token
+
+    if port is not None and not 1 <= port <= 65535:
+        raise UsageError(f"--port must be 1-65535, got {port}")
+    spec = None
+    if bootstrap_server is None:
+        spec = get_spec()
+    else:
+        try:
+            spec = get_spec()
+        except SpecError:
+            spec = None
+    token = os.environ.get(TOKEN_ENV) or (existing_console_token(spec.compose_dir) if spec is not None else None)
+
+    if print_url:
+        service = spec is not None and spec.kafka_manager.enabled and spec.manager_kind == "console"
+        if service and host is None and port is None and bootstrap_server is None:
+            assert spec is not None
+            bind = spec.publish.bind_address
+            need = None if is_loopback(bind) else check_token(bind, token)
+            typer.echo(Listen(spec.host, spec.kafka_manager.port, need).url)
+        else:
+            bind = host or "127.0.0.1"
+            typer.echo(Listen(bind, port or DEFAULT_PORT, check_token(bind, token)).url)
+        return
+
+    if bootstrap_server is not None:
+        target = ConsoleTarget(bootstrap_server, zookeeper, bootstrap_server, reports_dir, read_only)
+    else:
+        assert spec is not None
+        target = ConsoleTarget(spec.bootstrap_servers, zookeeper or spec.zk_connect, spec.name, reports_dir, read_only)
+    bind = host or "127.0.0.1"
+    listen = Listen(bind, port or DEFAULT_PORT, check_token(bind, token))
+    info(f"console for {target.cluster} at {listen.url}{' (read-only)' if read_only else ''}; Ctrl-C stops it")
+    serve(target, listen)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach `ui` to the root app."""
+    app.command("ui")(ui)

@@ -1,0 +1,48 @@
+"""`python3 -m clusterctl.console`: the console as a service (the kafka-manager container runs this).
+
+Plain argparse, so the image needs no Typer/rich; `clusterctl ui` is the command people type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from clusterctl.console.data import ConsoleTarget
+from clusterctl.console.server import TOKEN_ENV, Listen, check_token, serve
+from clusterctl.errors import ClusterctlError
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m clusterctl.console", description=__doc__)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9000)
+    p.add_argument("--bootstrap-server", required=True)
+    p.add_argument("--zookeeper", default=None)
+    p.add_argument("--cluster", default="")
+    p.add_argument("--reports-dir", type=Path, default=None)
+    p.add_argument("--read-only", action="store_true")
+    p.add_argument(
+        "--exposed-on",
+        default=None,
+        help="the address users reach this on (a container's published bind address); decides whether a token "
+        f"is required (${TOKEN_ENV}); default --host",
+    )
+    args = p.parse_args(argv)
+    try:
+        token = check_token(args.exposed_on or args.host, os.environ.get(TOKEN_ENV))
+        target = ConsoleTarget(args.bootstrap_server, args.zookeeper, args.cluster, args.reports_dir, args.read_only)
+        print(f"clusterctl console for {args.cluster or args.bootstrap_server} on {args.host}:{args.port}", flush=True)
+        serve(target, Listen(args.host, args.port, token))
+    except ClusterctlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,425 @@
+"""The console's web app (Starlette + Jinja2): thin routes over console.data and the Kafka domain layer.
+
+Pages render from the shared Hub; `/live/<view>` streams the same fragment as server-sent events whenever it
+changes, so pages update without reload. Actions are POSTs behind a confirmation step and CSRF protection
+(asgi-csrf); with a token (any non-loopback bind) every request but /healthz needs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import secrets
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from anyio import to_thread
+from asgi_csrf import asgi_csrf
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from clusterctl.console.data import ConsoleTarget, Hub
+from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.kafka import admin
+
+HERE = Path(__file__).resolve().parent
+TOKEN_COOKIE = "clusterctl_console_token"
+LIVE_INTERVAL_S = 0.25  # how often a live stream re-renders its fragment (sources are cached, see data.py)
+KEEPALIVE_S = 15.0
+ACTIONS = ("create-topic", "delete-topic", "add-partitions", "elect")
+PAGES = [("cluster", "Cluster"), ("brokers", "Brokers"), ("topics", "Topics"), ("groups", "Consumer groups"),
+         ("zk", "ZooKeeper"), ("drills", "Drills")]  # fmt: skip
+
+
+@dataclass
+class Fragment:
+    """A live region: its template and the function computing its context (blocking: runs in a thread)."""
+
+    template: str
+    context: Callable[[], dict[str, Any]]
+
+
+def _error(exc: ClusterctlError) -> str:
+    """Exactly the line the CLI prints for this error (`error: ...`)."""
+    return f"error: {exc}"
+
+
+class Console:
+    def __init__(self, target: ConsoleTarget) -> None:
+        self.target = target
+        self.hub = Hub(target)
+        self.env = Environment(
+            loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(default=True)
+        )
+        self.env.filters["clock"] = _clock
+
+    # ---- fragments: one per live region
+
+    def fragment(self, view: str) -> Fragment:
+        kind, _, arg = view.partition("/")
+        hub = self.hub
+        makers: dict[str, Fragment] = {
+            "cluster": Fragment("_cluster.html", self._cluster_ctx),
+            "brokers": Fragment("_brokers.html", lambda: {"brokers": hub.broker_rows()}),
+            "topics": Fragment("_topics.html", lambda: {"topics": hub.topic_rows()}),
+            "topic": Fragment("_topic.html", lambda: self._topic_ctx(arg)),
+            "groups": Fragment("_groups.html", lambda: {"groups": hub.groups()}),
+            "group": Fragment("_group.html", lambda: {"group": hub.group(arg)}),
+            "drills": Fragment("_drills.html", lambda: {"runs": hub.drills(), "reports_dir": self.target.reports_dir}),
+            "drill": Fragment("_drill.html", lambda: self._drill_ctx(arg)),
+        }
+        if kind not in makers or (kind in ("topic", "group", "drill") and not arg):
+            raise UsageError(f"no live view {view!r}")
+        return makers[kind]
+
+    def render_fragment(self, view: str) -> str:
+        frag = self.fragment(view)
+        try:
+            ctx = frag.context()
+        except ClusterctlError as exc:
+            return f'<p class="error">{html.escape(_error(exc))}</p>'
+        except Exception as exc:  # never let one bad poll end a live stream
+            return f'<p class="error">{html.escape(f"error: {type(exc).__name__}: {exc}")}</p>'
+        return self.env.get_template(frag.template).render(target=self.target, **ctx)
+
+    def _cluster_ctx(self) -> dict[str, Any]:
+        hub = self.hub
+        md = hub.metadata.get()
+        zv = zk_error = None
+        if self.target.zk_connect:
+            try:
+                zv = hub.zk.peek()
+            except ClusterctlError as exc:
+                zk_error = _error(exc)
+        try:
+            version = hub.version.peek()
+        except ClusterctlError:
+            version = None
+        parts = [p for t in md.topics for p in t.partitions]
+        return {
+            "md": md,
+            "zk": zv,
+            "zk_error": zk_error,
+            "version": version,
+            "partitions": len(parts),
+            "under_replicated": sum(p.under_replicated for p in parts),
+            "offline": sum(p.offline for p in parts),
+        }
+
+    def _topic_ctx(self, name: str) -> dict[str, Any]:
+        t = self.hub.topic(name)
+        try:
+            ends: dict[int, int] | None = self.hub.log_end_offsets(name)
+            ends_error = None
+        except ClusterctlError as exc:
+            ends, ends_error = None, _error(exc)
+        configs: dict[str, str] = {}
+        with contextlib.suppress(ClusterctlError):
+            configs = self.hub.configs.peek().get(name, {})
+        return {"t": t, "ends": ends, "ends_error": ends_error, "configs": configs}
+
+    def _drill_ctx(self, name: str) -> dict[str, Any]:
+        events = self.hub.drill_events(name)
+        return {"name": name, "events": list(reversed(events[-300:])), "count": len(events)}
+
+    # ---- pages
+
+    def page(self, request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        ctx.setdefault("live", None)
+        if ctx["live"] is not None and "fragment" not in ctx:
+            ctx["fragment"] = self.render_fragment(ctx["live"])
+        body = self.env.get_template(template).render(
+            request=request,
+            target=self.target,
+            pages=PAGES,
+            csrftoken=request.scope["csrftoken"](),
+            done=request.query_params.get("done"),
+            **ctx,
+        )
+        return HTMLResponse(body, status_code=status)
+
+
+def build_app(target: ConsoleTarget, token: str | None = None) -> ASGIApp:
+    """The ASGI app; `token` (when given) is required on every request except /healthz."""
+    console = Console(target)
+
+    async def live_page(request: Request, template: str, view: str, **ctx: Any) -> Response:
+        fragment = await to_thread.run_sync(console.render_fragment, view)
+        return console.page(request, template, live=view, fragment=fragment, **ctx)
+
+    async def index(request: Request) -> Response:
+        return RedirectResponse("/cluster", status_code=303)
+
+    async def cluster(request: Request) -> Response:
+        return await live_page(request, "cluster.html", "cluster", title="Cluster")
+
+    async def brokers(request: Request) -> Response:
+        return await live_page(request, "brokers.html", "brokers", title="Brokers")
+
+    async def topics(request: Request) -> Response:
+        return await live_page(request, "topics.html", "topics", title="Topics")
+
+    async def topic(request: Request) -> Response:
+        name = request.path_params["name"]
+        return await live_page(request, "topic.html", f"topic/{name}", title=f"Topic {name}", name=name)
+
+    async def groups_page(request: Request) -> Response:
+        return await live_page(request, "groups.html", "groups", title="Consumer groups")
+
+    async def group(request: Request) -> Response:
+        name = request.path_params["name"]
+        return await live_page(request, "group.html", f"group/{name}", title=f"Group {name}", name=name)
+
+    async def zk_page(request: Request) -> Response:
+        path = request.query_params.get("path", "/") or "/"
+        try:
+            node, children = await to_thread.run_sync(console.hub.znode, path)
+            error = None
+        except ClusterctlError as exc:
+            node, children, error = None, [], _error(exc)
+        return console.page(request, "zk.html", title="ZooKeeper", path=path, node=node, children=children,
+                            error=error, pretty=_pretty)  # fmt: skip
+
+    async def drills(request: Request) -> Response:
+        return await live_page(request, "drills.html", "drills", title="Drills")
+
+    async def drill(request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            console.hub.drill_dir(name)
+        except ClusterctlError as exc:
+            return console.page(request, "message.html", 404, title="Drill", error=_error(exc))
+        return await live_page(request, "drill.html", f"drill/{name}", title=f"Drill {name}", name=name)
+
+    async def drill_report(request: Request) -> Response:
+        try:
+            path = console.hub.drill_dir(request.path_params["name"]) / "report.html"
+        except ClusterctlError as exc:
+            return PlainTextResponse(_error(exc), status_code=404)
+        if not path.is_file():
+            return PlainTextResponse("error: no report.html (yet)", status_code=404)
+        return FileResponse(path, media_type="text/html")
+
+    async def live(request: Request) -> Response:
+        view = request.path_params["view"]
+        try:
+            console.fragment(view)
+        except ClusterctlError as exc:
+            return PlainTextResponse(_error(exc), status_code=404)
+        return StreamingResponse(
+            _stream(request, console, view),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    async def action(request: Request) -> Response:
+        name = request.path_params["action"]
+        if name not in ACTIONS:
+            return PlainTextResponse("error: unknown action", status_code=404)
+        if target.read_only:
+            return PlainTextResponse("error: this console is read-only (--read-only)", status_code=403)
+        form = {k: str(v).strip() for k, v in (await request.form()).items() if k != "csrftoken"}
+        confirmed = form.pop("confirmed", "") == "yes"
+        back = _back(name, form)
+        try:
+            summary = _describe_action(name, form)
+            if not confirmed:
+                return console.page(request, "confirm.html", title="Confirm", action=name, form=form,
+                                    summary=summary, back=back)  # fmt: skip
+            done = await to_thread.run_sync(_run_action, target.bootstrap, name, form)
+        except ClusterctlError as exc:
+            return console.page(request, "confirm.html", 400, title="Error", action=name, form=form, summary=None,
+                                back=back, error=_error(exc))  # fmt: skip
+        after = "/topics" if name == "delete-topic" else back
+        return RedirectResponse(f"{after}?{urlencode({'done': done})}", status_code=303)
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    routes = [
+        Route("/", index),
+        Route("/healthz", healthz),
+        Route("/cluster", cluster),
+        Route("/brokers", brokers),
+        Route("/topics", topics),
+        Route("/topics/{name}", topic),
+        Route("/groups", groups_page),
+        Route("/groups/{name}", group),
+        Route("/zk", zk_page),
+        Route("/drills", drills),
+        Route("/drills/{name}", drill),
+        Route("/drills/{name}/report.html", drill_report),
+        Route("/live/{view:path}", live),
+        Route("/actions/{action}", action, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    app: ASGIApp = Starlette(routes=routes)
+    app = asgi_csrf(
+        app,
+        signing_secret=secrets.token_hex(32),
+        always_protect={f"/actions/{a}" for a in ACTIONS},
+        cookie_samesite="Strict",
+    )
+    if token:
+        app = TokenGate(app, token)
+    return app
+
+
+async def _stream(request: Request, console: Console, view: str) -> AsyncIterator[str]:
+    """Server-sent events: the fragment now, then again whenever it changes; comments keep the line open."""
+    last = None
+    idle = 0.0
+    yield "retry: 1000\n\n"
+    while not await request.is_disconnected():
+        body = await to_thread.run_sync(console.render_fragment, view)
+        if body != last:
+            last, idle = body, 0.0
+            yield "".join(f"data: {line}\n" for line in body.splitlines() or [""]) + "\n"
+        elif idle >= KEEPALIVE_S:
+            idle = 0.0
+            yield ": keepalive\n\n"
+        await asyncio.sleep(LIVE_INTERVAL_S)
+        idle += LIVE_INTERVAL_S
+
+
+def _clock(t: Any) -> str:
+    """Epoch seconds as local HH:MM:SS.mmm."""
+    import datetime as dt
+
+    try:
+        return dt.datetime.fromtimestamp(float(t)).strftime("%H:%M:%S.%f")[:-3]
+    except (TypeError, ValueError, OverflowError):
+        return str(t)
+
+
+def _pretty(value: Any) -> str:
+    import json
+
+    if isinstance(value, dict | list):
+        return json.dumps(value, indent=2, sort_keys=True)
+    return "" if value is None else str(value)
+
+
+def _int(form: dict[str, str], key: str, what: str) -> int:
+    try:
+        return int(form.get(key, ""))
+    except ValueError:
+        raise UsageError(f"{what} must be a whole number, got {form.get(key, '')!r}") from None
+
+
+def _topic_name(form: dict[str, str]) -> str:
+    name = form.get("topic", "")
+    if not name:
+        raise UsageError("a topic name is required")
+    return name
+
+
+def _configs(form: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in (p.strip() for p in form.get("configs", "").replace("\n", ",").split(",")):
+        if not pair:
+            continue
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--config expects key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _describe_action(name: str, form: dict[str, str]) -> str:
+    """What the confirmation step asks about (validating the form on the way)."""
+    if name == "create-topic":
+        p, rf = _int(form, "partitions", "partitions"), _int(form, "replication_factor", "replication factor")
+        cfg = _configs(form)
+        extra = f" with {', '.join(f'{k}={v}' for k, v in cfg.items())}" if cfg else ""
+        return f"Create topic {_topic_name(form)!r} with {p} partition(s), replication factor {rf}{extra}?"
+    if name == "delete-topic":
+        return f"Delete topic {_topic_name(form)!r} and all its data?"
+    if name == "add-partitions":
+        return f"Grow topic {_topic_name(form)!r} to {_int(form, 'partitions', 'partitions')} partitions?"
+    topic = form.get("topic") or None
+    return f"Run a preferred-replica election for {'topic ' + repr(topic) if topic else 'every partition'}?"
+
+
+def _run_action(bootstrap: str, name: str, form: dict[str, str]) -> str:
+    """Call the same domain functions as the CLI; returns the line shown after the redirect."""
+    if name == "create-topic":
+        topic = _topic_name(form)
+        admin.create_topic(bootstrap, topic, _int(form, "partitions", "partitions"),
+                           _int(form, "replication_factor", "replication factor"), _configs(form))  # fmt: skip
+        return f"created topic {topic}"
+    if name == "delete-topic":
+        topic = _topic_name(form)
+        admin.delete_topic(bootstrap, topic)
+        return f"deleted topic {topic}"
+    if name == "add-partitions":
+        change = admin.create_partitions(bootstrap, _topic_name(form), _int(form, "partitions", "partitions"))
+        return f"topic {change.topic}: {change.note}"
+    only = form.get("topic") or None
+    parts = [(only, p.partition) for p in admin.describe_topic(bootstrap, only).partitions] if only else None
+    results = admin.elect_leaders(bootstrap, "preferred", parts)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise ClusterctlError(
+            f"preferred election failed for {len(failed)} partition(s); {failed[0].topic}-{failed[0].partition}: "
+            f"{failed[0].error}"
+        )
+    return f"preferred-replica election done ({len(results)} partition(s) checked)"
+
+
+def _back(name: str, form: dict[str, str]) -> str:
+    topic = form.get("topic")
+    if name in ("add-partitions", "delete-topic") or (name == "elect" and topic):
+        return f"/topics/{topic}" if topic else "/topics"
+    if name == "create-topic" and topic:
+        return f"/topics/{topic}"
+    return "/topics"
+
+
+class TokenGate:
+    """Every request but /healthz carries the token: ?token= (then kept in a cookie), a cookie, or a Bearer header."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] == "/healthz":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        given = (query.get("token") or [""])[0]
+        if given and secrets.compare_digest(given, self.token):
+            # drop it from the address bar and keep it in a cookie (HttpOnly, same-site only)
+            rest = {k: v for k, v in query.items() if k != "token"}
+            url = scope["path"] + (f"?{urlencode(rest, doseq=True)}" if rest else "")
+            redirect = RedirectResponse(url, status_code=303)
+            redirect.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
+            await redirect(scope, receive, send)
+            return
+        auth = request.headers.get("authorization", "")
+        candidates = [request.cookies.get(TOKEN_COOKIE, ""), auth.removeprefix("Bearer ") if auth else ""]
+        if any(c and secrets.compare_digest(c, self.token) for c in candidates):
+            await self.app(scope, receive, send)
+            return
+        resp = PlainTextResponse(
+            "401: this console needs its token (open the address `clusterctl ui --print-url` prints)", status_code=401
+        )
+        await resp(scope, receive, send)

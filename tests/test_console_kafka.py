@@ -1,0 +1,157 @@
+"""The console on real Apache Kafka (needs CLUSTERCTL_KAFKA_DIST; skipped otherwise): a failover seen live.
+
+On the session's shared 3-broker cluster (tests/conftest.py). While `scenario run kill-leader` kills partition
+0's leader, a browser on the topic page sees the new leader without a reload; the delay after the observer's own
+metadata poll saw it is printed (and must stay under 2 s). Then the replica actions tansu cannot do: add
+partitions and a preferred-replica election, confirmed in the page, checked by the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _console import CLUSTERCTL, cells, chromium, console, screenshot
+from _runtime_helpers import cli, cli_json, wait_for
+
+pytestmark = [pytest.mark.real_kafka, pytest.mark.docker, pytest.mark.browser]
+
+WATCH_LEADER = """(initial) => {
+  window.__leaderChangedAt = null;
+  const check = () => {
+    const td = document.querySelector('#partitions tr[data-partition="0"] td.leader');
+    const now = td ? td.innerText.trim() : initial;
+    if (window.__leaderChangedAt === null && now !== initial && now !== '-1') {
+      window.__leaderChangedAt = Date.now();
+      window.__newLeader = now;
+    }
+  };
+  new MutationObserver(check).observe(document.getElementById('live'), {childList: true, subtree: true});
+}"""
+
+
+@pytest.fixture
+def kafka_cluster(real_kafka: Any) -> Path:
+    """The session's shared real-Kafka cluster (tests/conftest.py), healed after each test."""
+    return Path(real_kafka.spec_path)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
+
+
+def _events(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "events.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_kill_leader_seen_live_on_the_topic_page(kafka_cluster: Path, browser: Any, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    run_dir = reports / "kill-leader-live"
+    with console("--reports-dir", str(reports), cwd=kafka_cluster.parent) as url:
+        drill = subprocess.Popen(
+            [str(CLUSTERCTL), "-s", str(kafka_cluster), "scenario", "run", "kill-leader", "--report-dir",
+             str(run_dir), "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=kafka_cluster.parent,
+        )  # fmt: skip
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            first = wait_for(lambda: [e for e in _events(run_dir) if e["kind"] == "partition"], 90, "drill topic")
+            topic = first[0]["subject"].rsplit("-", 1)[0]
+            page.goto(f"{url}/topics/{topic}")
+            leader = page.locator('#partitions tr[data-partition="0"] td.leader')
+            leader.wait_for()
+            assert not [e for e in _events(run_dir) if e["kind"] == "fault"], "opened the page too late"
+            initial = leader.inner_text().strip()
+            page.evaluate("window.__notReloaded = true")
+            page.evaluate(WATCH_LEADER, initial)
+            try:
+                page.wait_for_function("window.__leaderChangedAt !== null", timeout=90_000)
+            except Exception:
+                shows = page.inner_text("#live")[:1500]
+                raise AssertionError(f"no leader change on the page; it shows: {shows}") from None
+            seen_ms = page.evaluate("window.__leaderChangedAt")
+            new_leader = page.evaluate("window.__newLeader")
+            assert page.evaluate("window.__notReloaded") is True
+            assert new_leader != initial
+            screenshot(page, tmp_path, "topic-failover")
+            page.goto(f"{url}/brokers")
+            screenshot(page, tmp_path, "brokers-failover")
+            page.goto(f"{url}/drills/kill-leader-live")
+            page.locator("#timeline tr.ev-leader").first.wait_for()
+            screenshot(page, tmp_path, "drill-kill-leader")
+            out, err = drill.communicate(timeout=600)
+        finally:
+            page.close()
+            if drill.poll() is None:
+                drill.kill()
+                drill.wait(timeout=30)
+    assert drill.returncode == 0, err
+    assert json.loads(out)["ok"]
+    events = _events(run_dir)
+    kill_t = next(e["t"] for e in events if e["kind"] == "fault" and "kill" in e["detail"])
+    seen_by_observer = next(
+        e["t"] for e in events if e["kind"] == "leader" and e["subject"] == f"{topic}-0" and e["value"] >= 0
+    )
+    delay = seen_ms / 1000 - seen_by_observer
+    print(
+        f"\nkill-leader: leader of {topic}-0 {initial} -> {new_leader}; on the page {seen_ms / 1000 - kill_t:.2f}s "
+        f"after the kill, {delay:.2f}s after the observer's 200 ms metadata poll saw it"
+    )
+    assert delay < 2.0
+
+
+def test_add_partitions_and_preferred_election_from_the_page(kafka_cluster: Path, browser: Any, tmp_path: Path) -> None:
+    topic = f"ui-{uuid.uuid4().hex[:6]}"
+    res = cli(kafka_cluster, "topic", "create", topic, "--partitions", "2", "--replication-factor", "3")
+    assert res.returncode == 0, res.stderr
+    with console(cwd=kafka_cluster.parent) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            page.goto(f"{url}/topics/{topic}")
+            page.fill("input[name=partitions]", "4")
+            page.click("form[action='/actions/add-partitions'] button")
+            assert "to 4 partitions" in page.inner_text("#confirm-question")
+            page.click("#confirm")
+            page.wait_for_url(f"{url}/topics/{topic}?done=*")
+            (desc,) = cli_json(kafka_cluster, "topic", "describe", topic)
+            assert desc["partition_count"] == 4
+            page.locator('#partitions tr[data-partition="3"]').wait_for()
+
+            # make leadership skewed: stop the preferred leader of partition 0, start it again
+            preferred = desc["partitions"][0]["replicas"][0]
+            assert cli(kafka_cluster, "chaos", "stop-broker", str(preferred)).returncode == 0
+            wait_for(lambda: cli_json(kafka_cluster, "leader", "imbalance")["not_preferred"], 60, "skewed leaders")
+            assert cli(kafka_cluster, "chaos", "start-broker", str(preferred)).returncode == 0
+
+            def isr_full() -> bool:
+                (d,) = cli_json(kafka_cluster, "topic", "describe", topic)
+                return all(len(p["isr"]) == 3 for p in d["partitions"])
+
+            wait_for(isr_full, 120, "ISR full again")
+            page.goto(f"{url}/topics/{topic}")
+            page.locator("td.leader.not-preferred").first.wait_for()
+            screenshot(page, tmp_path, "topic-not-preferred")
+            page.click("form[action='/actions/elect'] button")
+            assert f"topic '{topic}'" in page.inner_text("#confirm-question")
+            page.click("#confirm")
+            page.wait_for_url(f"{url}/topics/{topic}?done=*")
+            assert "preferred-replica election done" in page.inner_text("p.done")
+            off = [p for p in cli_json(kafka_cluster, "leader", "imbalance")["not_preferred"] if p["topic"] == topic]
+            assert off == []
+            page.wait_for_function("document.querySelectorAll('td.leader.not-preferred').length === 0")
+            assert cells(page, "#partitions tr[data-partition] td.leader") == [
+                str(p["replicas"][0]) for p in cli_json(kafka_cluster, "topic", "describe", topic)[0]["partitions"]
+            ]
+        finally:
+            page.close()
+            cli(kafka_cluster, "chaos", "heal")

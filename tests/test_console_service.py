@@ -1,0 +1,120 @@
+"""The offline cluster's kafka-manager service (clusterctl's console) and the Drills page, on Docker.
+
+Test-only spec: subnet 10.87.12.0/24, ZK host ports 24281-24283, tansu on 29792, the console on 127.0.0.1:9000.
+`up` starts the console with the cluster and waits for its healthcheck; a browser reads ZooKeeper's Mode per
+node and a CLI topic through it. A host `clusterctl ui` then shows a tansu scenario's timeline while it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _console import CLUSTERCTL, cells, chromium, console, screenshot
+from _runtime_helpers import cli, render, wait_for, write_spec
+
+from clusterctl import images
+from clusterctl.render import ENV_FILE, existing_console_token
+from clusterctl.runtime import docker as dk
+
+pytestmark = [pytest.mark.docker, pytest.mark.browser]
+CONSOLE_PORT = 9000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    images.build_images(["zookeeper", "tansu", "console"])
+    work = tmp_path_factory.mktemp("console-svc")
+    spec_path = write_spec(work, f"ctlui-{uuid.uuid4().hex[:6]}", "10.87.12.0/24", zk_port=24281, broker_port=29792)
+    spec = yaml.safe_load(spec_path.read_text())
+    spec["kafka_manager"] = {"enabled": True, "port": CONSOLE_PORT}  # kind: the offline profile's (console)
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    render(spec_path)
+    try:
+        res = cli(spec_path, "up", "--timeout", "180")
+        assert res.returncode == 0, res.stderr
+        yield spec_path
+    finally:
+        cli(spec_path, "down", "--volumes")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
+
+
+def test_kafka_manager_service_starts_with_up_and_answers(cluster: Path, browser: Any, tmp_path: Path) -> None:
+    name = yaml.safe_load(cluster.read_text())["name"]
+    env_file = cluster.parent / "compose" / name / ENV_FILE
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600 and existing_console_token(env_file.parent)
+    container = dk.get_container(f"{name}-kafka-manager")
+    container.reload()
+    assert container.attrs["State"]["Health"]["Status"] == "healthy"  # `up` waited for the healthcheck
+    assert container.attrs["Config"]["Image"] == "clusterctl/console:0.1.0"
+    with urllib.request.urlopen(f"http://127.0.0.1:{CONSOLE_PORT}/healthz", timeout=10) as resp:
+        assert resp.read() == b"ok"
+    # published on loopback: no token needed, and --print-url says so
+    res = cli(cluster, "ui", "--print-url")
+    assert res.returncode == 0 and res.stdout == f"http://127.0.0.1:{CONSOLE_PORT}/\n"
+
+    topic = f"svc-{uuid.uuid4().hex[:6]}"
+    assert cli(cluster, "topic", "create", topic, "--partitions", "2").returncode == 0
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    try:
+        base = f"http://127.0.0.1:{CONSOLE_PORT}"
+        page.goto(f"{base}/cluster")
+        modes = cells(page, "tr.zk-node td.mode")
+        assert sorted(m.split(" ")[0] for m in modes) == ["follower", "follower", "leader"], modes
+        assert page.inner_text("#quorum").startswith("quorum ok: 3/3")
+        screenshot(page, tmp_path, "cluster-zk")
+        page.goto(f"{base}/topics")  # through the container's relay to tansu's advertised address
+        page.locator(f'#topics tr[data-topic="{topic}"]').wait_for()
+        page.goto(f"{base}/zk?path=/zookeeper")
+        assert "config" in cells(page, "#children li")
+        page.goto(f"{base}/zk?path=/zookeeper/config")
+        assert "server.1=zk1" in page.inner_text("#znode-data")
+        screenshot(page, tmp_path, "zookeeper")
+    finally:
+        page.close()
+
+
+def test_drill_timeline_updates_while_the_scenario_runs(cluster: Path, browser: Any, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    run_dir = reports / "short-pause-live"
+    with console("--reports-dir", str(reports), "--read-only", cwd=cluster.parent) as url:
+        drill = subprocess.Popen(
+            [str(CLUSTERCTL), "-s", str(cluster), "scenario", "run", "short-pause", "--report-dir", str(run_dir),
+             "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cluster.parent,
+        )  # fmt: skip
+        try:
+            wait_for(lambda: (run_dir / "events.jsonl").is_file(), 60, "the scenario's live events file")
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{url}/drills")
+            assert cells(page, '#drills tr[data-run="short-pause-live"] td.live') == ["running"]
+            page.goto(f"{url}/drills/short-pause-live")
+            page.evaluate("window.__notReloaded = true")
+            # the fault is injected a few seconds into the run: its row arrives on the open page
+            page.locator("#timeline tr.ev-fault").first.wait_for(timeout=60_000)
+            page.locator("#timeline tr.ev-heal").first.wait_for(timeout=60_000)
+            assert page.evaluate("window.__notReloaded") is True
+            screenshot(page, tmp_path, "drill")
+            out, err = drill.communicate(timeout=300)
+        finally:
+            if drill.poll() is None:
+                drill.kill()
+        assert drill.returncode == 0, err
+        assert json.loads(out)["ok"]
+        page.goto(f"{url}/drills")
+        page.locator('#drills tr[data-run="short-pause-live"] td.ok').wait_for(timeout=10_000)
+        assert page.locator('#drills tr[data-run="short-pause-live"] a[href$="report.html"]').count() == 1
+        page.close()
