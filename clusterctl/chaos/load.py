@@ -221,10 +221,14 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Cons
     """Every record of `topic` from the beginning up to the end offsets taken now (read_committed off)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
 
+    from clusterctl.kafka.admin import retrying
     from clusterctl.kafka.connection import log_end_offsets
 
     partitions = check_topic(bootstrap, topic)
-    ends = log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])
+    # right after a failover a broker may still answer with the old leader epoch: retried, with a bound
+    ends = retrying(
+        f"end offsets of {topic}", lambda: log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])
+    )
     remaining = {p for (_t, p), end in ends.items() if end > 0}
     out: list[ConsumedRecord] = []
     if not remaining:

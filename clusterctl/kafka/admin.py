@@ -53,6 +53,9 @@ RETRIABLE = {
     "BROKER_NOT_AVAILABLE",
     "REPLICA_NOT_AVAILABLE",
     "NOT_ENOUGH_REPLICAS",
+    "FENCED_LEADER_EPOCH",  # a request built on metadata from before a leader change
+    "UNKNOWN_LEADER_EPOCH",
+    "OFFSET_NOT_AVAILABLE",  # a new leader not yet sure of its high watermark
 }
 RETRY_BUDGET_S = 30.0
 # a create that timed out may have happened: only errors that say "not done, ask again" are retried
