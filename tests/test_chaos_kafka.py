@@ -119,3 +119,23 @@ def test_throttled_reassignment_moves_replicas_and_removes_throttle(real_kafka: 
         after["configs"]
     )
     print(f"\nthrottled reassignment of 3 partitions (60 MB at 5 MB/s per broker): {out['seconds']}s")
+
+
+def test_leader_elect_with_a_failed_partition_exits_non_zero(real_kafka: RealKafka) -> None:
+    """A preferred election whose preferred replica is down fails: one line, a non-zero exit, and with --json one
+    document (the error object carrying each partition's result)."""
+    spec_path = real_kafka.spec_path
+    topic = f"el-{uuid.uuid4().hex[:6]}"
+    res = cli(spec_path, "topic", "create", topic, "--partitions", "1", "--replication-factor", "3")
+    assert res.returncode == 0, res.stderr
+    (desc,) = cli_json(spec_path, "topic", "describe", topic)
+    preferred = desc["partitions"][0]["replicas"][0]
+    res = cli(spec_path, "chaos", "stop-broker", str(preferred))
+    assert res.returncode == 0, res.stderr
+    res = cli(spec_path, "leader", "elect", "--preferred", "--topic", topic, "--partition", "0")
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 1 and "1 of 1 elections failed" in lines[-1] and "Traceback" not in res.stderr, res.stderr
+    res = cli(spec_path, "leader", "elect", "--preferred", "--topic", topic, "--partition", "0", "--json")
+    doc = json.loads(res.stdout)
+    assert res.returncode == 1 and doc["exit_code"] == 1 and "elections failed" in doc["error"], res.stdout
+    assert [(r["topic"], r["partition"], r["ok"]) for r in doc["result"]] == [(topic, 0, False)]
