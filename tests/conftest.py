@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,11 @@ from clusterctl.testing.tansu import TansuBroker, start_tansu
 REPO = Path(__file__).resolve().parent.parent
 # no Ryuk reaper container: it would need a pull, and tests clean up after themselves
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+# A run started in the background of a non-interactive shell (`cmd &`) inherits SIGINT ignored, and an ignored
+# signal stays ignored in every child: the Ctrl-C tests' CLI processes would never see their SIGINT. A handled
+# signal is reset to the default on exec, so handling it here gives every child the normal Ctrl-C.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 NO_REAL_KAFKA = (
     f"needs real Apache Kafka: set {KAFKA_DIST_ENV} to a Kafka 3.x distribution tarball "
