@@ -23,8 +23,8 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 NO_REAL_KAFKA = (
-    f"needs real Apache Kafka: set {KAFKA_DIST_ENV} to a Kafka 3.x distribution tarball "
-    "(none can be obtained in this workplace: no registry carries a Kafka image or distribution)"
+    f"needs real Apache Kafka: set {KAFKA_DIST_ENV} to a Kafka 3.x distribution "
+    "(tarball or directory; no registry carries a Kafka image, so CI has none)"
 )
 
 
