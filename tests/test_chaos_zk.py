@@ -188,6 +188,23 @@ def test_scenario_repeat_summarizes_the_runs(cluster: Path, tmp_path: Path) -> N
     assert human.returncode == 0, human.stderr
 
 
+def test_failed_repeat_is_one_json_document(cluster: Path, tmp_path: Path) -> None:
+    """A `loss` scenario that loses nothing fails; with --json, stdout is one error object carrying the runs."""
+    scenario = tmp_path / "expects-loss.yaml"
+    scenario.write_text(
+        "name: expects-loss\nrequires: any\nexpect: loss\n"
+        "topic: {partitions: 1, replication_factor: 1, min_insync_replicas: 1}\n"
+        "steps: [{create_topic: {}}, {start_load: {rate: 200}}, {sleep: 1}, {stop_load: {}}, {verify: {}}]\n"
+    )
+    wait_for(lambda: cli(cluster, "topic", "list").returncode == 0, 30, "broker answers", interval=0.5)
+    res = cli(cluster, "scenario", "run", str(scenario), "--repeat", "2", "--report-dir", str(tmp_path / "r"), "--json",
+              timeout=180)  # fmt: skip
+    assert res.returncode != 0
+    data = json.loads(res.stdout)  # exactly one document
+    assert data["error"].startswith("2 of 2 runs failed (hint: see ") and data["exit_code"] == res.returncode
+    assert data["result"]["passed"] == 0 and [r["lost"] for r in data["result"]["runs"]] == [0, 0]
+
+
 def test_fault_errors_are_one_line(cluster: Path) -> None:
     for args, expected in [
         (("chaos", "kill-broker", "7"), "error: unknown broker id 7; the spec has brokers 1"),

@@ -172,7 +172,8 @@ def _run_repeated(
     rep = stats.repeat(run_once, n, base, sc, settings_of(spec), on_run=show)
     write_summary_html(rep, base / "summary.html")
     if as_json:
-        emit(rep, as_json=True)
+        if rep.ok and not rep.interrupted:  # otherwise the summary goes out once, inside the --json error object
+            emit(rep, as_json=True)
     else:
         emit(
             rep.runs,
@@ -196,9 +197,13 @@ def _run_repeated(
         )  # fmt: skip
         info(f"summary: {rep.report_html}")
     if rep.interrupted:
-        raise StepFailed(f"interrupted after {len(rep.runs)} of {n} runs", hint=f"see {rep.report_html}")
+        err = StepFailed(f"interrupted after {len(rep.runs)} of {n} runs", hint=f"see {rep.report_html}")
+        err.result = rep if as_json else None
+        raise err
     if not rep.ok:
-        raise StepFailed(f"{len(rep.runs) - rep.passed} of {len(rep.runs)} runs failed", hint=f"see {rep.report_html}")
+        err = StepFailed(f"{len(rep.runs) - rep.passed} of {len(rep.runs)} runs failed", hint=f"see {rep.report_html}")
+        err.result = rep if as_json else None
+        raise err
 
 
 @scenario_app.command("compare")
