@@ -214,6 +214,7 @@ SPARK_CLUSTERCTL_FILES = (
     "errors.py",
     "kafka/__init__.py",
     "kafka/connection.py",
+    "kafka/settings.py",
     "validate.py",
     "spark/__init__.py",
     "spark/datasource.py",
@@ -329,6 +330,7 @@ CONSOLE_CLUSTERCTL_FILES = (
     "kafka/admin.py",
     "kafka/connection.py",
     "kafka/groups.py",
+    "kafka/settings.py",
 )
 
 

@@ -191,6 +191,12 @@ def test_spec_for_mode_derives_the_other_cluster() -> None:
     assert (back.name, back.kafka.mode, back.controller_ids) == ("lab-zk", "zookeeper", [])
     assert compare.bounding(k) == ("broker.session.timeout.ms", 9000)
     assert compare.bounding(back) == ("zookeeper.session.timeout.ms", 6000)  # the lab default
+    # Kafka's default session timeout on the ZooKeeper side; the KRaft twin keeps its own fencing timeout
+    zk18 = parse_spec({"name": "lab", "profile": "offline", "network": {"subnet": "10.83.0.0/24"},
+                       "kafka_manager": {"enabled": False}, "zookeeper": {"tick_time_ms": 2000},
+                       "kafka": {"defaults": {"zookeeper_session_timeout_ms": 18000}}})  # fmt: skip
+    assert compare.bounding(zk18) == ("zookeeper.session.timeout.ms", 18000)
+    assert compare.bounding(compare.spec_for_mode(zk18, "kraft")) == ("broker.session.timeout.ms", 9000)
 
 
 def _run(mode: str, detected: float | None, gap: float | None, lost: int = 0) -> compare.CompareRun:

@@ -224,3 +224,28 @@ def test_acks_all_on_a_replicated_topic(real_kafka: RealKafka, unique_name: str,
     c = json.loads(proc.stdout)
     assert c["records"] == 20000 and c["complete"] is True
     print(f"\nperf {engine} on RF 3, acks=all: {r['records_per_sec']:.0f} rec/s, p99 {r['p99_ms']} ms")
+
+
+def test_bulk_recording_equals_record_value() -> None:
+    """The numpy path fills the HDR histogram exactly as one record_value call per latency would."""
+    import numpy as np
+    from hdrh.histogram import HdrHistogram
+
+    rng = np.random.default_rng(7)
+    edges = [1, 2, 1023, 1024, 2047, 2048, 4095, 4096, perf.HIST_MAX_US]
+    values = np.concatenate([rng.integers(1, perf.HIST_MAX_US, 5000), rng.lognormal(9, 1.5, 200_000).astype(np.int64)])
+    values = np.clip(np.concatenate([values, edges]), 1, perf.HIST_MAX_US)
+    bulk, one_by_one = HdrHistogram(1, perf.HIST_MAX_US, 3), HdrHistogram(1, perf.HIST_MAX_US, 3)
+    perf.record_bulk(bulk, values[:1000])
+    perf.record_bulk(bulk, values[1000:])
+    for v in values.tolist():
+        one_by_one.record_value(v)
+    assert list(bulk.counts) == list(one_by_one.counts)
+    assert (bulk.total_count, bulk.min_value, bulk.max_value) == (len(values), 1, perf.HIST_MAX_US)
+    assert (one_by_one.total_count, one_by_one.min_value, one_by_one.max_value) == (len(values), 1, perf.HIST_MAX_US)
+    for p in (50, 99, 99.9, 100):
+        assert bulk.get_value_at_percentile(p) == one_by_one.get_value_at_percentile(p)
+    rec = perf.LatencyRecorder()
+    rec.hist, rec.max_us = bulk, int(values.max())
+    ps = (0, 1, 50, 95, 99, 99.9, 100)
+    assert rec.percentiles_ms(*ps) == [min(one_by_one.get_value_at_percentile(p), rec.max_us) / 1000 for p in ps]

@@ -94,6 +94,10 @@ def spec_for_mode(spec: ClusterSpec, mode: str) -> ClusterSpec:
     if mode == "kraft":
         data.pop("zookeeper", None)
         data.pop("kafka_manager", None)
+        # ZooKeeper's session timeout has no meaning without ZooKeeper (kraft.broker_session_timeout_ms is its twin)
+        defaults = dict(kafka.get("defaults") or {})
+        defaults.pop("zookeeper_session_timeout_ms", None)
+        kafka["defaults"] = defaults
     else:
         data.pop("kraft", None)
         data["kafka_manager"] = {"enabled": False}

@@ -139,9 +139,25 @@ def restart(action: str, target: str, name: str, grace_s: int) -> FaultResult:
     return _act(action, target, name, ("running", "exited", "created"), lambda c: c.restart(timeout=grace_s))
 
 
+FREEZE_ATTEMPTS = 4
+
+
 def pause(target: str, name: str) -> FaultResult:
     """SIGSTOP every process of the container (docker pause: the cgroup freezer)."""
-    return _act("pause", target, name, ("running",), lambda c: c.pause())
+
+    def freeze(c: Container) -> None:
+        # runc gives up ("unable to freeze") when a task is busy in the kernel at that moment, e.g. a broker
+        # flushing its log under load; it thaws the cgroup again, so another attempt is safe
+        for attempt in range(1, FREEZE_ATTEMPTS + 1):
+            try:
+                c.pause()
+                return
+            except APIError as exc:
+                if "unable to freeze" not in str(exc) or attempt == FREEZE_ATTEMPTS:
+                    raise
+                time.sleep(0.2 * attempt)
+
+    return _act("pause", target, name, ("running",), freeze)
 
 
 def unpause(target: str, name: str) -> FaultResult:

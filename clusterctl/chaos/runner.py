@@ -96,6 +96,7 @@ class Runner:
         self.work_dir = work_dir or Path("reports") / f"{scenario.name}-{self.run_id}"
         self.progress = progress or (lambda _m: None)
         self.load: Any = None
+        self.created_partitions: int | None = None
         self.observer: Any = None
         self.leaders_at_fault: dict[tuple[str, int], int] = {}
         self.controller_at_fault: int | None = None
@@ -257,6 +258,8 @@ class Runner:
         t = self.sc.topic
         # returns once every broker serves the topic with a leader for every partition
         create_topic(self.bootstrap, self.topic, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
+        # the load is told the partition count: a broker that (re)joined a moment ago may not list the new topic yet
+        self.created_partitions = t.partitions
         self.observer.add_topic(self.topic)
         self._wait(lambda: self._all_led(), 60, f"leaders for every partition of {self.topic}")
         configs = " ".join(f"{k}={v}" for k, v in t.configs().items())
@@ -281,6 +284,7 @@ class Runner:
             self.work_dir / "ledger.jsonl",
             rate=a.rate,
             value_size=a.value_size,
+            partitions=self.created_partitions,
             acks=a.acks,
             idempotence=a.idempotent,
         ).start()

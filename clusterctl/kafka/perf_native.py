@@ -58,6 +58,44 @@ class _Message(Structure):
     )
 
 
+class _MetadataPartition(Structure):
+    """rd_kafka_metadata_partition_t."""
+
+    _fields_ = (
+        ("id", c_int32),
+        ("err", c_int),
+        ("leader", c_int32),
+        ("replica_cnt", c_int),
+        ("replicas", POINTER(c_int32)),
+        ("isr_cnt", c_int),
+        ("isrs", POINTER(c_int32)),
+    )
+
+
+class _MetadataTopic(Structure):
+    """rd_kafka_metadata_topic_t."""
+
+    _fields_ = (
+        ("topic", c_char_p),
+        ("partition_cnt", c_int),
+        ("partitions", POINTER(_MetadataPartition)),
+        ("err", c_int),
+    )
+
+
+class _Metadata(Structure):
+    """rd_kafka_metadata_t."""
+
+    _fields_ = (
+        ("broker_cnt", c_int),
+        ("brokers", c_void_p),
+        ("topic_cnt", c_int),
+        ("topics", POINTER(_MetadataTopic)),
+        ("orig_broker_id", c_int32),
+        ("orig_broker_name", c_char_p),
+    )
+
+
 _MSG_DTYPE = np.dtype(
     {
         "names": ["err", "payload", "len", "opaque"],
@@ -72,9 +110,12 @@ _load_error: str | None = None
 
 
 def _library_path() -> str | None:
-    import confluent_kafka
+    import importlib.util
 
-    base = os.path.dirname(os.path.dirname(confluent_kafka.__file__))
+    spec = importlib.util.find_spec("confluent_kafka")  # located, not imported
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    base = os.path.dirname(next(iter(spec.submodule_search_locations)))
     found = sorted(glob.glob(os.path.join(base, "confluent_kafka.libs", "librdkafka*.so*")))
     return found[0] if found else None
 
@@ -112,6 +153,8 @@ def _load() -> Any:
         "rd_kafka_outq_len": (c_int, [c_void_p]),
         "rd_kafka_purge": (c_int, [c_void_p, c_int]),
         "rd_kafka_err2name": (c_char_p, [c_int]),
+        "rd_kafka_metadata": (c_int, [c_void_p, c_int, c_void_p, c_void_p, c_int]),
+        "rd_kafka_metadata_destroy": (None, [c_void_p]),
     }
     try:
         for name, (res, args) in sigs.items():
@@ -155,6 +198,56 @@ def check_config(conf: dict[str, Any]) -> None:
                 raise UsageError(f"invalid producer setting {key}={value}: {errstr.value.decode(errors='replace')}")
     finally:
         lib.rd_kafka_conf_destroy(rconf)
+
+
+class MetadataError(Exception):
+    """A failed Metadata request: librdkafka's error code and name, and how long it waited."""
+
+    def __init__(self, code: int, name: str, waited: float) -> None:
+        super().__init__(name)
+        self.code, self.name, self.waited = code, name, waited
+
+
+def topic_layout(conf: dict[str, Any], topic: str, timeout_s: float) -> tuple[int, int] | None:
+    """(partitions, replication factor) of `topic` from one Metadata request (all topics, as `topic list` asks:
+    naming the topic would let a broker auto-create it); None when the topic does not exist."""
+    lib = _load()
+    if lib is None:
+        raise UsageError(f"librdkafka: {_load_error}")
+    errstr = ctypes.create_string_buffer(512)
+    rconf = lib.rd_kafka_conf_new()
+    settings = {k: v for k, v in conf.items() if not callable(v) and k not in ("logger", "on_delivery")}
+    settings.setdefault("log_level", 0)
+    for key, value in settings.items():
+        if lib.rd_kafka_conf_set(rconf, key.encode(), _conf_value(value).encode(), errstr, 512) != 0:
+            lib.rd_kafka_conf_destroy(rconf)
+            raise UsageError(f"invalid client setting {key}={value}: {errstr.value.decode(errors='replace')}")
+    rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, 512)
+    if not rk:
+        lib.rd_kafka_conf_destroy(rconf)
+        raise UsageError(f"invalid client settings: {errstr.value.decode(errors='replace')}")
+    md = POINTER(_Metadata)()
+    start = time.monotonic()
+    try:
+        err = lib.rd_kafka_metadata(rk, 1, None, ctypes.byref(md), int(timeout_s * 1000))
+        if err != 0:
+            name = lib.rd_kafka_err2name(err)
+            raise MetadataError(err, name.decode() if name else str(err), time.monotonic() - start)
+        try:
+            m = md.contents
+            for i in range(m.topic_cnt):
+                t = m.topics[i]
+                if t.topic.decode() != topic:
+                    continue
+                if t.err != 0 or t.partition_cnt == 0:
+                    return None
+                rf = max(t.partitions[j].replica_cnt for j in range(t.partition_cnt))
+                return t.partition_cnt, rf
+            return None
+        finally:
+            lib.rd_kafka_metadata_destroy(md)
+    finally:
+        lib.rd_kafka_destroy(rk)
 
 
 class NativeEngine:

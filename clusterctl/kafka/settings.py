@@ -1,0 +1,85 @@
+"""Client settings for librdkafka: the one place they live (imports no Kafka client, so a command that talks to
+librdkafka directly, as `perf produce`'s native engine does, starts without loading confluent-kafka).
+
+librdkafka's own log lines are routed into a quiet Python logger (the CLI prints one error line, not a flood of
+connection retries), timeouts are short enough for an operator's terminal, and idempotence is on whenever acks=all.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Literal
+
+from clusterctl import validate
+from clusterctl.errors import UsageError
+
+REQUEST_TIMEOUT_S = 15.0
+# librdkafka logs every failed connection attempt; keep them out of the user's terminal unless asked.
+LIBRDKAFKA_LOGGER = logging.getLogger("clusterctl.librdkafka")
+LIBRDKAFKA_LOGGER.addHandler(logging.NullHandler())
+LIBRDKAFKA_LOGGER.propagate = False
+
+METADATA_TIMEOUT_S = 5.0
+JOIN_TIMEOUT_S = 30.0
+ADVERTISED_HINT = (
+    "check the cluster is up, and that every broker advertises a listener reachable from this host "
+    "(advertised.listeners)"
+)
+
+Acks = Literal["0", "1", "all"]
+
+
+def _base(bootstrap: str) -> dict[str, Any]:
+    validate.bootstrap_servers(bootstrap, "bootstrap servers")
+    return {
+        "bootstrap.servers": bootstrap,
+        "logger": LIBRDKAFKA_LOGGER,
+        "socket.connection.setup.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 2000,
+    }
+
+
+def admin_config(bootstrap: str, **overrides: Any) -> dict[str, Any]:
+    """AdminClient settings (dotted librdkafka keys may be passed with `_` for `.`)."""
+    return {**_base(bootstrap), **_dotted(overrides)}
+
+
+def producer_config(bootstrap: str, acks: Acks | str = "all", **overrides: Any) -> dict[str, Any]:
+    """Producer settings: idempotent with acks=all, a 30 s delivery timeout, small linger."""
+    acks = str(acks)
+    if acks not in ("0", "1", "all", "-1"):
+        raise UsageError(f"--acks must be 0, 1 or all, got {acks!r}")
+    conf: dict[str, Any] = {
+        **_base(bootstrap),
+        "acks": acks,
+        "enable.idempotence": acks in ("all", "-1"),
+        "linger.ms": 5,
+        "message.timeout.ms": 30000,
+    }
+    conf.update(_dotted(overrides))
+    return conf
+
+
+def consumer_config(
+    bootstrap: str, group: str | None = None, *, auto_offset_reset: str = "earliest", **overrides: Any
+) -> dict[str, Any]:
+    """Consumer settings. Without `group`, a throwaway group.id that never commits (use assign()).
+
+    session.timeout.ms is 6 s (the broker's default minimum) so group joins finish quickly.
+    """
+    conf: dict[str, Any] = {
+        **_base(bootstrap),
+        "group.id": group or f"clusterctl-nogroup-{uuid.uuid4().hex[:8]}",
+        "enable.auto.commit": False,
+        "auto.offset.reset": auto_offset_reset,
+        "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 1500,
+        "enable.partition.eof": False,
+    }
+    conf.update(_dotted(overrides))
+    return conf
+
+
+def _dotted(overrides: dict[str, Any]) -> dict[str, Any]:
+    return {k.replace("_", "."): v for k, v in overrides.items()}
