@@ -7,11 +7,15 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from clusterctl.spec import ClusterSpec
 from clusterctl.testing.tansu import TansuBroker, start_tansu
+
+if TYPE_CHECKING:
+    from clusterctl.testing import KafkaCluster
 
 REPO = Path(__file__).resolve().parent.parent
 # no Ryuk reaper container: it would need a pull, and tests clean up after themselves
@@ -49,65 +53,68 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @dataclass
 class RealKafka:
-    """The session's real Apache Kafka cluster: 3 ZooKeeper nodes + 3 brokers from the offline images."""
+    """The session's real Apache Kafka cluster: 3 ZooKeeper nodes + 3 brokers from the offline images.
 
+    `cluster` is the plugin's KafkaCluster (faults, waits, drills); `spec_path` its spec file for tests that run
+    the CLI (`clusterctl -s spec_path ...` from spec_path's directory, where its compose files are).
+    """
+
+    cluster: KafkaCluster
     spec_path: Path
     spec: ClusterSpec
     bootstrap: str
     project: str
 
 
-# test-only addresses of the shared real-Kafka cluster (other docker tests use other subnets and ports)
-REAL_KAFKA_SUBNET = "10.89.0.0/24"
-REAL_KAFKA_ZK_PORT = 25181
-REAL_KAFKA_BROKER_PORT = 29892
+# the spec of the shared real-Kafka cluster; KafkaCluster gives it a unique name, a free subnet and free host ports
+REAL_KAFKA_SPEC = {
+    "profile": "offline",
+    "zookeeper": {"nodes": 3, "tick_time_ms": 500},
+    "kafka": {
+        "engine": "kafka",
+        "brokers": 3,
+        "jmx_port": 9999,
+        "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"},
+    },
+    "kafka_manager": {"enabled": False},
+}
 
 
 @pytest.fixture(scope="session")
-def real_kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKafka]:
+def real_kafka_cluster() -> Iterator[RealKafka]:
     """One cluster for every real_kafka test, from CLUSTERCTL_KAFKA_DIST alone.
 
-    Builds clusterctl/kafka:<dist version> (skipped when built), renders a 3 ZK + 3 broker offline spec, brings it
-    up with the real CLI, and at the end takes it down with --volumes and checks nothing is left behind.
+    Builds clusterctl/kafka:<dist version> (skipped when built), starts a 3 ZK + 3 broker cluster with the
+    plugin's KafkaCluster, and at the end removes it and checks nothing is left behind. (`clusterctl up`/`down`
+    on real Kafka are tested on their own, in test_kafka_cluster.py and test_kraft_cluster.py.)
     """
-    import uuid
-
-    from _runtime_helpers import cli, leftovers, render, write_spec
+    from _runtime_helpers import leftovers
 
     from clusterctl import images
-    from clusterctl.spec import load_spec
+    from clusterctl.testing import KafkaCluster
 
     dist = kafka_dist()
     assert dist is not None  # real_kafka tests are skipped without it
     images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
-    work = tmp_path_factory.mktemp("real-kafka")
-    project = f"ctlkafka-{uuid.uuid4().hex[:6]}"
-    spec_path = write_spec(work, project, REAL_KAFKA_SUBNET, zk_port=REAL_KAFKA_ZK_PORT,
-                           broker_port=REAL_KAFKA_BROKER_PORT, engine="kafka", brokers=3)  # fmt: skip
-    render(spec_path)
-    spec = load_spec(spec_path)
+    cluster = KafkaCluster(REAL_KAFKA_SPEC, engine="kafka", timeout=300).start()
+    spec = cluster.spec
+    assert spec is not None
     try:
-        res = cli(spec_path, "up", "--timeout", "300")
-        assert res.returncode == 0, res.stderr
-        yield RealKafka(spec_path, spec, spec.bootstrap_servers, project)
+        yield RealKafka(cluster, cluster.spec_file, spec, cluster.bootstrap_servers, spec.project)
     finally:
-        res = cli(spec_path, "down", "--volumes")
-        assert res.returncode == 0, res.stderr
-        assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
+        cluster.stop()
+        assert leftovers(spec.project) == {"containers": [], "networks": [], "volumes": []}
 
 
 @pytest.fixture
 def real_kafka(real_kafka_cluster: RealKafka) -> Iterator[RealKafka]:
-    """The shared real-Kafka cluster, left healed and healthy after the test (no test depends on another's order)."""
-    from clusterctl.chaos import faults
-    from clusterctl.health import wait_healthy
+    """The shared real-Kafka cluster, left healed and healthy after the test (no test depends on another's order).
 
-    spec = real_kafka_cluster.spec
+    Heals whatever the test broke, through the CLI too: every broker and ZK node running and on the network,
+    registered and in every broker's metadata, the `up` health check, every partition's ISR full.
+    """
     yield real_kafka_cluster
-    faults.heal_all(spec)
-    faults.wait_healed(spec, timeout=180)
-    wait_healthy(spec, timeout=60)
-    faults.wait_full_isr(spec.bootstrap_servers, timeout=180)
+    real_kafka_cluster.cluster.heal(wait=True, timeout=180)
 
 
 @pytest.fixture

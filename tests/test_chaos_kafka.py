@@ -124,14 +124,10 @@ def test_throttled_reassignment_moves_replicas_and_removes_throttle(real_kafka: 
 def test_leader_elect_with_a_failed_partition_exits_non_zero(real_kafka: RealKafka) -> None:
     """A preferred election whose preferred replica is down fails: one line, a non-zero exit, and with --json one
     document (the error object carrying each partition's result)."""
-    spec_path = real_kafka.spec_path
-    topic = f"el-{uuid.uuid4().hex[:6]}"
-    res = cli(spec_path, "topic", "create", topic, "--partitions", "1", "--replication-factor", "3")
-    assert res.returncode == 0, res.stderr
-    (desc,) = cli_json(spec_path, "topic", "describe", topic)
-    preferred = desc["partitions"][0]["replicas"][0]
-    res = cli(spec_path, "chaos", "stop-broker", str(preferred))
-    assert res.returncode == 0, res.stderr
+    spec_path, cluster = real_kafka.spec_path, real_kafka.cluster
+    topic = cluster.create_topic(f"el-{uuid.uuid4().hex[:6]}", partitions=1, replication_factor=3)
+    preferred = cluster.describe(topic).partitions[0].replicas[0]
+    cluster.stop_broker(preferred)
     res = cli(spec_path, "leader", "elect", "--preferred", "--topic", topic, "--partition", "0")
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 1 and "1 of 1 elections failed" in lines[-1] and "Traceback" not in res.stderr, res.stderr

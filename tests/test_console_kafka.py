@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from _console import CLUSTERCTL, cells, chromium, console, screenshot
 from _runtime_helpers import cli, cli_json, wait_for
+from conftest import RealKafka
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker, pytest.mark.browser]
 
@@ -36,9 +37,9 @@ WATCH_LEADER = """(initial) => {
 
 
 @pytest.fixture
-def kafka_cluster(real_kafka: Any) -> Path:
-    """The session's shared real-Kafka cluster (tests/conftest.py), healed after each test."""
-    return Path(real_kafka.spec_path)
+def spec_path(real_kafka: RealKafka) -> Path:
+    """The spec file of the session's shared real-Kafka cluster (tests/conftest.py), healed after each test."""
+    return real_kafka.spec_path
 
 
 @pytest.fixture(scope="module")
@@ -54,14 +55,14 @@ def _events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_kill_leader_seen_live_on_the_topic_page(kafka_cluster: Path, browser: Any, tmp_path: Path) -> None:
+def test_kill_leader_seen_live_on_the_topic_page(spec_path: Path, browser: Any, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     run_dir = reports / "kill-leader-live"
-    with console("--reports-dir", str(reports), cwd=kafka_cluster.parent) as url:
+    with console("--reports-dir", str(reports), cwd=spec_path.parent) as url:
         drill = subprocess.Popen(
-            [str(CLUSTERCTL), "-s", str(kafka_cluster), "scenario", "run", "kill-leader", "--report-dir",
+            [str(CLUSTERCTL), "-s", str(spec_path), "scenario", "run", "kill-leader", "--report-dir",
              str(run_dir), "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=kafka_cluster.parent,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=spec_path.parent,
         )  # fmt: skip
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
@@ -110,11 +111,14 @@ def test_kill_leader_seen_live_on_the_topic_page(kafka_cluster: Path, browser: A
     assert delay < 2.0
 
 
-def test_add_partitions_and_preferred_election_from_the_page(kafka_cluster: Path, browser: Any, tmp_path: Path) -> None:
+def test_add_partitions_and_preferred_election_from_the_page(
+    real_kafka: RealKafka, spec_path: Path, browser: Any, tmp_path: Path
+) -> None:
+    cluster = real_kafka.cluster
     topic = f"ui-{uuid.uuid4().hex[:6]}"
-    res = cli(kafka_cluster, "topic", "create", topic, "--partitions", "2", "--replication-factor", "3")
+    res = cli(spec_path, "topic", "create", topic, "--partitions", "2", "--replication-factor", "3")
     assert res.returncode == 0, res.stderr
-    with console(cwd=kafka_cluster.parent) as url:
+    with console(cwd=spec_path.parent) as url:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
             page.goto(f"{url}/topics/{topic}")
@@ -123,21 +127,16 @@ def test_add_partitions_and_preferred_election_from_the_page(kafka_cluster: Path
             assert "to 4 partitions" in page.inner_text("#confirm-question")
             page.click("#confirm")
             page.wait_for_url(f"{url}/topics/{topic}?done=*")
-            (desc,) = cli_json(kafka_cluster, "topic", "describe", topic)
+            (desc,) = cli_json(spec_path, "topic", "describe", topic)
             assert desc["partition_count"] == 4
             page.locator('#partitions tr[data-partition="3"]').wait_for()
 
             # make leadership skewed: stop the preferred leader of partition 0, start it again
             preferred = desc["partitions"][0]["replicas"][0]
-            assert cli(kafka_cluster, "chaos", "stop-broker", str(preferred)).returncode == 0
-            wait_for(lambda: cli_json(kafka_cluster, "leader", "imbalance")["not_preferred"], 60, "skewed leaders")
-            assert cli(kafka_cluster, "chaos", "start-broker", str(preferred)).returncode == 0
-
-            def isr_full() -> bool:
-                (d,) = cli_json(kafka_cluster, "topic", "describe", topic)
-                return all(len(p["isr"]) == 3 for p in d["partitions"])
-
-            wait_for(isr_full, 120, "ISR full again")
+            cluster.stop_broker(preferred)
+            wait_for(lambda: cli_json(spec_path, "leader", "imbalance")["not_preferred"], 60, "skewed leaders")
+            cluster.start_broker(preferred)
+            cluster.wait_isr_full(topic, timeout=120)
             page.goto(f"{url}/topics/{topic}")
             page.locator("td.leader.not-preferred").first.wait_for()
             screenshot(page, tmp_path, "topic-not-preferred")
@@ -146,12 +145,11 @@ def test_add_partitions_and_preferred_election_from_the_page(kafka_cluster: Path
             page.click("#confirm")
             page.wait_for_url(f"{url}/topics/{topic}?done=*")
             assert "preferred-replica election done" in page.inner_text("p.done")
-            off = [p for p in cli_json(kafka_cluster, "leader", "imbalance")["not_preferred"] if p["topic"] == topic]
+            off = [p for p in cli_json(spec_path, "leader", "imbalance")["not_preferred"] if p["topic"] == topic]
             assert off == []
             page.wait_for_function("document.querySelectorAll('td.leader.not-preferred').length === 0")
             assert cells(page, "#partitions tr[data-partition] td.leader") == [
-                str(p["replicas"][0]) for p in cli_json(kafka_cluster, "topic", "describe", topic)[0]["partitions"]
+                str(p["replicas"][0]) for p in cli_json(spec_path, "topic", "describe", topic)[0]["partitions"]
             ]
         finally:
             page.close()
-            cli(kafka_cluster, "chaos", "heal")

@@ -1,18 +1,49 @@
-"""The shared real Apache Kafka cluster (3 ZooKeeper + 3 brokers, tests/conftest.py): registration, controller,
-a topic with RF 3 and ISR 3 (admin API and the partition state znode), and `topic create` meaning served."""
+"""Real Apache Kafka in ZooKeeper mode (needs CLUSTERCTL_KAFKA_DIST): `clusterctl up` and `down --volumes` through
+the real CLI on a cluster of its own; on the shared cluster (3 ZooKeeper + 3 brokers, tests/conftest.py):
+registration, controller, a topic with RF 3 and ISR 3 (admin API and the partition state znode), and `topic create`
+meaning served."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 import pytest
-from _runtime_helpers import cli, cli_json, wait_for
+from _runtime_helpers import cli, cli_json, leftovers, render, write_spec
 from conftest import RealKafka
 
 from clusterctl import zk
 from clusterctl.kafka import admin
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
+
+# test-only addresses of the cluster `up` starts here (other docker tests use other subnets and ports)
+UP_SUBNET = "10.89.0.0/24"
+UP_ZK_PORT = 25181
+UP_BROKER_PORT = 29892
+
+
+def test_up_waits_until_healthy_and_down_volumes_leaves_nothing(tmp_path: Path) -> None:
+    """The CLI path users take: render, `up` (returns once ZK has a quorum, every broker is registered and a
+    controller elected), `status` agrees, `down --volumes` removes every container, network and volume."""
+    project = f"ctlkafka-{uuid.uuid4().hex[:6]}"
+    spec_path = write_spec(tmp_path, project, UP_SUBNET, zk_port=UP_ZK_PORT, broker_port=UP_BROKER_PORT,
+                           engine="kafka", brokers=3)  # fmt: skip
+    render(spec_path)
+    try:
+        res = cli(spec_path, "up", "--timeout", "300", "--json")
+        assert res.returncode == 0, res.stderr
+        up = json.loads(res.stdout)
+        assert (up["mode"], up["zk_serving"], up["zk_nodes"]) == ("zookeeper", 3, 3), up
+        assert up["brokers_registered"] == [1, 2, 3] and up["controller"] in (1, 2, 3), up
+        status = cli_json(spec_path, "status")
+        assert status["brokers_registered"] == [1, 2, 3] and status["brokers_missing"] == []
+        print(f"\nclusterctl up (3 ZK + 3 Kafka brokers): healthy after {up['seconds_to_healthy']}s")
+    finally:
+        res = cli(spec_path, "down", "--volumes")
+    assert res.returncode == 0, res.stderr
+    assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
 
 
 def test_all_brokers_registered_and_controller(real_kafka: RealKafka) -> None:
@@ -33,12 +64,9 @@ def test_topic_with_rf3_has_isr_of_3(real_kafka: RealKafka) -> None:
     topic = f"rf3-{uuid.uuid4().hex[:6]}"
     client = AdminClient({"bootstrap.servers": spec.bootstrap_servers})
     client.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3)])[topic].result(timeout=30)
-
-    def all_isr_3() -> bool:
-        md = client.list_topics(topic, timeout=10).topics[topic]
-        return len(md.partitions) == 3 and all(len(p.isrs) == 3 for p in md.partitions.values())
-
-    wait_for(all_isr_3, 60, f"ISR of 3 on every partition of {topic}")
+    real_kafka.cluster.wait_isr_full(topic, timeout=60)
+    md = client.list_topics(topic, timeout=10).topics[topic]
+    assert len(md.partitions) == 3 and all(sorted(p.isrs) == [1, 2, 3] for p in md.partitions.values()), md
     with zk.zk_client(spec.zk_connect) as c:
         for p in range(3):
             state = zk.get(c, f"/brokers/topics/{topic}/partitions/{p}/state").data

@@ -36,6 +36,7 @@ from clusterctl.spec import ClusterSpec, parse_spec
 
 Engine = Literal["auto", "kafka", "tansu"]
 NAME_PREFIX = "ctltest"
+SPEC_FILE = "clusterctl.yaml"  # written beside compose/<name>/, as `clusterctl render` lays them out
 CLASH_RETRIES = 3
 # static addresses a spec may pin; on a freshly allocated subnet they come from the spec's default layout
 STATIC_IP_KEYS = ("zookeeper.ips", "kafka.ips", "kraft.ips", "kafka_manager.ip", "spark.master_ip", "spark.worker_ips")
@@ -110,7 +111,7 @@ class KafkaCluster:
         if spec is None:
             return {}
         if isinstance(spec, ClusterSpec):
-            return spec.model_dump(exclude_unset=True)
+            return spec.model_dump(mode="json", exclude_unset=True)
         if isinstance(spec, dict):
             return copy.deepcopy(spec)
         path = Path(spec)
@@ -162,8 +163,8 @@ class KafkaCluster:
         if _get(data, "kafka_manager.enabled") is None:
             _set(data, "kafka_manager.enabled", False)
 
-    def _isolated(self, data: dict[str, Any]) -> ClusterSpec:
-        """The spec with a unique name, a free subnet and free host ports."""
+    def _isolated(self, data: dict[str, Any]) -> tuple[ClusterSpec, dict[str, Any]]:
+        """The spec with a unique name, a free subnet and free host ports (model and the data it came from)."""
         from clusterctl.runtime import allocate
 
         data = copy.deepcopy(data)
@@ -185,7 +186,7 @@ class KafkaCluster:
             _set(data, "kafka.host_port", base + zk_n)
             for i, key in enumerate(extra):
                 _set(data, key, base + zk_n + b_n + i)
-        return parse_spec(data, "cluster spec")
+        return parse_spec(data, "cluster spec"), data
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -237,12 +238,14 @@ class KafkaCluster:
         atexit.register(self.stop)
         try:
             for attempt in range(1, CLASH_RETRIES + 1):
-                self.spec = spec = self._isolated(data)
+                self.spec, spec_data = self._isolated(data)
+                spec = self.spec
                 if attempt == 1:
                     self._check_images(spec)
                 self._work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-"))
                 out = self._work / "compose" / spec.name
                 render(spec, out_dir=out)
+                (self._work / SPEC_FILE).write_text(yaml.safe_dump(spec_data, sort_keys=False), encoding="utf-8")
                 self._compose = DockerCompose(context=str(out), compose_file_name="docker-compose.yml", wait=False)
                 try:
                     self._compose.start()
@@ -375,6 +378,14 @@ class KafkaCluster:
     @property
     def subnet(self) -> str:
         return self._spec.network.subnet
+
+    @property
+    def spec_file(self) -> Path:
+        """This cluster's spec as a file (removed by `stop`): `clusterctl -s FILE ...` run from FILE's directory
+        drives this very cluster, its rendered compose files beside it as `clusterctl render` lays them out."""
+        name = self.name  # raises unless running
+        assert self._work is not None, name
+        return self._work / SPEC_FILE
 
     def controller(self) -> int:
         """The spec's id of the broker that is the controller now."""
