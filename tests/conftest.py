@@ -38,11 +38,6 @@ def kafka_dist() -> Path | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # `make test` runs two xdist workers with --dist loadgroup: a file's tests stay on one worker (its fixtures
-    # and fixed subnets/ports start once), and every real_kafka test shares the one session cluster's worker
-    for item in items:
-        group = "real_kafka" if "real_kafka" in item.keywords else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
     if kafka_dist() is not None:
         return
     skip = pytest.mark.skip(reason=NO_REAL_KAFKA)
