@@ -120,8 +120,13 @@ def container_states(spec: ClusterSpec) -> list[ContainerState]:
 
 
 def project_containers(project: str) -> list[Container]:
-    """Every container (any state) labelled with the compose project."""
-    return list(client().containers.list(all=True, filters={"label": f"{PROJECT_LABEL}={project}"}))
+    """Every container (any state) labelled with the compose project.
+
+    A container removed between the listing and its inspection (compose tearing the project down) is left out,
+    not an error.
+    """
+    filters = {"label": f"{PROJECT_LABEL}={project}"}
+    return list(client().containers.list(all=True, filters=filters, ignore_removed=True))
 
 
 def project_networks(project: str) -> list[str]:
