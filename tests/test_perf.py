@@ -249,3 +249,24 @@ def test_bulk_recording_equals_record_value() -> None:
     rec.hist, rec.max_us = bulk, int(values.max())
     ps = (0, 1, 50, 95, 99, 99.9, 100)
     assert rec.percentiles_ms(*ps) == [min(one_by_one.get_value_at_percentile(p), rec.max_us) / 1000 for p in ps]
+
+
+def test_draining_in_steps_equals_one_drain() -> None:
+    """drain_some (run while the last batches are in flight) then drain records what one drain would."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    parts = [rng.integers(10_000, 900_000_000, size) for size in (700, 1_000, 1, 1_000, 999)]
+    stepped, whole = perf.LatencyRecorder(), perf.LatencyRecorder()
+    for a in parts:
+        stepped.add_ns(a)
+        whole.add_ns(a)
+    steps = 0
+    while stepped.drain_some(max_values=1_500):
+        steps += 1
+    stepped.drain()
+    whole.drain()
+    assert steps == 2 and stepped.delivered == whole.delivered == sum(len(a) for a in parts)
+    assert (stepped.sum_us, stepped.max_us) == (whole.sum_us, whole.max_us)
+    assert list(stepped.hist.counts) == list(whole.hist.counts)
+    assert stepped.percentiles_ms(50, 99, 99.9) == whole.percentiles_ms(50, 99, 99.9)

@@ -144,4 +144,12 @@ def run(args: list[str] | None = None) -> int:
 
 def main() -> None:
     """Console-script entry point: exit with `run()`'s status."""
-    sys.exit(run())
+    code = run()
+    from clusterctl.cli.common import teardown_skipped
+
+    if teardown_skipped():
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

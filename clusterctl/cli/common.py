@@ -182,3 +182,20 @@ def uninterrupted() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+
+
+_skip_teardown = False
+
+
+def skip_interpreter_teardown() -> None:
+    """Let the process end right after this command returns, without the interpreter's teardown.
+
+    For a command that has closed everything it opened and whose own wall clock is what the user measures:
+    tearing down numpy and librdkafka's module state adds ~40 ms to a one-second `perf produce`.
+    """
+    global _skip_teardown
+    _skip_teardown = True
+
+
+def teardown_skipped() -> bool:
+    return _skip_teardown

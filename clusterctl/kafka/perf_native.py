@@ -371,10 +371,13 @@ class NativeEngine:
         if lat:
             self.rec.add_ns(np.array(lat, dtype=np.int64))
 
-    def flush(self, timeout: float) -> int:
+    def flush(self, timeout: float, idle: Any = None) -> int:
+        """Serve delivery reports until none is outstanding; between them run `idle()` (a short step of
+        other work, True while it had some) instead of waiting."""
         deadline = time.monotonic() + timeout
         while self.lib.rd_kafka_outq_len(self.rk) > 0 and time.monotonic() < deadline:
-            self.poll(0.1)
+            busy = idle() if idle is not None else False
+            self.poll(0 if busy else 0.1)
         self.poll(0)
         return int(self.lib.rd_kafka_outq_len(self.rk))
 
