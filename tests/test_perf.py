@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import RealKafka
 
-from clusterctl.kafka import admin, perf
+from clusterctl.kafka import admin, latency, perf
 from clusterctl.testing.tansu import start_tansu
 
 pytestmark = pytest.mark.tansu
@@ -232,20 +232,21 @@ def test_bulk_recording_equals_record_value() -> None:
     from hdrh.histogram import HdrHistogram
 
     rng = np.random.default_rng(7)
-    edges = [1, 2, 1023, 1024, 2047, 2048, 4095, 4096, perf.HIST_MAX_US]
-    values = np.concatenate([rng.integers(1, perf.HIST_MAX_US, 5000), rng.lognormal(9, 1.5, 200_000).astype(np.int64)])
-    values = np.clip(np.concatenate([values, edges]), 1, perf.HIST_MAX_US)
-    bulk, one_by_one = HdrHistogram(1, perf.HIST_MAX_US, 3), HdrHistogram(1, perf.HIST_MAX_US, 3)
-    perf.record_bulk(bulk, values[:1000])
-    perf.record_bulk(bulk, values[1000:])
+    top = latency.HIST_MAX_US
+    edges = [1, 2, 1023, 1024, 2047, 2048, 4095, 4096, top]
+    values = np.concatenate([rng.integers(1, top, 5000), rng.lognormal(9, 1.5, 200_000).astype(np.int64)])
+    values = np.clip(np.concatenate([values, edges]), 1, top)
+    bulk, one_by_one = HdrHistogram(1, latency.HIST_MAX_US, 3), HdrHistogram(1, latency.HIST_MAX_US, 3)
+    latency.record_bulk(bulk, values[:1000])
+    latency.record_bulk(bulk, values[1000:])
     for v in values.tolist():
         one_by_one.record_value(v)
     assert list(bulk.counts) == list(one_by_one.counts)
-    assert (bulk.total_count, bulk.min_value, bulk.max_value) == (len(values), 1, perf.HIST_MAX_US)
-    assert (one_by_one.total_count, one_by_one.min_value, one_by_one.max_value) == (len(values), 1, perf.HIST_MAX_US)
+    assert (bulk.total_count, bulk.min_value, bulk.max_value) == (len(values), 1, latency.HIST_MAX_US)
+    assert (one_by_one.total_count, one_by_one.min_value, one_by_one.max_value) == (len(values), 1, latency.HIST_MAX_US)
     for p in (50, 99, 99.9, 100):
         assert bulk.get_value_at_percentile(p) == one_by_one.get_value_at_percentile(p)
-    rec = perf.LatencyRecorder()
+    rec = latency.LatencyRecorder()
     rec.hist, rec.max_us = bulk, int(values.max())
     ps = (0, 1, 50, 95, 99, 99.9, 100)
     assert rec.percentiles_ms(*ps) == [min(one_by_one.get_value_at_percentile(p), rec.max_us) / 1000 for p in ps]
@@ -257,7 +258,7 @@ def test_draining_in_steps_equals_one_drain() -> None:
 
     rng = np.random.default_rng(3)
     parts = [rng.integers(10_000, 900_000_000, size) for size in (700, 1_000, 1, 1_000, 999)]
-    stepped, whole = perf.LatencyRecorder(), perf.LatencyRecorder()
+    stepped, whole = latency.LatencyRecorder(), latency.LatencyRecorder()
     for a in parts:
         stepped.add_ns(a)
         whole.add_ns(a)

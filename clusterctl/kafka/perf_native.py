@@ -183,21 +183,35 @@ def _conf_value(v: Any) -> str:
     return str(v)
 
 
+def _new_conf(lib: Any, conf: dict[str, Any], what: str = "producer") -> Any:
+    """An rd_kafka_conf_t holding `conf` (Python-only keys skipped, librdkafka's own log quiet); one line on a
+    bad setting, with nothing left allocated."""
+    errstr = ctypes.create_string_buffer(512)
+    rconf = lib.rd_kafka_conf_new()
+    settings = {k: v for k, v in conf.items() if not callable(v) and k not in ("logger", "on_delivery")}
+    settings.setdefault("log_level", 0)
+    for key, value in settings.items():
+        if lib.rd_kafka_conf_set(rconf, key.encode(), _conf_value(value).encode(), errstr, 512) != 0:
+            lib.rd_kafka_conf_destroy(rconf)
+            raise UsageError(f"invalid {what} setting {key}={value}: {errstr.value.decode(errors='replace')}")
+    return rconf
+
+
+def _new_handle(lib: Any, rconf: Any, what: str = "producer") -> Any:
+    """rd_kafka_new (a producer handle), which takes ownership of `rconf`."""
+    errstr = ctypes.create_string_buffer(512)
+    rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, 512)
+    if not rk:
+        lib.rd_kafka_conf_destroy(rconf)
+        raise UsageError(f"invalid {what} settings: {errstr.value.decode(errors='replace')}")
+    return rk
+
+
 def check_config(conf: dict[str, Any]) -> None:
     """Reject unknown or invalid librdkafka properties before anything is created (no handle, no connection)."""
     lib = _load()
-    if lib is None:
-        return
-    errstr = ctypes.create_string_buffer(512)
-    rconf = lib.rd_kafka_conf_new()
-    try:
-        for key, value in conf.items():
-            if callable(value) or key in ("logger", "on_delivery"):
-                continue
-            if lib.rd_kafka_conf_set(rconf, key.encode(), _conf_value(value).encode(), errstr, 512) != 0:
-                raise UsageError(f"invalid producer setting {key}={value}: {errstr.value.decode(errors='replace')}")
-    finally:
-        lib.rd_kafka_conf_destroy(rconf)
+    if lib is not None:
+        lib.rd_kafka_conf_destroy(_new_conf(lib, conf))
 
 
 class MetadataError(Exception):
@@ -214,18 +228,7 @@ def topic_layout(conf: dict[str, Any], topic: str, timeout_s: float) -> tuple[in
     lib = _load()
     if lib is None:
         raise UsageError(f"librdkafka: {_load_error}")
-    errstr = ctypes.create_string_buffer(512)
-    rconf = lib.rd_kafka_conf_new()
-    settings = {k: v for k, v in conf.items() if not callable(v) and k not in ("logger", "on_delivery")}
-    settings.setdefault("log_level", 0)
-    for key, value in settings.items():
-        if lib.rd_kafka_conf_set(rconf, key.encode(), _conf_value(value).encode(), errstr, 512) != 0:
-            lib.rd_kafka_conf_destroy(rconf)
-            raise UsageError(f"invalid client setting {key}={value}: {errstr.value.decode(errors='replace')}")
-    rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, 512)
-    if not rk:
-        lib.rd_kafka_conf_destroy(rconf)
-        raise UsageError(f"invalid client settings: {errstr.value.decode(errors='replace')}")
+    rk = _new_handle(lib, _new_conf(lib, conf, "client"), "client")
     md = POINTER(_Metadata)()
     start = time.monotonic()
     try:
@@ -263,20 +266,10 @@ class NativeEngine:
         self.rec = rec
         self.queue_full = 0
         self.max_call_s = 0.0
-        errstr = ctypes.create_string_buffer(512)
-        rconf = lib.rd_kafka_conf_new()
         # librdkafka's own log lines stay quiet, as for the client engine; failures come back as delivery reports
-        settings = {k: v for k, v in conf.items() if not callable(v) and k not in ("logger", "on_delivery")}
-        settings.setdefault("log_level", 0)
-        for key, value in settings.items():
-            if lib.rd_kafka_conf_set(rconf, key.encode(), _conf_value(value).encode(), errstr, 512) != 0:
-                lib.rd_kafka_conf_destroy(rconf)
-                raise UsageError(f"invalid producer setting {key}={value}: {errstr.value.decode(errors='replace')}")
+        rconf = _new_conf(lib, conf)
         lib.rd_kafka_conf_set_events(rconf, RD_KAFKA_EVENT_DR)
-        self.rk = lib.rd_kafka_new(RD_KAFKA_PRODUCER, rconf, errstr, 512)  # takes ownership of rconf
-        if not self.rk:
-            lib.rd_kafka_conf_destroy(rconf)
-            raise UsageError(f"invalid producer settings: {errstr.value.decode(errors='replace')}")
+        self.rk = _new_handle(lib, rconf)
         self.rkt = lib.rd_kafka_topic_new(self.rk, topic.encode(), None)
         self.queue = lib.rd_kafka_queue_get_main(self.rk)
         # payloads stay referenced for the engine's lifetime: librdkafka reads them without copying
