@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from clusterctl.compose_context import CLUSTER_ID_VAR
 from clusterctl.errors import SpecError
-from clusterctl.render import CLUSTER_ID_VAR, ENV_FILE, existing_cluster_id, render, render_compose
+from clusterctl.render import ENV_FILE, existing_cluster_id, render, render_compose
 from clusterctl.spec import ClusterSpec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent

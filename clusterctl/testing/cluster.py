@@ -206,7 +206,7 @@ class KafkaCluster:
     @staticmethod
     def _check_images(spec: ClusterSpec) -> None:
         from clusterctl import images
-        from clusterctl.render import summarize
+        from clusterctl.compose_context import summarize
 
         if spec.profile != "offline":
             return  # compose pulls what is missing
