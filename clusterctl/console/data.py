@@ -35,6 +35,30 @@ REPORT_JSON = "report.json"
 
 
 @dataclass
+class BrokerLoad:
+    """What one broker carries: partitions it leads, replicas it holds, and led partitions short of ISR."""
+
+    broker: int
+    leaders: int
+    replicas: int
+    under_replicated: int  # as Kafka's UnderReplicatedPartitions metric: led partitions whose ISR is short
+
+
+def broker_loads(topics: list[admin.TopicDescription], broker_ids: list[int]) -> list[BrokerLoad]:
+    """Leaders, replicas and under-replicated partitions per broker (brokers named by replicas included)."""
+    loads = {b: BrokerLoad(b, 0, 0, 0) for b in broker_ids}
+    for t in topics:
+        for p in t.partitions:
+            for r in p.replicas:
+                loads.setdefault(r, BrokerLoad(r, 0, 0, 0)).replicas += 1
+            if p.leader >= 0:
+                led = loads.setdefault(p.leader, BrokerLoad(p.leader, 0, 0, 0))
+                led.leaders += 1
+                led.under_replicated += int(p.under_replicated)
+    return sorted(loads.values(), key=lambda b: b.broker)
+
+
+@dataclass
 class ConsoleTarget:
     """The cluster a console talks to and how it may act on it."""
 
@@ -289,7 +313,7 @@ class Hub:
         registered = zv.registered if zv is not None else None
         ids = sorted(set(in_md) | set(registered or []))
         rows = []
-        for load in admin.broker_loads(md.topics, ids):
+        for load in broker_loads(md.topics, ids):
             b = load.broker
             eps = (zv.endpoints.get(b) if zv else None) or ([in_md[b].address] if b in in_md else [])
             rows.append(

@@ -1,13 +1,11 @@
 """Topics and cluster metadata on confluent-kafka's AdminClient: what kafka-topics.sh shows and does.
 
 Stable API used by the chaos observer and failover drills:
-`describe_topics`, `cluster_info`, `elect_leaders`, `alter_partition_reassignments`,
-`list_partition_reassignments`.
+`describe_topics`, `cluster_info`, `elect_leaders` (replica moves: clusterctl.kafka.reassign).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -144,13 +142,6 @@ class ElectionResult:
     partition: int
     ok: bool
     error: str | None = None
-
-
-@dataclass
-class Reassignment:
-    topic: str
-    partition: int
-    replicas: list[int]
 
 
 # ---------------------------------------------------------------- plumbing
@@ -573,97 +564,6 @@ def elect_leaders(
         ok = err is None or code == KafkaError.ELECTION_NOT_NEEDED
         out.append(ElectionResult(tp.topic, tp.partition, ok, None if ok else str(err)))
     return out
-
-
-REASSIGN_ZNODE = "/admin/reassign_partitions"
-
-
-def alter_partition_reassignments(
-    zk_connect: str, moves: dict[tuple[str, int], list[int]], timeout: float = 10.0
-) -> list[Reassignment]:
-    """Start moving replicas (Kafka in ZooKeeper mode): write /admin/reassign_partitions.
-
-    confluent-kafka 2.16 has no AlterPartitionReassignments API, so this uses the ZooKeeper path
-    that kafka-reassign-partitions.sh --zookeeper used and Kafka 3.x's ZK-mode controller still
-    honours. The controller deletes the znode once every move completed.
-    """
-    from kazoo.exceptions import NodeExistsError
-
-    if not moves:
-        raise UsageError("no partition moves given")
-    body = {
-        "version": 1,
-        "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(moves.items())],
-    }
-    zk = _zk(zk_connect, timeout)
-    try:
-        zk.create(REASSIGN_ZNODE, json.dumps(body).encode(), makepath=True)
-    except NodeExistsError:
-        raise ClusterctlError(
-            "a partition reassignment is already in progress", hint="wait for it (list_partition_reassignments)"
-        ) from None
-    finally:
-        zk.stop()
-        zk.close()
-    return [Reassignment(t, p, r) for (t, p), r in sorted(moves.items())]
-
-
-def list_partition_reassignments(zk_connect: str, timeout: float = 10.0) -> list[Reassignment]:
-    """Moves still in progress (the /admin/reassign_partitions znode; empty when none)."""
-    from kazoo.exceptions import NoNodeError
-
-    zk = _zk(zk_connect, timeout)
-    try:
-        data, _ = zk.get(REASSIGN_ZNODE)
-    except NoNodeError:
-        return []
-    finally:
-        zk.stop()
-        zk.close()
-    doc = json.loads(data or b"{}")
-    return [Reassignment(e["topic"], int(e["partition"]), list(e["replicas"])) for e in doc.get("partitions", [])]
-
-
-def _zk(zk_connect: str, timeout: float) -> Any:
-    from kazoo.client import KazooClient
-    from kazoo.handlers.threading import KazooTimeoutError
-
-    from clusterctl.errors import UnreachableError
-
-    zk = KazooClient(hosts=zk_connect, timeout=timeout)
-    try:
-        zk.start(timeout=timeout)
-    except KazooTimeoutError:
-        zk.close()
-        raise UnreachableError(f"no ZooKeeper answered at {zk_connect} within {timeout:.0f}s") from None
-    return zk
-
-
-# ---------------------------------------------------------------- per-broker views
-
-
-@dataclass
-class BrokerLoad:
-    """What one broker carries: partitions it leads, replicas it holds, and led partitions short of ISR."""
-
-    broker: int
-    leaders: int
-    replicas: int
-    under_replicated: int  # as Kafka's UnderReplicatedPartitions metric: led partitions whose ISR is short
-
-
-def broker_loads(topics: list[TopicDescription], broker_ids: list[int]) -> list[BrokerLoad]:
-    """Leaders, replicas and under-replicated partitions per broker (brokers named by replicas included)."""
-    loads = {b: BrokerLoad(b, 0, 0, 0) for b in broker_ids}
-    for t in topics:
-        for p in t.partitions:
-            for r in p.replicas:
-                loads.setdefault(r, BrokerLoad(r, 0, 0, 0)).replicas += 1
-            if p.leader >= 0:
-                led = loads.setdefault(p.leader, BrokerLoad(p.leader, 0, 0, 0))
-                led.leaders += 1
-                led.under_replicated += int(p.under_replicated)
-    return sorted(loads.values(), key=lambda b: b.broker)
 
 
 def kafka_version(bootstrap: str, broker_id: int, client: AdminClient | None = None) -> str | None:

@@ -1,6 +1,6 @@
 """Partition reassignment like kafka-reassign-partitions.sh: plans, validation, throttles, execution.
 
-Moves are started through ZooKeeper (`admin.alter_partition_reassignments`). A replication throttle is
+Moves are started through ZooKeeper (`alter_partition_reassignments`). A replication throttle is
 set the way the Kafka tool sets it: per-broker `leader/follower.replication.throttled.rate` on every
 broker taking part, and per-topic `leader.replication.throttled.replicas` (the current replicas of each
 moving partition) and `follower.replication.throttled.replicas` (the replicas being added). Throttles are
@@ -24,6 +24,75 @@ Moves = dict[tuple[str, int], list[int]]
 RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 LEADER_REPLICAS_KEY = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS_KEY = "follower.replication.throttled.replicas"
+
+
+@dataclass
+class Reassignment:
+    topic: str
+    partition: int
+    replicas: list[int]
+
+
+REASSIGN_ZNODE = "/admin/reassign_partitions"
+
+
+def alter_partition_reassignments(zk_connect: str, moves: Moves, timeout: float = 10.0) -> list[Reassignment]:
+    """Start moving replicas (Kafka in ZooKeeper mode): write /admin/reassign_partitions.
+
+    confluent-kafka 2.16 has no AlterPartitionReassignments API, so this uses the ZooKeeper path
+    that kafka-reassign-partitions.sh --zookeeper used and Kafka 3.x's ZK-mode controller still
+    honours. The controller deletes the znode once every move completed.
+    """
+    from kazoo.exceptions import NodeExistsError
+
+    if not moves:
+        raise UsageError("no partition moves given")
+    body = {
+        "version": 1,
+        "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(moves.items())],
+    }
+    zk = _zk(zk_connect, timeout)
+    try:
+        zk.create(REASSIGN_ZNODE, json.dumps(body).encode(), makepath=True)
+    except NodeExistsError:
+        raise ClusterctlError(
+            "a partition reassignment is already in progress", hint="wait for it (list_partition_reassignments)"
+        ) from None
+    finally:
+        zk.stop()
+        zk.close()
+    return [Reassignment(t, p, r) for (t, p), r in sorted(moves.items())]
+
+
+def list_partition_reassignments(zk_connect: str, timeout: float = 10.0) -> list[Reassignment]:
+    """Moves still in progress (the /admin/reassign_partitions znode; empty when none)."""
+    from kazoo.exceptions import NoNodeError
+
+    zk = _zk(zk_connect, timeout)
+    try:
+        data, _ = zk.get(REASSIGN_ZNODE)
+    except NoNodeError:
+        return []
+    finally:
+        zk.stop()
+        zk.close()
+    doc = json.loads(data or b"{}")
+    return [Reassignment(e["topic"], int(e["partition"]), list(e["replicas"])) for e in doc.get("partitions", [])]
+
+
+def _zk(zk_connect: str, timeout: float) -> Any:
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from clusterctl.errors import UnreachableError
+
+    zk = KazooClient(hosts=zk_connect, timeout=timeout)
+    try:
+        zk.start(timeout=timeout)
+    except KazooTimeoutError:
+        zk.close()
+        raise UnreachableError(f"no ZooKeeper answered at {zk_connect} within {timeout:.0f}s") from None
+    return zk
 
 
 @dataclass
@@ -149,14 +218,14 @@ def execute(
     """Start the moves (throttled if asked), wait until the controller finished them, remove the throttle."""
     current = validate(bootstrap, topic, moves)
     plan = throttle_for(current, moves, throttle) if throttle is not None else None
-    if admin.list_partition_reassignments(zk_connect):
+    if list_partition_reassignments(zk_connect):
         raise ClusterctlError(
             "a partition reassignment is already in progress", hint="wait for it: clusterctl reassign TOPIC --verify"
         )
     if plan is not None:
         set_throttle(bootstrap, plan)
     try:
-        admin.alter_partition_reassignments(zk_connect, moves)
+        alter_partition_reassignments(zk_connect, moves)
     except BaseException:
         if plan is not None:
             clear_throttle(bootstrap, topic, plan.brokers)
@@ -177,7 +246,7 @@ def wait(
     """Poll until no move is pending; then remove throttles (None: leave broker rates alone)."""
     started = time.monotonic()
     while True:
-        pending = admin.list_partition_reassignments(zk_connect)
+        pending = list_partition_reassignments(zk_connect)
         if on_progress is not None:
             on_progress(total - len(pending), total)
         if not pending:
@@ -196,6 +265,6 @@ def wait(
 
 def verify(bootstrap: str, zk_connect: str, topic: str, timeout: float = 600.0) -> float:
     """Wait for running moves, then remove every throttle (kafka-reassign-partitions.sh --verify)."""
-    pending = len(admin.list_partition_reassignments(zk_connect))
+    pending = len(list_partition_reassignments(zk_connect))
     brokers = [b.id for b in admin.cluster_info(bootstrap).brokers]
     return wait(bootstrap, zk_connect, topic, max(pending, 1), timeout, None, brokers)
