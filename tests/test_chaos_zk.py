@@ -21,7 +21,7 @@ import pytest
 from _runtime_helpers import cli, cli_json, render, wait_for, write_spec
 
 from clusterctl import images, zk
-from clusterctl.chaos import faults
+from clusterctl.chaos import faults, recovery
 from clusterctl.chaos.analysis import analyze
 from clusterctl.chaos.observer import Observer
 from clusterctl.runtime import docker as dk
@@ -82,7 +82,7 @@ def test_zk_quorum_holds_then_is_lost_then_reforms(cluster: Path) -> None:
         time.sleep(0.5)
     finally:
         tl = obs.stop()
-        faults.heal_all(spec)
+        recovery.heal_all(spec)
     kinds = [(e.kind, e.value) for e in tl.events if e.kind == "quorum"]
     assert kinds[0] == ("quorum", True) and ("quorum", False) in kinds and kinds[-1] == ("quorum", True)
     m1, m2 = analyze(tl)

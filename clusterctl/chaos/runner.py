@@ -219,7 +219,7 @@ class Runner:
 
     def _cleanup(self) -> str | None:
         """Always: stop timed faults (they heal themselves), stop the load, heal everything."""
-        from clusterctl.chaos import faults
+        from clusterctl.chaos import recovery
 
         problems = []
         for thread, stop in self.background:
@@ -231,13 +231,13 @@ class Runner:
             except ClusterctlError as exc:
                 problems.append(str(exc))
         try:
-            healed = faults.heal_all(self.spec, self.detached)
+            healed = recovery.heal_all(self.spec, self.detached)
             for r in healed:
                 self.observer.mark(r.action, r.target, heal=True, t=r.started)
                 self.progress(f"healed: {r.action} {r.target}")
             self.paused.clear()
             if healed:
-                faults.wait_healed(self.spec, timeout=180.0, on_progress=self.progress)
+                recovery.wait_healed(self.spec, timeout=180.0, on_progress=self.progress)
         except ClusterctlError as exc:
             problems.append(f"heal failed: {exc}")
         self.detached = []
@@ -325,7 +325,7 @@ class Runner:
         return f"unpaused {', '.join(done)}" if done else "no broker was paused"
 
     def _step_fault(self, f: Fault) -> str:
-        from clusterctl.chaos import faults
+        from clusterctl.chaos import faults, recovery
 
         spec = self.spec
         a = f.action
@@ -356,7 +356,7 @@ class Runner:
                 self.observer.mark(k.action, k.target, heal=False, note=k.note, t=k.started)
             return ", ".join(f"{k.target} ({k.container}) killed" for k in killed)
         elif a == "rolling-restart":
-            steps = faults.rolling_restart(
+            steps = recovery.rolling_restart(
                 spec,
                 self.bootstrap,
                 f.timeout,
@@ -431,13 +431,13 @@ class Runner:
         return ",".join(f"{self.spec.host}:{self.spec.broker_host_port(b)}" for b in live)
 
     def _step_heal(self, a: Heal) -> str:
-        from clusterctl.chaos import faults
+        from clusterctl.chaos import recovery
 
         for thread, stop in self.background:
             stop.set()
             thread.join(timeout=30)
         self.background = []
-        res = faults.heal_all(self.spec, self.detached)
+        res = recovery.heal_all(self.spec, self.detached)
         self.detached = []
         self.paused.clear()
         for r in res:
@@ -445,7 +445,7 @@ class Runner:
         done = ", ".join(f"{r.action} {r.target}" for r in res) or "nothing to heal"
         if not a.wait:
             return done
-        w = faults.wait_healed(self.spec, a.timeout, on_progress=self.progress)
+        w = recovery.wait_healed(self.spec, a.timeout, on_progress=self.progress)
         return f"{done}; brokers {','.join(map(str, w.brokers))} registered and in metadata after {w.seconds:.1f}s"
 
     def _step_elect(self, e: Elect) -> str:

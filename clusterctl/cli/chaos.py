@@ -171,18 +171,18 @@ def heal(
     as_json: JsonOpt = False,
 ) -> None:
     """Undo every fault: unpause, reconnect, start stopped containers; then wait until the cluster serves again."""
-    from clusterctl.chaos import faults
+    from clusterctl.chaos import recovery
     from clusterctl.errors import UsageError
     from clusterctl.output import err_console, info
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
     spec = get_spec()
-    results = faults.heal_all(spec)
+    results = recovery.heal_all(spec)
     waited = None
     if wait:
         with err_console.status("waiting for the healed cluster") as status:
-            waited = faults.wait_healed(spec, timeout, on_progress=lambda m: status.update(m))
+            waited = recovery.wait_healed(spec, timeout, on_progress=lambda m: status.update(m))
     if as_json:
         from clusterctl.output import emit
 
@@ -205,15 +205,15 @@ def rolling_restart(
     as_json: JsonOpt = False,
 ) -> None:
     """Restart brokers one at a time, waiting for a full ISR on every partition before the next."""
-    from clusterctl.chaos import faults
+    from clusterctl.chaos import recovery
     from clusterctl.output import Column, emit, info
 
     spec = get_spec()
 
-    def step(s: faults.RollingStep) -> None:
+    def step(s: recovery.RollingStep) -> None:
         info(f"broker {s.broker} restarted; every partition back in sync after {s.isr_full_after_s:.1f}s")
 
-    steps = faults.rolling_restart(spec, bootstrap_servers(bootstrap_server), timeout, on_step=step)
+    steps = recovery.rolling_restart(spec, bootstrap_servers(bootstrap_server), timeout, on_step=step)
     cols = [
         Column("Broker", "broker", justify="right"),
         Column("Restart s", lambda s: s.restart.took_s, justify="right"),

@@ -225,7 +225,7 @@ class KafkaCluster:
         from testcontainers.compose import DockerCompose
 
         from clusterctl import health
-        from clusterctl.chaos import faults
+        from clusterctl.chaos import recovery
         from clusterctl.render import render
         from clusterctl.runtime import allocate
 
@@ -259,7 +259,7 @@ class KafkaCluster:
                     raise ClusterctlError(f"docker compose up failed for cluster {spec.name}: {last[:300]}") from None
             health.wait_healthy(spec, self.timeout)
             # registered in ZooKeeper is not yet in every broker's metadata: a topic created now could see 1 broker
-            faults.wait_healed(spec, self.timeout)
+            recovery.wait_healed(spec, self.timeout)
         except BaseException:
             self.stop()
             raise
@@ -417,7 +417,7 @@ class KafkaCluster:
         timeout: float = 60.0,
     ) -> str:
         """Create a topic (default: a unique name, the spec's RF and min.insync.replicas); wait for full ISR."""
-        from clusterctl.chaos.faults import wait_full_isr
+        from clusterctl.chaos.recovery import wait_full_isr
         from clusterctl.kafka.admin import create_topic
 
         spec = self._spec
@@ -501,17 +501,17 @@ class KafkaCluster:
     def heal(self, wait: bool = True, timeout: float | None = None) -> list[Any]:
         """Reconnect, unpause and start every node; with `wait`, until healthy and (Kafka) every ISR is full."""
         from clusterctl import health
-        from clusterctl.chaos import faults
+        from clusterctl.chaos import recovery
 
         spec = self._spec
-        results = faults.heal_all(spec, self._detached)
+        results = recovery.heal_all(spec, self._detached)
         self._detached = []
         if wait:  # as `clusterctl chaos heal` waits, then the `up` health check and (Kafka) full ISR
             limit = timeout or self.timeout
-            faults.wait_healed(spec, limit)
+            recovery.wait_healed(spec, limit)
             health.wait_healthy(spec, limit)
             if spec.kafka.engine == "kafka":
-                faults.wait_full_isr(self.bootstrap_servers, limit)
+                recovery.wait_full_isr(self.bootstrap_servers, limit)
         self.faulted = False
         return results
 
@@ -519,7 +519,7 @@ class KafkaCluster:
 
     def wait_isr_full(self, topic: str, timeout: float = 120.0) -> float:
         """Wait until every partition of `topic` has all its replicas in sync; seconds waited."""
-        from clusterctl.chaos.faults import wait_full_isr
+        from clusterctl.chaos.recovery import wait_full_isr
 
         return wait_full_isr(self.bootstrap_servers, timeout, topics=[topic])
 

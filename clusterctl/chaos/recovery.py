@@ -1,0 +1,193 @@
+"""Recovery: undo every fault, wait until the cluster is whole again, and the rolling restart that waits
+for it between brokers.
+
+"Whole" is what a user would check by hand: every ZooKeeper node serves, every broker is registered and
+in every broker's metadata (KRaft: the quorum has its voters and every broker is unfenced), and for the
+rolling restart every partition's ISR is its full replica set again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from clusterctl.chaos.faults import (
+    Detached,
+    FaultResult,
+    broker_target,
+    reconnect,
+    restart_broker,
+    start,
+    state_of,
+    unpause,
+)
+from clusterctl.errors import ClusterctlError, TimeoutError_
+from clusterctl.spec import ClusterSpec
+
+# ---------------------------------------------------------------- heal everything
+
+
+def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
+    """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
+    out: list[FaultResult] = [reconnect(d) for d in detached or []]
+    for service, target in (
+        [(spec.zk_service(i), f"zk {i}") for i in spec.zk_ids]
+        + [(spec.controller_service(i), f"controller {i}") for i in spec.dedicated_controller_ids]
+        + [(spec.broker_service(i), f"broker {i}") for i in spec.broker_ids]
+    ):
+        name = spec.container_name(service)
+        from clusterctl.runtime.docker import find_container
+
+        c = find_container(name)
+        if c is None:
+            continue
+        st = state_of(c)
+        if st == "paused":
+            out.append(unpause(target, name))
+        elif st in ("exited", "created"):
+            out.append(start("start", target, name))
+        nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
+        if spec.network_name not in nets and st in ("running", "paused"):
+            ip = spec.static_ips()[_ip_key(target)]
+            out.append(reconnect(Detached(name, spec.network_name, ip, [service])))
+    return out
+
+
+def _ip_key(target: str) -> str:
+    kind, ident = target.split()
+    return {"zk": "zookeeper node", "controller": "kraft controller", "broker": "kafka broker"}[kind] + f" {ident}"
+
+
+@dataclass
+class HealWait:
+    """What `heal` waited for once the containers were back: registrations, metadata, ZK serving."""
+
+    seconds: float
+    brokers: list[int]  # registered in /brokers/ids and listed in every live broker's metadata
+    zk_serving: list[int]
+
+
+def wait_healed(
+    spec: ClusterSpec,
+    timeout: float = 120.0,
+    on_progress: Callable[[str], None] | None = None,
+    interval: float = 0.5,
+) -> HealWait:
+    """Wait until every ZK node of the spec serves and every broker is registered and in metadata
+    (KRaft: the quorum has a leader and every voter, every broker is unfenced).
+
+    A broker counts when it is in /brokers/ids and every broker answers a metadata request (each asked
+    on its own address, 2 s bound) listing it. tansu (no registration) counts when it answers metadata.
+    """
+    from clusterctl import zk
+
+    started = time.monotonic()
+    missing: list[str] = ["nothing checked yet"]
+    serving: list[int] = []
+    while True:
+        missing = []
+        statuses = zk.node_statuses(spec, timeout=1.0)
+        serving = [s.id for s in statuses if s.serving]
+        missing += [f"zk{s.id} {s.mode}" for s in statuses if not s.serving]
+        if spec.kraft_mode:
+            from clusterctl import kraft
+
+            missing += kraft.check(spec).missing  # quorum leader, voters, brokers unfenced, metadata
+        elif spec.kafka.engine == "kafka":
+            missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
+        else:
+            from clusterctl.health import tansu_metadata_ok
+
+            ok, err = tansu_metadata_ok(spec.bootstrap_servers)
+            if not ok:
+                missing.append(f"broker metadata ({err or 'no answer'})")
+        elapsed = time.monotonic() - started
+        if not missing:
+            return HealWait(round(elapsed, 3), list(spec.broker_ids), serving)
+        if on_progress is not None:
+            on_progress("waiting for: " + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else ""))
+        if elapsed >= timeout:
+            raise TimeoutError_(
+                f"healed containers run, but after {timeout:.0f}s still missing: {', '.join(missing)}",
+                hint="`clusterctl status` and `clusterctl logs SERVICE` show why",
+            )
+        time.sleep(interval)
+
+
+def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
+    from clusterctl import zk
+    from clusterctl.kafka.admin import metadata_per_broker
+
+    if not have_quorum:
+        return ["broker registrations (no ZooKeeper quorum)"]
+    try:
+        with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+            registered = set(zk.registered_brokers(client))
+    except ClusterctlError as exc:
+        return [f"ZooKeeper session ({exc.message})"]
+    out = [f"broker {b} in /brokers/ids" for b in spec.broker_ids if b not in registered]
+    addresses = {b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids}
+    for b, view in metadata_per_broker(addresses, timeout=2.0).items():
+        if isinstance(view, str):
+            out.append(f"broker {b} answering metadata ({view})")
+        elif unknown := sorted(set(spec.broker_ids) - view.brokers):
+            out.append(f"broker(s) {','.join(map(str, unknown))} in broker {b}'s metadata")
+    return out
+
+
+# ---------------------------------------------------------------- rolling restart
+
+
+@dataclass
+class RollingStep:
+    broker: int
+    restart: FaultResult
+    isr_full_after_s: float
+
+
+def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5, topics: list[str] | None = None) -> float:
+    """Wait until every partition (of `topics`, default all) has its full replica set in sync; seconds waited."""
+    from clusterctl.kafka.admin import describe_topics
+
+    t0 = time.monotonic()
+    missing = "no metadata yet"
+    while time.monotonic() - t0 < timeout:
+        try:
+            described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
+            bad = [
+                f"{p.topic}-{p.partition}"
+                for t in described
+                for p in t.partitions
+                if p.leader < 0 or set(p.isr) != set(p.replicas)
+            ]
+            if not bad:
+                return round(time.monotonic() - t0, 3)
+            missing = f"{len(bad)} partitions not fully in sync (e.g. {', '.join(bad[:3])})"
+        except ClusterctlError as exc:
+            missing = str(exc)
+        time.sleep(poll)
+    raise TimeoutError_(f"ISR not full after {timeout:.0f}s: {missing}")
+
+
+def rolling_restart(
+    spec: ClusterSpec,
+    bootstrap: str,
+    timeout: float = 300.0,
+    brokers: list[int] | None = None,
+    on_step: Callable[[RollingStep], None] | None = None,
+) -> list[RollingStep]:
+    """Restart brokers one at a time, waiting for full ISR on all partitions before the next."""
+    ids = brokers or spec.broker_ids
+    for b in ids:
+        broker_target(spec, b)
+    wait_full_isr(bootstrap, timeout)
+    steps: list[RollingStep] = []
+    for b in ids:
+        res = restart_broker(spec, b)
+        waited = wait_full_isr(bootstrap, timeout)
+        step = RollingStep(b, res, waited)
+        steps.append(step)
+        if on_step:
+            on_step(step)
+    return steps
