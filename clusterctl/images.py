@@ -17,14 +17,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from docker.errors import APIError, BuildError, DockerException
 
 from clusterctl import kafkadist
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.image_inputs import console_context, console_hash_inputs, hash_file, spark_context, spark_hash_inputs
 from clusterctl.kafkadist import KAFKA_DIST_ENV
-from clusterctl.profiles import CONSOLE_IMAGE, SPARK_VERSION
+from clusterctl.profiles import CONSOLE_IMAGE
 from clusterctl.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
 from clusterctl.profiles import OFFLINE_SPARK_IMAGE as SPARK_IMAGE
 from clusterctl.profiles import OFFLINE_TANSU_IMAGE as TANSU_IMAGE
@@ -141,12 +141,6 @@ def _hash_files(h: hashlib._Hash, root: Path) -> None:
         h.update(b"\0")
 
 
-def _hash_file(h: hashlib._Hash, path: Path) -> None:
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-
-
 def base_packages() -> list[str]:
     lines = (IMAGES_DIR / "base" / "packages.txt").read_text().splitlines()
     return [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
@@ -164,14 +158,14 @@ def _child_hash(target: str, extra: Path | None) -> str:
     h.update(base_hash().encode())
     _hash_files(h, IMAGES_DIR / target)
     if target == "spark":
-        _spark_hash_inputs(h)
+        spark_hash_inputs(h)
     if target == "console":
-        _console_hash_inputs(h)
+        console_hash_inputs(h)
     if extra is not None:
         if extra.is_dir():
             _hash_files(h, extra)
         else:
-            _hash_file(h, extra)
+            hash_file(h, extra)
     return h.hexdigest()[:16]
 
 
@@ -200,201 +194,6 @@ def kafka_dist_root(dist: Path) -> str:
         f"--kafka-dist {dist} is not a Kafka distribution (no bin/kafka-server-start.sh)",
         hint="use the binary release, e.g. kafka_2.13-3.7.0.tgz, not the source release",
     )
-
-
-# ---- the spark image: Python packages from the driver's environment ----
-
-# distributions copied into clusterctl/spark (import name, distribution name); the executors' Python
-# connector needs them and they must be the driver's exact versions (PySpark above all)
-SPARK_DISTS = (("pyspark", "pyspark"), ("py4j", "py4j"), ("pyarrow", "pyarrow"), ("confluent_kafka", "confluent_kafka"))
-# what executors import of clusterctl: the connector and the Kafka helpers it calls (the Dockerfile's import
-# check fails the build if one is missing); other modules change without rebuilding the image
-SPARK_CLUSTERCTL_FILES = (
-    "__init__.py",
-    "errors.py",
-    "kafka/__init__.py",
-    "kafka/connection.py",
-    "kafka/settings.py",
-    "validate.py",
-    "spark/__init__.py",
-    "spark/datasource.py",
-    "spark/options.py",
-    "spark/source.py",
-    "spark/sink.py",
-)
-# not needed by a master, a worker or an executor: Spark Connect's REPL, examples, headers, tests
-_SPARK_SKIP = {
-    "pyspark": ("jars/connect-repl", "examples", "data"),
-    "pyarrow": ("include", "tests", "src"),
-}
-_SKIP_SUFFIXES = (".pyx", ".pxd", ".pxi", ".pyc")
-
-
-def _site_packages() -> Path:
-    """The site-packages holding the driver's PySpark (a one-line error when it is missing)."""
-    try:
-        import pyspark
-    except ImportError:
-        raise NotFoundError(
-            "the spark image copies PySpark from this environment, and it has none",
-            hint="pip install 'clusterctl[spark]'",
-        ) from None
-    root = Path(pyspark.__file__).resolve().parent.parent
-    if getattr(pyspark, "__version__", None) != SPARK_VERSION:
-        raise UsageError(
-            f"PySpark {getattr(pyspark, '__version__', '?')} is installed but clusterctl/spark is Spark {SPARK_VERSION}"
-        )
-    return root
-
-
-def _dist_info(root: Path, dist: str) -> Path:
-    found = sorted(root.glob(f"{dist}-*.dist-info"))
-    if not found:
-        raise NotFoundError(f"{dist} is not installed in {root}", hint="pip install 'clusterctl[spark]'")
-    return found[-1]
-
-
-def _spark_inputs() -> list[Path]:
-    """What the spark image copies, for its inputs hash: dist-info RECORDs (every file's hash) and sources."""
-    root = _site_packages()
-    out = [_dist_info(root, dist) / "RECORD" for _, dist in SPARK_DISTS]
-    pkg = Path(__file__).resolve().parent
-    return out + [pkg / name for name in SPARK_CLUSTERCTL_FILES]
-
-
-def _spark_hash_inputs(h: hashlib._Hash) -> None:
-    pkg = Path(__file__).resolve().parent
-    for path in _spark_inputs():
-        h.update(path.name.encode() if path.name == "RECORD" else str(path.relative_to(pkg)).encode())
-        h.update(b"\0")
-        _hash_file(h, path)
-
-
-def _ignore(skip: tuple[str, ...], top: Path) -> Callable[[str, list[str]], set[str]]:
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        rel = Path(directory).relative_to(top)
-        out = {n for n in names if n == "__pycache__" or n.endswith(_SKIP_SUFFIXES)}
-        out |= {n for n in names if (rel / n).as_posix() in skip}
-        return out
-
-    return ignore
-
-
-def _copy_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> None:
-    """Hard links where the filesystem allows (fast, no space), copies otherwise."""
-
-    def link_or_copy(s: str, d: str) -> None:
-        try:
-            os.link(s, d)
-        except OSError:
-            shutil.copy2(s, d)
-
-    shutil.copytree(src, dest, symlinks=True, ignore=_ignore(skip, src), copy_function=link_or_copy)
-
-
-def _spark_context(ctx: Path) -> None:
-    root = _site_packages()
-    site = ctx / "site-packages"
-    site.mkdir()
-    for module, dist in SPARK_DISTS:
-        _copy_tree(root / module, site / module, _SPARK_SKIP.get(module, ()))
-        info = _dist_info(root, dist)
-        _copy_tree(info, site / info.name)
-        libs = root / f"{module}.libs"  # auditwheel-vendored shared libraries
-        if libs.is_dir():
-            _copy_tree(libs, site / libs.name)
-    pkg = Path(__file__).resolve().parent
-    for name in SPARK_CLUSTERCTL_FILES:
-        dest = site / "clusterctl" / name
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(pkg / name, dest)
-
-
-# ---- the console image: the console's Python packages and the clusterctl modules it imports
-
-# distributions the console imports (their dependencies are added from their metadata)
-CONSOLE_DISTS = ("starlette", "uvicorn", "asgi-csrf", "python-multipart", "Jinja2", "confluent-kafka", "kazoo",
-                 "pydantic", "PyYAML")  # fmt: skip
-# clusterctl modules the console imports (the Dockerfile's import check fails the build if one is missing)
-CONSOLE_CLUSTERCTL_FILES = (
-    "__init__.py",
-    "env.py",
-    "errors.py",
-    "profiles.py",
-    "spec.py",
-    "spec_sections.py",
-    "zk.py",
-    "kafkadist.py",
-    "validate.py",
-    "kafka/__init__.py",
-    "kafka/admin.py",
-    "kafka/connection.py",
-    "kafka/groups.py",
-    "kafka/settings.py",
-)
-
-
-def _dist_closure(names: Iterable[str]) -> list[Any]:
-    """The installed distributions `names` need at run time (no extras), from their metadata."""
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    seen: dict[str, Any] = {}
-    todo = list(names)
-    while todo:
-        name = canonicalize_name(todo.pop())
-        if name in seen:
-            continue
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            raise NotFoundError(f"the console image copies {name} from this environment, and it has none") from None
-        seen[name] = dist
-        for raw in dist.requires or []:
-            req = Requirement(raw)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                todo.append(req.name)
-    return [seen[k] for k in sorted(seen)]
-
-
-def _console_files() -> list[tuple[Path, str]]:
-    """(source, path under site-packages) of everything the console image copies."""
-    out: list[tuple[Path, str]] = []
-    for dist in _dist_closure(CONSOLE_DISTS):
-        for f in dist.files or []:
-            rel = str(f)
-            if rel.startswith("..") or "__pycache__" in rel or rel.endswith(".pyc"):
-                continue  # console scripts outside site-packages, bytecode
-            out.append((Path(str(dist.locate_file(f))), rel))
-    pkg = Path(__file__).resolve().parent
-    names = [*CONSOLE_CLUSTERCTL_FILES]
-    names += sorted(str(p.relative_to(pkg)) for p in (pkg / "console").rglob("*") if p.is_file() and
-                    "__pycache__" not in p.parts)  # fmt: skip
-    out += [(pkg / n, f"clusterctl/{n}") for n in names]
-    return out
-
-
-def _console_hash_inputs(h: hashlib._Hash) -> None:
-    for src, rel in _console_files():
-        h.update(rel.encode())
-        h.update(b"\0")
-        if src.is_file():
-            _hash_file(h, src)
-
-
-def _console_context(ctx: Path) -> None:
-    site = ctx / "site-packages"
-    for src, rel in _console_files():
-        if not src.is_file():
-            continue  # a RECORD may list files a packager removed
-        dest = site / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(src, dest)
-        except OSError:
-            shutil.copy2(src, dest)
 
 
 def _tansu_binary() -> Path:
@@ -516,9 +315,9 @@ def _context(target: str, work: Path, kafka_dist: Path | None) -> Path:
     if target == "tansu":
         shutil.copy2(_tansu_binary(), ctx / "tansu")
     elif target == "spark":
-        _spark_context(ctx)
+        spark_context(ctx)
     elif target == "console":
-        _console_context(ctx)
+        console_context(ctx)
     elif target == "kafka":
         assert kafka_dist is not None
         dest = ctx / "kafka"

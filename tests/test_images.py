@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl import images, profiles, zk
+from clusterctl import image_inputs, images, profiles, zk
 from clusterctl.runtime import docker as dk
 
 pytestmark = pytest.mark.docker
@@ -217,7 +217,7 @@ def test_image_module_lists_cover_what_the_image_imports(entry: str, listed: str
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     pkg = Path(images.__file__).resolve().parent
     imported = {str(Path(f).resolve().relative_to(pkg)) for f in out.split()}
-    copied = set(getattr(images, listed)) | (
+    copied = set(getattr(image_inputs, listed)) | (
         {f for f in imported if f.startswith("console/")} if "console" in entry else set()
     )
     assert imported <= copied, f"{listed} lacks {sorted(imported - copied)}"

@@ -1,0 +1,219 @@
+"""What the spark and console images copy from this environment: Python distributions and clusterctl modules.
+
+Both images run clusterctl code (the Spark connector on executors, the console), so they carry the
+driver's exact package versions and a fixed list of clusterctl modules; the lists are hashed into the
+image's inputs, so a changed module rebuilds the image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from clusterctl.errors import NotFoundError, UsageError
+from clusterctl.profiles import SPARK_VERSION
+
+
+def hash_file(h: hashlib._Hash, path: Path) -> None:
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+
+
+# ---- the spark image: Python packages from the driver's environment ----
+
+# distributions copied into clusterctl/spark (import name, distribution name); the executors' Python
+# connector needs them and they must be the driver's exact versions (PySpark above all)
+SPARK_DISTS = (("pyspark", "pyspark"), ("py4j", "py4j"), ("pyarrow", "pyarrow"), ("confluent_kafka", "confluent_kafka"))
+# what executors import of clusterctl: the connector and the Kafka helpers it calls (the Dockerfile's import
+# check fails the build if one is missing); other modules change without rebuilding the image
+SPARK_CLUSTERCTL_FILES = (
+    "__init__.py",
+    "errors.py",
+    "kafka/__init__.py",
+    "kafka/connection.py",
+    "kafka/settings.py",
+    "validate.py",
+    "spark/__init__.py",
+    "spark/datasource.py",
+    "spark/options.py",
+    "spark/source.py",
+    "spark/sink.py",
+)
+# not needed by a master, a worker or an executor: Spark Connect's REPL, examples, headers, tests
+_SPARK_SKIP = {
+    "pyspark": ("jars/connect-repl", "examples", "data"),
+    "pyarrow": ("include", "tests", "src"),
+}
+_SKIP_SUFFIXES = (".pyx", ".pxd", ".pxi", ".pyc")
+
+
+def _site_packages() -> Path:
+    """The site-packages holding the driver's PySpark (a one-line error when it is missing)."""
+    try:
+        import pyspark
+    except ImportError:
+        raise NotFoundError(
+            "the spark image copies PySpark from this environment, and it has none",
+            hint="pip install 'clusterctl[spark]'",
+        ) from None
+    root = Path(pyspark.__file__).resolve().parent.parent
+    if getattr(pyspark, "__version__", None) != SPARK_VERSION:
+        raise UsageError(
+            f"PySpark {getattr(pyspark, '__version__', '?')} is installed but clusterctl/spark is Spark {SPARK_VERSION}"
+        )
+    return root
+
+
+def _dist_info(root: Path, dist: str) -> Path:
+    found = sorted(root.glob(f"{dist}-*.dist-info"))
+    if not found:
+        raise NotFoundError(f"{dist} is not installed in {root}", hint="pip install 'clusterctl[spark]'")
+    return found[-1]
+
+
+def _spark_inputs() -> list[Path]:
+    """What the spark image copies, for its inputs hash: dist-info RECORDs (every file's hash) and sources."""
+    root = _site_packages()
+    out = [_dist_info(root, dist) / "RECORD" for _, dist in SPARK_DISTS]
+    pkg = Path(__file__).resolve().parent
+    return out + [pkg / name for name in SPARK_CLUSTERCTL_FILES]
+
+
+def spark_hash_inputs(h: hashlib._Hash) -> None:
+    pkg = Path(__file__).resolve().parent
+    for path in _spark_inputs():
+        h.update(path.name.encode() if path.name == "RECORD" else str(path.relative_to(pkg)).encode())
+        h.update(b"\0")
+        hash_file(h, path)
+
+
+def _ignore(skip: tuple[str, ...], top: Path) -> Callable[[str, list[str]], set[str]]:
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        rel = Path(directory).relative_to(top)
+        out = {n for n in names if n == "__pycache__" or n.endswith(_SKIP_SUFFIXES)}
+        out |= {n for n in names if (rel / n).as_posix() in skip}
+        return out
+
+    return ignore
+
+
+def _copy_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> None:
+    """Hard links where the filesystem allows (fast, no space), copies otherwise."""
+
+    def link_or_copy(s: str, d: str) -> None:
+        try:
+            os.link(s, d)
+        except OSError:
+            shutil.copy2(s, d)
+
+    shutil.copytree(src, dest, symlinks=True, ignore=_ignore(skip, src), copy_function=link_or_copy)
+
+
+def spark_context(ctx: Path) -> None:
+    root = _site_packages()
+    site = ctx / "site-packages"
+    site.mkdir()
+    for module, dist in SPARK_DISTS:
+        _copy_tree(root / module, site / module, _SPARK_SKIP.get(module, ()))
+        info = _dist_info(root, dist)
+        _copy_tree(info, site / info.name)
+        libs = root / f"{module}.libs"  # auditwheel-vendored shared libraries
+        if libs.is_dir():
+            _copy_tree(libs, site / libs.name)
+    pkg = Path(__file__).resolve().parent
+    for name in SPARK_CLUSTERCTL_FILES:
+        dest = site / "clusterctl" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(pkg / name, dest)
+
+
+# ---- the console image: the console's Python packages and the clusterctl modules it imports
+
+# distributions the console imports (their dependencies are added from their metadata)
+CONSOLE_DISTS = ("starlette", "uvicorn", "asgi-csrf", "python-multipart", "Jinja2", "confluent-kafka", "kazoo",
+                 "pydantic", "PyYAML")  # fmt: skip
+# clusterctl modules the console imports (the Dockerfile's import check fails the build if one is missing)
+CONSOLE_CLUSTERCTL_FILES = (
+    "__init__.py",
+    "env.py",
+    "errors.py",
+    "profiles.py",
+    "spec.py",
+    "spec_sections.py",
+    "zk.py",
+    "kafkadist.py",
+    "validate.py",
+    "kafka/__init__.py",
+    "kafka/admin.py",
+    "kafka/connection.py",
+    "kafka/groups.py",
+    "kafka/settings.py",
+)
+
+
+def _dist_closure(names: Iterable[str]) -> list[Any]:
+    """The installed distributions `names` need at run time (no extras), from their metadata."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: dict[str, Any] = {}
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            raise NotFoundError(f"the console image copies {name} from this environment, and it has none") from None
+        seen[name] = dist
+        for raw in dist.requires or []:
+            req = Requirement(raw)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return [seen[k] for k in sorted(seen)]
+
+
+def _console_files() -> list[tuple[Path, str]]:
+    """(source, path under site-packages) of everything the console image copies."""
+    out: list[tuple[Path, str]] = []
+    for dist in _dist_closure(CONSOLE_DISTS):
+        for f in dist.files or []:
+            rel = str(f)
+            if rel.startswith("..") or "__pycache__" in rel or rel.endswith(".pyc"):
+                continue  # console scripts outside site-packages, bytecode
+            out.append((Path(str(dist.locate_file(f))), rel))
+    pkg = Path(__file__).resolve().parent
+    names = [*CONSOLE_CLUSTERCTL_FILES]
+    names += sorted(str(p.relative_to(pkg)) for p in (pkg / "console").rglob("*") if p.is_file() and
+                    "__pycache__" not in p.parts)  # fmt: skip
+    out += [(pkg / n, f"clusterctl/{n}") for n in names]
+    return out
+
+
+def console_hash_inputs(h: hashlib._Hash) -> None:
+    for src, rel in _console_files():
+        h.update(rel.encode())
+        h.update(b"\0")
+        if src.is_file():
+            hash_file(h, src)
+
+
+def console_context(ctx: Path) -> None:
+    site = ctx / "site-packages"
+    for src, rel in _console_files():
+        if not src.is_file():
+            continue  # a RECORD may list files a packager removed
+        dest = site / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src, dest)
+        except OSError:
+            shutil.copy2(src, dest)
