@@ -30,6 +30,8 @@ from clusterctl.spec import ClusterSpec
 
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
     """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
+    from clusterctl.runtime.docker import find_container
+
     out: list[FaultResult] = [reconnect(d) for d in detached or []]
     for service, target in (
         [(spec.zk_service(i), f"zk {i}") for i in spec.zk_ids]
@@ -37,8 +39,6 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         + [(spec.broker_service(i), f"broker {i}") for i in spec.broker_ids]
     ):
         name = spec.container_name(service)
-        from clusterctl.runtime.docker import find_container
-
         c = find_container(name)
         if c is None:
             continue
