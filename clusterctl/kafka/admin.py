@@ -59,6 +59,7 @@ RETRY_BUDGET_S = 30.0
 # a create that timed out may have happened: only errors that say "not done, ask again" are retried
 CREATE_RETRIABLE = {"NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE"}
 DELETE_RETRIABLE = CREATE_RETRIABLE | {"UNKNOWN", "REQUEST_TIMED_OUT"}
+ELECT_RETRIABLE = RETRIABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT"}  # an election asked twice elects once
 
 
 @dataclass
@@ -177,6 +178,18 @@ def _error_code(exc: ClusterctlError) -> str | None:
         return str(code)
     text = str(exc)
     return next((c for c in RETRIABLE if text.startswith(c + ":") or f" {c}:" in text), None)
+
+
+def _controller_admin(bootstrap: str) -> AdminClient:
+    """A new AdminClient that has just read the cluster's metadata, for one request to the controller.
+
+    librdkafka keeps the controller id of its last metadata answer (refreshed every 5 minutes): a client
+    that saw the controller before a failover keeps sending to the old one, which answers NOT_CONTROLLER
+    to every retry. So each attempt of a controller request gets its own client.
+    """
+    client = admin(bootstrap)
+    fetch_metadata(bootstrap, client=client)
+    return client
 
 
 @dataclass
@@ -442,8 +455,9 @@ def delete_topic(bootstrap: str, name: str) -> TopicChange:
     def delete_once() -> None:
         nonlocal attempts
         attempts += 1
+        attempt = client if attempts == 1 else _controller_admin(bootstrap)
         try:
-            _result(client.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
+            _result(attempt.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
         except NotFoundError:
             if attempts == 1:
                 raise  # deleted meanwhile by someone else; on a retry it is our own earlier attempt that did it
@@ -460,14 +474,14 @@ def create_partitions(bootstrap: str, name: str, total: int) -> TopicChange:
     current = describe_topic(bootstrap, name).partition_count
     if total <= current:
         raise UsageError(f"topic {name!r} already has {current} partitions; --partitions must be more than that")
-    client = admin(bootstrap)
-    retrying(
-        f"create partitions of {name}",
-        lambda: _result(
+
+    def create_once() -> None:
+        client = _controller_admin(bootstrap)  # held until the answer: a collected client cancels its requests
+        _result(
             client.create_partitions([NewPartitions(name, total)], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap
-        ),
-        retriable=CREATE_RETRIABLE,
-    )
+        )
+
+    retrying(f"create partitions of {name}", create_once, retriable=CREATE_RETRIABLE)
     return TopicChange(name, "alter", True, partitions=total, note=f"partitions {current} -> {total}")
 
 
@@ -548,15 +562,19 @@ def elect_leaders(
     """Preferred (or unclean) leader election, like kafka-leader-election.sh.
 
     `partitions=None` means every partition. ELECTION_NOT_NEEDED (the preferred replica already
-    leads) counts as success.
+    leads) counts as success. An attempt that gets no answer within REQUEST_TIMEOUT_S is asked again
+    (an election asked twice elects once), all within `timeout` plus one attempt.
     """
     etype = ElectionType.PREFERRED if election_type == "preferred" else ElectionType.UNCLEAN
     tps = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
-    client = admin(bootstrap)
-    fetch_metadata(bootstrap, client=client)
-    result = retrying(
-        f"{election_type} election", lambda: _result(client.elect_leaders(etype, tps), bootstrap, timeout + 5)
-    )
+    per_attempt = min(timeout, REQUEST_TIMEOUT_S)
+
+    def elect_once() -> Any:
+        client = _controller_admin(bootstrap)
+        future = client.elect_leaders(etype, tps, request_timeout=per_attempt, operation_timeout=per_attempt)
+        return _result(future, bootstrap, per_attempt + 5)
+
+    result = retrying(f"{election_type} election", elect_once, budget_s=timeout, retriable=ELECT_RETRIABLE)
     out = []
     for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         kerr = err.args[0] if isinstance(err, KafkaException) and err.args else err
