@@ -6,6 +6,8 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,28 +41,37 @@ def console(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
     """`clusterctl ui ARGS --port <free>` until the block ends; yields its base URL."""
     port = free_port()
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CLUSTERCTL_")} | (env or {})
-    proc = subprocess.Popen(
-        [str(CLUSTERCTL), "ui", *args, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-    )
-    try:
+    # stderr to a file, not a pipe nobody reads: a full pipe would block the console mid-request
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
+        proc = subprocess.Popen(
+            [str(CLUSTERCTL), "ui", *args, "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            text=True,
+            env=full_env,
+            cwd=cwd,
+        )
         try:
-            wait_for_port("127.0.0.1", port, 30)
-        except Exception:
-            proc.kill()
-            raise AssertionError(f"clusterctl ui did not start: {proc.communicate(timeout=10)[1]}") from None
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+            try:
+                wait_for_port("127.0.0.1", port, 30)
+            except Exception:
+                proc.kill()
+                proc.wait(timeout=10)
+                log.seek(0)
+                raise AssertionError(f"clusterctl ui did not start: {log.read()[-2000:]}") from None
+            try:
+                yield f"http://127.0.0.1:{port}"
+            except BaseException:
+                log.seek(0)
+                sys.stderr.write(f"--- clusterctl ui stderr ---\n{log.read()[-4000:]}\n")  # shown with the failure
+                raise
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
 
 
 def screenshot(page: Any, tmp_path: Path, name: str) -> Path:
