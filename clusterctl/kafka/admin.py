@@ -180,14 +180,14 @@ def _error_code(exc: ClusterctlError) -> str | None:
     return next((c for c in RETRIABLE if text.startswith(c + ":") or f" {c}:" in text), None)
 
 
-def _controller_admin(bootstrap: str) -> AdminClient:
+def _controller_admin(bootstrap: str, **overrides: Any) -> AdminClient:
     """A new AdminClient that has just read the cluster's metadata, for one request to the controller.
 
     librdkafka keeps the controller id of its last metadata answer (refreshed every 5 minutes): a client
     that saw the controller before a failover keeps sending to the old one, which answers NOT_CONTROLLER
     to every retry. So each attempt of a controller request gets its own client.
     """
-    client = admin(bootstrap)
+    client = AdminClient(admin_config(bootstrap, **overrides))
     fetch_metadata(bootstrap, client=client)
     return client
 
@@ -570,9 +570,10 @@ def elect_leaders(
     per_attempt = min(timeout, REQUEST_TIMEOUT_S)
 
     def elect_once() -> Any:
-        client = _controller_admin(bootstrap)
-        future = client.elect_leaders(etype, tps, request_timeout=per_attempt, operation_timeout=per_attempt)
-        return _result(future, bootstrap, per_attempt + 5)
+        # confluent-kafka 2.x's elect_leaders rejects request_timeout/operation_timeout (its C call takes no
+        # keywords), and both default to socket.timeout.ms: that is the per-attempt bound
+        client = _controller_admin(bootstrap, socket_timeout_ms=int(per_attempt * 1000))
+        return _result(client.elect_leaders(etype, tps), bootstrap, per_attempt + 5)
 
     result = retrying(f"{election_type} election", elect_once, budget_s=timeout, retriable=ELECT_RETRIABLE)
     out = []
