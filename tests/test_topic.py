@@ -148,3 +148,12 @@ def test_tansu_lacks_create_partitions_one_line(bootstrap: str, unique_name: str
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "does not support" in lines[0] and "CreatePartitions" in lines[0]
+
+
+def test_tansu_election_reaches_the_broker_one_line(bootstrap: str, unique_name: str) -> None:
+    """`leader elect` on tansu gets as far as the broker (the client call itself is sound) and ends in one line."""
+    run("topic", "create", unique_name, "-p", "1", "-b", bootstrap)
+    r = run("leader", "elect", "--topic", unique_name, "-b", bootstrap)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode not in (0, 70), r.stderr  # 70: an internal error, e.g. a client call that cannot be made
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr
