@@ -380,7 +380,9 @@ def create_topic(
     return change
 
 
-def wait_topic_served(bootstrap: str, name: str, partitions: int, timeout: float = 30.0) -> float:
+def wait_topic_served(
+    bootstrap: str, name: str, partitions: int, timeout: float = 30.0, done: str = "was created"
+) -> float:
     """Wait until every live broker's metadata has `name` with `partitions` partitions, each with a leader."""
     started = time.monotonic()
     last = "no answer yet"
@@ -404,7 +406,7 @@ def wait_topic_served(bootstrap: str, name: str, partitions: int, timeout: float
             last = str(exc)
         if time.monotonic() - started >= timeout:
             raise TimeoutError_(
-                f"topic {name!r} was created, but after {timeout:.0f}s not every broker serves it with leaders "
+                f"topic {name!r} {done}, but after {timeout:.0f}s not every broker serves it with leaders "
                 f"elected ({last})"
             )
         time.sleep(0.2)
@@ -468,8 +470,12 @@ def delete_topic(bootstrap: str, name: str) -> TopicChange:
     return TopicChange(name, "delete", True)
 
 
-def create_partitions(bootstrap: str, name: str, total: int) -> TopicChange:
-    """Grow a topic to `total` partitions (Kafka can only add partitions, never remove them)."""
+def create_partitions(bootstrap: str, name: str, total: int, wait_served_s: float = 30.0) -> TopicChange:
+    """Grow a topic to `total` partitions (Kafka can only add partitions, never remove them).
+
+    Done means every live broker serves all `total` partitions with a leader: the controller answers
+    before the brokers learn of the new partitions, and a describe right after must not show the old count.
+    """
     validate.count(total, "--partitions")
     current = describe_topic(bootstrap, name).partition_count
     if total <= current:
@@ -482,6 +488,8 @@ def create_partitions(bootstrap: str, name: str, total: int) -> TopicChange:
         )
 
     retrying(f"create partitions of {name}", create_once, retriable=CREATE_RETRIABLE)
+    if wait_served_s > 0:
+        wait_topic_served(bootstrap, name, total, wait_served_s, done=f"has {total} partitions")
     return TopicChange(name, "alter", True, partitions=total, note=f"partitions {current} -> {total}")
 
 
