@@ -576,11 +576,14 @@ def elect_leaders(
     etype = ElectionType.PREFERRED if election_type == "preferred" else ElectionType.UNCLEAN
     tps = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
     per_attempt = min(timeout, REQUEST_TIMEOUT_S)
+    # confluent-kafka 2.x's elect_leaders rejects request_timeout/operation_timeout (its C call takes no
+    # keywords), and both default to socket.timeout.ms: that is the per-attempt bound
+    settings = {"socket_timeout_ms": int(per_attempt * 1000)}
+    # the first client is made outside the retries: an unreachable or silent cluster stays one fast line
+    first = [_controller_admin(bootstrap, **settings)]
 
     def elect_once() -> Any:
-        # confluent-kafka 2.x's elect_leaders rejects request_timeout/operation_timeout (its C call takes no
-        # keywords), and both default to socket.timeout.ms: that is the per-attempt bound
-        client = _controller_admin(bootstrap, socket_timeout_ms=int(per_attempt * 1000))
+        client = first.pop() if first else _controller_admin(bootstrap, **settings)
         return _result(client.elect_leaders(etype, tps), bootstrap, per_attempt + 5)
 
     result = retrying(f"{election_type} election", elect_once, budget_s=timeout, retriable=ELECT_RETRIABLE)
