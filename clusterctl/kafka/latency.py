@@ -60,6 +60,10 @@ def record_bulk(hist: HdrHistogram, values: np.ndarray) -> None:
     hist.max_value = max(hist.max_value, int(values.max()))
 
 
+def _ns_to_us(ns: np.ndarray) -> np.ndarray:
+    return (ns + 500) // 1000  # rounded to the nearest µs, as the client engine's float seconds are
+
+
 class LatencyRecorder:
     """Collects delivery reports: a float per acked record in a flat array, error names counted."""
 
@@ -109,13 +113,13 @@ class LatencyRecorder:
             n += len(self.pending_ns[taken])
             taken += 1
         head, self.pending_ns[:taken] = self.pending_ns[:taken], []
-        self._record([(a + 500) // 1000 for a in head])
+        self._record([_ns_to_us(a) for a in head])
         return True
 
     def drain(self) -> None:
         """Move pending latencies into the histogram and the window counters (bulk, with numpy)."""
         parts = [np.rint(np.frombuffer(self.pending, dtype=np.float64) * 1e6).astype(np.int64)]
-        parts += [(a + 500) // 1000 for a in self.pending_ns]
+        parts += [_ns_to_us(a) for a in self.pending_ns]
         del self.pending[:]
         self.pending_ns.clear()
         self._record(parts)

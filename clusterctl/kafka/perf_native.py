@@ -26,11 +26,14 @@ import math
 import os
 import time
 from ctypes import POINTER, Structure, c_char_p, c_int, c_int32, c_int64, c_size_t, c_void_p
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from clusterctl.errors import UsageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CHUNK = 1000
 RD_KAFKA_PRODUCER = 0
@@ -364,7 +367,7 @@ class NativeEngine:
         if lat:
             self.rec.add_ns(np.array(lat, dtype=np.int64))
 
-    def flush(self, timeout: float, idle: Any = None) -> int:
+    def flush(self, timeout: float, idle: Callable[[], bool] | None = None) -> int:
         """Serve delivery reports until none is outstanding; between them run `idle()` (a short step of
         other work, True while it had some) instead of waiting."""
         deadline = time.monotonic() + timeout
