@@ -3,7 +3,8 @@
 `Runner.run()` always returns a ScenarioResult: the steps run in order until one fails, then the load is
 stopped and every fault healed (also on failure). A scenario that expects loss (a negative control)
 passes only when the verifier finds acknowledged writes lost, and the result names the settings that
-allowed it. report.py writes the JSON and HTML; stats.py repeats a scenario and summarizes the runs.
+allowed it. conditions.py evaluates `wait_for`/`assert`; report.py writes the JSON and HTML; stats.py repeats a
+scenario and summarizes the runs.
 """
 
 from __future__ import annotations
@@ -16,23 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterctl.chaos.conditions import Conditions
 from clusterctl.chaos.scenario import (
-    KRAFT_CONDITIONS,
     Condition,
     CreateTopic,
     Elect,
     Empty,
     Fault,
     Heal,
-    PartitionRef,
     Scenario,
     StartLoad,
     Step,
-    TopicRef,
     Verify,
     WaitFor,
 )
-from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError, VerificationError
+from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.spec import ClusterSpec
 
 
@@ -98,13 +97,12 @@ class Runner:
         self.load: Any = None
         self.created_partitions: int | None = None
         self.observer: Any = None
-        self.leaders_at_fault: dict[tuple[str, int], int] = {}
-        self.controller_at_fault: int | None = None
         self.background: list[tuple[threading.Thread, threading.Event]] = []
         self.detached: list[Any] = []
         self.verify_result: Any = None
         self.load_summary: Any = None
         self.paused: set[int] = set()  # brokers this run paused: metadata requests avoid them
+        self.cond = Conditions(spec, self.bootstrap, self.topic, self._live_bootstrap)
 
     # -- checks before anything is touched
     def preflight(self) -> None:
@@ -261,17 +259,11 @@ class Runner:
         # the load is told the partition count: a broker that (re)joined a moment ago may not list the new topic yet
         self.created_partitions = t.partitions
         self.observer.add_topic(self.topic)
-        self._wait(lambda: self._all_led(), 60, f"leaders for every partition of {self.topic}")
+        self.cond.wait(self.cond.all_led, 60, f"leaders for every partition of {self.topic}")
         configs = " ".join(f"{k}={v}" for k, v in t.configs().items())
         return f"{self.topic}: {t.partitions} partitions, RF {t.replication_factor}" + (
             f", {configs}" if configs else ""
         )
-
-    def _all_led(self) -> str | None:
-        parts = self._partitions()
-        if parts and all(p.leader >= 0 for p in parts):
-            return "ok"
-        return None
 
     def _step_start_load(self, a: StartLoad) -> str:
         from clusterctl.chaos.load import DrillLoad
@@ -299,17 +291,6 @@ class Runner:
         fatal = f"; producer stopped: {s.fatal[:200]}" if s.fatal else ""
         return f"sent {s.sent}, acked {s.acked}, failed {s.failed} {s.errors or ''}".strip() + fatal
 
-    def _snapshot_leaders(self) -> None:
-        """Leaders before a fault (leader_changed compares with them); partitions not seen keep the last known."""
-        with_topic = self._partitions(quiet=True)
-        self.leaders_at_fault.update({(p.topic, p.partition): p.leader for p in with_topic if p.leader >= 0})
-        from clusterctl.chaos.faults import active_controller
-
-        try:
-            self.controller_at_fault = active_controller(self.spec)
-        except ClusterctlError:
-            self.controller_at_fault = None
-
     def _unpause_brokers(self) -> str:
         """Unpause every paused broker (and nothing else: killed brokers stay down until heal)."""
         from clusterctl.chaos import faults
@@ -331,7 +312,7 @@ class Runner:
         a = f.action
         if a == "unpause-brokers":
             return self._unpause_brokers()
-        self._snapshot_leaders()
+        self.cond.snapshot_leaders()
         if a in ("pause-broker", "partition-node", "pause-followers") and f.for_ is not None:
             return self._timed_fault(f)
         if a == "pause-followers":
@@ -451,7 +432,7 @@ class Runner:
     def _step_elect(self, e: Elect) -> str:
         from clusterctl.kafka.admin import elect_leaders
 
-        parts = None if e.all else [(e.topic or self.topic, p.partition) for p in self._partitions()]
+        parts = None if e.all else [(e.topic or self.topic, p.partition) for p in self.cond.partitions()]
         if e.partition is not None:
             parts = [(e.topic or self.topic, e.partition)]
         t = time.time()
@@ -484,115 +465,14 @@ class Runner:
         return summary
 
     def _step_wait_for(self, w: WaitFor) -> str:
-        waited = self._wait(lambda: self._check(w), w.timeout, f"{w.name}")
+        waited = self.cond.wait(lambda: self.cond.check(w), w.timeout, f"{w.name}")
         return waited
 
     def _step_assert(self, c: Condition) -> str:
-        got = self._check(c)
+        got = self.cond.check(c)
         if not got:
-            raise StepFailed(f"assertion {c.name} does not hold: {self._last_seen}")
+            raise StepFailed(f"assertion {c.name} does not hold: {self.cond.last_seen}")
         return got
-
-    # -- conditions
-    _last_seen: str = ""
-
-    def _wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
-        t0 = time.monotonic()
-        while True:
-            got = check()
-            if got:
-                return f"{got} after {time.monotonic() - t0:.2f}s"
-            if time.monotonic() - t0 > timeout:
-                raise TimeoutError_(f"waited {timeout:.0f}s for {what}; last seen: {self._last_seen or 'nothing'}")
-            time.sleep(0.2)
-
-    def _partitions(self, topic: str | None = None, quiet: bool = False) -> list[Any]:
-        from clusterctl.kafka.admin import describe_topics
-
-        try:
-            desc = describe_topics(self._live_bootstrap(), [topic or self.topic], timeout=3.0)
-        except ClusterctlError as exc:
-            if quiet:
-                return []
-            self._last_seen = str(exc)
-            return []
-        return [p for t in desc for p in t.partitions]
-
-    def _partition(self, ref: PartitionRef) -> Any:
-        for p in self._partitions(ref.topic):
-            if p.partition == ref.partition:
-                return p
-        return None
-
-    def _check(self, c: Condition) -> str | None:
-        from clusterctl import zk
-
-        name = c.name
-        if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
-            from clusterctl.chaos.kraft_checks import check_condition
-
-            got, self._last_seen = check_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
-            return got
-        if name == "zk_quorum":
-            q = zk.quorum(self.spec, timeout=1.0)
-            self._last_seen = q.summary
-            if c.zk_quorum == "healthy":
-                return q.summary if q.healthy else None
-            return q.summary if q.has_quorum == (c.zk_quorum == "ok") else None
-        if name == "zk_mode":
-            m = c.zk_mode
-            assert m is not None
-            st = {s.id: s.mode for s in zk.node_statuses(self.spec, timeout=1.0)}
-            self._last_seen = f"zk{m.id} mode {st.get(m.id)}"
-            return self._last_seen if st.get(m.id) == m.mode else None
-        if name == "broker_registered":
-            b = c.broker_registered
-            assert b is not None
-            try:
-                with zk.zk_client(self.spec.zk_connect, timeout=3.0) as client:
-                    ids = zk.registered_brokers(client)
-            except ClusterctlError as exc:
-                self._last_seen = str(exc)
-                return None
-            self._last_seen = f"registered brokers {ids}"
-            return self._last_seen if (b.id in ids) == b.registered else None
-        if name == "isr_full":
-            parts = self._partitions((c.isr_full or TopicRef()).topic)
-            bad = [p for p in parts if p.leader < 0 or set(p.isr) != set(p.replicas)]
-            self._last_seen = f"{len(bad)} of {len(parts)} partitions not fully in sync" + (
-                f" (e.g. {bad[0].partition}: isr {bad[0].isr} replicas {bad[0].replicas})" if bad else ""
-            )
-            return f"all {len(parts)} partitions in sync" if parts and not bad else None
-        if name == "preferred_leaders":
-            parts = self._partitions((c.preferred_leaders or TopicRef()).topic)
-            off = [
-                f"{p.partition}: leader {p.leader}, preferred {p.replicas[0]}"
-                for p in parts
-                if p.replicas and p.leader != p.replicas[0]
-            ]
-            self._last_seen = f"{len(off)} partitions not led by their preferred replica" + (
-                f" ({off[0]})" if off else ""
-            )
-            return f"all {len(parts)} partitions led by their preferred replica" if parts and not off else None
-        ref: PartitionRef = getattr(c, name)
-        p = self._partition(ref)
-        if p is None:
-            self._last_seen = self._last_seen or f"no partition {ref.partition}"
-            return None
-        self._last_seen = f"{p.topic}-{p.partition} leader {p.leader} isr {p.isr}"
-        if name == "isr_size":
-            return self._last_seen if len(p.isr) == c.isr_size.equals else None  # type: ignore[union-attr]
-        if name == "leader":
-            lc = c.leader
-            assert lc is not None
-            ok = (lc.equals is None or p.leader == lc.equals) and (lc.not_equals is None or p.leader != lc.not_equals)
-            return self._last_seen if ok and p.leader >= 0 else None
-        if name == "leader_changed":
-            before = self.leaders_at_fault.get((p.topic, p.partition))
-            if before is None:
-                raise UsageError("leader_changed needs a fault step before it")
-            return f"{self._last_seen} (was {before})" if p.leader >= 0 and p.leader != before else None
-        raise UsageError(f"unknown condition {name}")
 
 
 def _broker_ids(results: list[Any]) -> set[int]:

@@ -1,0 +1,144 @@
+"""A scenario's conditions (`wait_for`, `assert`), evaluated against the live cluster.
+
+`Conditions.check` returns what it saw when a condition holds and None when it does not; `last_seen` keeps what
+the latest check saw, for timeout and assertion messages. Partition metadata is read through the runner's live
+bootstrap list, so a broker the run paused is never asked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from clusterctl.chaos.scenario import KRAFT_CONDITIONS, Condition, PartitionRef, TopicRef
+from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError
+from clusterctl.spec import ClusterSpec
+
+
+class Conditions:
+    """Checks a run's conditions; remembers the leaders and the controller seen just before the latest fault."""
+
+    def __init__(self, spec: ClusterSpec, bootstrap: str, topic: str, live_bootstrap: Callable[[], str]) -> None:
+        self.spec = spec
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self._live_bootstrap = live_bootstrap
+        self.last_seen = ""
+        self.leaders_at_fault: dict[tuple[str, int], int] = {}
+        self.controller_at_fault: int | None = None
+
+    def wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
+        t0 = time.monotonic()
+        while True:
+            got = check()
+            if got:
+                return f"{got} after {time.monotonic() - t0:.2f}s"
+            if time.monotonic() - t0 > timeout:
+                raise TimeoutError_(f"waited {timeout:.0f}s for {what}; last seen: {self.last_seen or 'nothing'}")
+            time.sleep(0.2)
+
+    def partitions(self, topic: str | None = None, quiet: bool = False) -> list[Any]:
+        from clusterctl.kafka.admin import describe_topics
+
+        try:
+            desc = describe_topics(self._live_bootstrap(), [topic or self.topic], timeout=3.0)
+        except ClusterctlError as exc:
+            if quiet:
+                return []
+            self.last_seen = str(exc)
+            return []
+        return [p for t in desc for p in t.partitions]
+
+    def partition(self, ref: PartitionRef) -> Any:
+        for p in self.partitions(ref.topic):
+            if p.partition == ref.partition:
+                return p
+        return None
+
+    def check(self, c: Condition) -> str | None:
+        from clusterctl import zk
+
+        name = c.name
+        if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
+            from clusterctl.chaos.kraft_checks import check_condition
+
+            got, self.last_seen = check_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
+            return got
+        if name == "zk_quorum":
+            q = zk.quorum(self.spec, timeout=1.0)
+            self.last_seen = q.summary
+            if c.zk_quorum == "healthy":
+                return q.summary if q.healthy else None
+            return q.summary if q.has_quorum == (c.zk_quorum == "ok") else None
+        if name == "zk_mode":
+            m = c.zk_mode
+            assert m is not None
+            st = {s.id: s.mode for s in zk.node_statuses(self.spec, timeout=1.0)}
+            self.last_seen = f"zk{m.id} mode {st.get(m.id)}"
+            return self.last_seen if st.get(m.id) == m.mode else None
+        if name == "broker_registered":
+            b = c.broker_registered
+            assert b is not None
+            try:
+                with zk.zk_client(self.spec.zk_connect, timeout=3.0) as client:
+                    ids = zk.registered_brokers(client)
+            except ClusterctlError as exc:
+                self.last_seen = str(exc)
+                return None
+            self.last_seen = f"registered brokers {ids}"
+            return self.last_seen if (b.id in ids) == b.registered else None
+        if name == "isr_full":
+            parts = self.partitions((c.isr_full or TopicRef()).topic)
+            bad = [p for p in parts if p.leader < 0 or set(p.isr) != set(p.replicas)]
+            self.last_seen = f"{len(bad)} of {len(parts)} partitions not fully in sync" + (
+                f" (e.g. {bad[0].partition}: isr {bad[0].isr} replicas {bad[0].replicas})" if bad else ""
+            )
+            return f"all {len(parts)} partitions in sync" if parts and not bad else None
+        if name == "preferred_leaders":
+            parts = self.partitions((c.preferred_leaders or TopicRef()).topic)
+            off = [
+                f"{p.partition}: leader {p.leader}, preferred {p.replicas[0]}"
+                for p in parts
+                if p.replicas and p.leader != p.replicas[0]
+            ]
+            self.last_seen = f"{len(off)} partitions not led by their preferred replica" + (
+                f" ({off[0]})" if off else ""
+            )
+            return f"all {len(parts)} partitions led by their preferred replica" if parts and not off else None
+        ref: PartitionRef = getattr(c, name)
+        p = self.partition(ref)
+        if p is None:
+            self.last_seen = self.last_seen or f"no partition {ref.partition}"
+            return None
+        self.last_seen = f"{p.topic}-{p.partition} leader {p.leader} isr {p.isr}"
+        if name == "isr_size":
+            return self.last_seen if len(p.isr) == c.isr_size.equals else None  # type: ignore[union-attr]
+        if name == "leader":
+            lc = c.leader
+            assert lc is not None
+            ok = (lc.equals is None or p.leader == lc.equals) and (lc.not_equals is None or p.leader != lc.not_equals)
+            return self.last_seen if ok and p.leader >= 0 else None
+        if name == "leader_changed":
+            before = self.leaders_at_fault.get((p.topic, p.partition))
+            if before is None:
+                raise UsageError("leader_changed needs a fault step before it")
+            return f"{self.last_seen} (was {before})" if p.leader >= 0 and p.leader != before else None
+        raise UsageError(f"unknown condition {name}")
+
+    def all_led(self) -> str | None:
+        parts = self.partitions()
+        if parts and all(p.leader >= 0 for p in parts):
+            return "ok"
+        return None
+
+    def snapshot_leaders(self) -> None:
+        """Leaders before a fault (leader_changed compares with them); partitions not seen keep the last known."""
+        with_topic = self.partitions(quiet=True)
+        self.leaders_at_fault.update({(p.topic, p.partition): p.leader for p in with_topic if p.leader >= 0})
+        from clusterctl.chaos.faults import active_controller
+
+        try:
+            self.controller_at_fault = active_controller(self.spec)
+        except ClusterctlError:
+            self.controller_at_fault = None
