@@ -152,6 +152,7 @@ CONSOLE_CLUSTERCTL_FILES = (
     "kafka/admin.py",
     "kafka/connection.py",
     "kafka/groups.py",
+    "kafka/retry.py",
     "kafka/settings.py",
 )
 

@@ -221,8 +221,8 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Cons
     """Every record of `topic` from the beginning up to the end offsets taken now (read_committed off)."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer
 
-    from clusterctl.kafka.admin import retrying
     from clusterctl.kafka.connection import log_end_offsets
+    from clusterctl.kafka.retry import retrying
 
     partitions = check_topic(bootstrap, topic)
     # right after a failover a broker may still answer with the old leader epoch: retried, with a bound

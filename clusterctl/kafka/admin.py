@@ -1,16 +1,15 @@
 """Topics and cluster metadata on confluent-kafka's AdminClient: what kafka-topics.sh shows and does.
 
 Stable API used by the chaos observer and failover drills:
-`describe_topics`, `cluster_info`, `elect_leaders` (replica moves: clusterctl.kafka.reassign).
+`describe_topics`, `cluster_info`, `elect_leaders` (replica moves: clusterctl.kafka.reassign; retries of
+retriable errors: clusterctl.kafka.retry).
 """
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
@@ -33,33 +32,15 @@ from clusterctl.kafka.connection import (
     admin_config,
     fetch_metadata,
 )
+from clusterctl.kafka.retry import (
+    CREATE_RETRIABLE,
+    DELETE_RETRIABLE,
+    ELECT_RETRIABLE,
+    controller_admin,
+    retrying,
+)
 
-T = TypeVar("T")
-_log = logging.getLogger(__name__)
 INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state
-# Errors a replicated cluster answers while it moves things around (the controller moved, a new topic's
-# metadata has not reached every broker, a leader is being elected): retried, within RETRY_BUDGET_S.
-# An unreachable or silent cluster is not among them: that stays one fast line.
-RETRIABLE = {
-    "NOT_CONTROLLER",
-    "LEADER_NOT_AVAILABLE",
-    "NOT_LEADER_OR_FOLLOWER",
-    "NOT_LEADER_FOR_PARTITION",
-    "COORDINATOR_NOT_AVAILABLE",
-    "NOT_COORDINATOR",
-    "COORDINATOR_LOAD_IN_PROGRESS",
-    "BROKER_NOT_AVAILABLE",
-    "REPLICA_NOT_AVAILABLE",
-    "NOT_ENOUGH_REPLICAS",
-    "FENCED_LEADER_EPOCH",  # a request built on metadata from before a leader change
-    "UNKNOWN_LEADER_EPOCH",
-    "OFFSET_NOT_AVAILABLE",  # a new leader not yet sure of its high watermark
-}
-RETRY_BUDGET_S = 30.0
-# a create that timed out may have happened: only errors that say "not done, ask again" are retried
-CREATE_RETRIABLE = {"NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE"}
-DELETE_RETRIABLE = CREATE_RETRIABLE | {"UNKNOWN", "REQUEST_TIMED_OUT"}
-ELECT_RETRIABLE = RETRIABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT"}  # an election asked twice elects once
 
 
 @dataclass
@@ -145,51 +126,7 @@ class ElectionResult:
     error: str | None = None
 
 
-# ---------------------------------------------------------------- plumbing
-
-
-def retrying(
-    what: str,
-    fn: Callable[[], T],
-    budget_s: float = RETRY_BUDGET_S,
-    retriable: Collection[str] = RETRIABLE,
-    first_backoff_s: float = 0.25,
-) -> T:
-    """Call `fn`, retrying Kafka's retriable errors (NOT_CONTROLLER, LEADER_NOT_AVAILABLE, ...) for at most
-    `budget_s`, with exponential backoff; the last error is raised as it is when the budget runs out."""
-    deadline = time.monotonic() + budget_s
-    backoff = first_backoff_s
-    while True:
-        try:
-            return fn()
-        except ClusterctlError as exc:
-            code = _error_code(exc)
-            if code not in retriable or time.monotonic() + backoff > deadline:
-                raise
-            _log.debug("%s: %s, retrying in %.2fs", what, code, backoff)
-            time.sleep(backoff)
-            backoff = min(backoff * 2, 2.0)
-
-
-def _error_code(exc: ClusterctlError) -> str | None:
-    """The Kafka error name a ClusterctlError carries (kafka_error keeps it), if any."""
-    code = getattr(exc, "kafka_code", None)
-    if code:
-        return str(code)
-    text = str(exc)
-    return next((c for c in RETRIABLE if text.startswith(c + ":") or f" {c}:" in text), None)
-
-
-def _controller_admin(bootstrap: str, **overrides: Any) -> AdminClient:
-    """A new AdminClient that has just read the cluster's metadata, for one request to the controller.
-
-    librdkafka keeps the controller id of its last metadata answer (refreshed every 5 minutes): a client
-    that saw the controller before a failover keeps sending to the old one, which answers NOT_CONTROLLER
-    to every retry. So each attempt of a controller request gets its own client.
-    """
-    client = AdminClient(admin_config(bootstrap, **overrides))
-    fetch_metadata(bootstrap, client=client)
-    return client
+# ---------------------------------------------------------------- per-broker metadata
 
 
 @dataclass
@@ -457,7 +394,7 @@ def delete_topic(bootstrap: str, name: str) -> TopicChange:
     def delete_once() -> None:
         nonlocal attempts
         attempts += 1
-        attempt = client if attempts == 1 else _controller_admin(bootstrap)
+        attempt = client if attempts == 1 else controller_admin(bootstrap)
         try:
             _result(attempt.delete_topics([name], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap)
         except NotFoundError:
@@ -482,7 +419,7 @@ def create_partitions(bootstrap: str, name: str, total: int, wait_served_s: floa
         raise UsageError(f"topic {name!r} already has {current} partitions; --partitions must be more than that")
 
     def create_once() -> None:
-        client = _controller_admin(bootstrap)  # held until the answer: a collected client cancels its requests
+        client = controller_admin(bootstrap)  # held until the answer: a collected client cancels its requests
         _result(
             client.create_partitions([NewPartitions(name, total)], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap
         )
@@ -580,10 +517,10 @@ def elect_leaders(
     # keywords), and both default to socket.timeout.ms: that is the per-attempt bound
     settings = {"socket_timeout_ms": int(per_attempt * 1000)}
     # the first client is made outside the retries: an unreachable or silent cluster stays one fast line
-    first = [_controller_admin(bootstrap, **settings)]
+    first = [controller_admin(bootstrap, **settings)]
 
     def elect_once() -> Any:
-        client = first.pop() if first else _controller_admin(bootstrap, **settings)
+        client = first.pop() if first else controller_admin(bootstrap, **settings)
         return _result(client.elect_leaders(etype, tps), bootstrap, per_attempt + 5)
 
     result = retrying(f"{election_type} election", elect_once, budget_s=timeout, retriable=ELECT_RETRIABLE)

@@ -1,0 +1,86 @@
+"""Retrying the errors a replicated cluster answers while it moves things around.
+
+A controller moved, a new topic's metadata has not reached every broker yet, a leader is being elected:
+such requests are asked again, within a budget. An unreachable or silent cluster is not retried here: that
+stays one fast line.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
+
+from confluent_kafka.admin import AdminClient
+
+from clusterctl.errors import ClusterctlError
+from clusterctl.kafka.connection import admin_config, fetch_metadata
+
+T = TypeVar("T")
+_log = logging.getLogger(__name__)
+# retried within RETRY_BUDGET_S
+RETRIABLE = {
+    "NOT_CONTROLLER",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_OR_FOLLOWER",
+    "NOT_LEADER_FOR_PARTITION",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "BROKER_NOT_AVAILABLE",
+    "REPLICA_NOT_AVAILABLE",
+    "NOT_ENOUGH_REPLICAS",
+    "FENCED_LEADER_EPOCH",  # a request built on metadata from before a leader change
+    "UNKNOWN_LEADER_EPOCH",
+    "OFFSET_NOT_AVAILABLE",  # a new leader not yet sure of its high watermark
+}
+RETRY_BUDGET_S = 30.0
+# a create that timed out may have happened: only errors that say "not done, ask again" are retried
+CREATE_RETRIABLE = {"NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE"}
+DELETE_RETRIABLE = CREATE_RETRIABLE | {"UNKNOWN", "REQUEST_TIMED_OUT"}
+ELECT_RETRIABLE = RETRIABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT"}  # an election asked twice elects once
+
+
+def retrying(
+    what: str,
+    fn: Callable[[], T],
+    budget_s: float = RETRY_BUDGET_S,
+    retriable: Collection[str] = RETRIABLE,
+    first_backoff_s: float = 0.25,
+) -> T:
+    """Call `fn`, retrying Kafka's retriable errors (NOT_CONTROLLER, LEADER_NOT_AVAILABLE, ...) for at most
+    `budget_s`, with exponential backoff; the last error is raised as it is when the budget runs out."""
+    deadline = time.monotonic() + budget_s
+    backoff = first_backoff_s
+    while True:
+        try:
+            return fn()
+        except ClusterctlError as exc:
+            code = _error_code(exc)
+            if code not in retriable or time.monotonic() + backoff > deadline:
+                raise
+            _log.debug("%s: %s, retrying in %.2fs", what, code, backoff)
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+
+
+def _error_code(exc: ClusterctlError) -> str | None:
+    """The Kafka error name a ClusterctlError carries (kafka_error keeps it), if any."""
+    code = getattr(exc, "kafka_code", None)
+    if code:
+        return str(code)
+    text = str(exc)
+    return next((c for c in RETRIABLE if text.startswith(c + ":") or f" {c}:" in text), None)
+
+
+def controller_admin(bootstrap: str, **overrides: Any) -> AdminClient:
+    """A new AdminClient that has just read the cluster's metadata, for one request to the controller.
+
+    librdkafka keeps the controller id of its last metadata answer (refreshed every 5 minutes): a client
+    that saw the controller before a failover keeps sending to the old one, which answers NOT_CONTROLLER
+    to every retry. So each attempt of a controller request gets its own client.
+    """
+    client = AdminClient(admin_config(bootstrap, **overrides))
+    fetch_metadata(bootstrap, client=client)
+    return client
