@@ -122,9 +122,13 @@ def wait_healthy(
     timeout: float,
     on_report: Callable[[HealthReport, float], None] | None = None,
     interval: float = 1.0,
+    started: float | None = None,
 ) -> tuple[HealthReport, float]:
-    """Poll `check` until healthy; return (report, seconds waited) or raise TimeoutError_ naming what is missing."""
-    started = time.monotonic()
+    """Poll `check` until healthy; return (report, seconds waited) or raise TimeoutError_ naming what is missing.
+
+    `started` (a time.monotonic() reading) counts the wait from an earlier moment; at least one check is made.
+    """
+    started = time.monotonic() if started is None else started
     while True:
         report = check(spec)
         elapsed = time.monotonic() - started

@@ -50,10 +50,24 @@ def write_spec(
 
 
 def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run the real `clusterctl -s SPEC ARGS...` from the spec's directory."""
+    """Run the real `clusterctl -s SPEC ARGS...` from the spec's directory.
+
+    A command given `--timeout N` gets N plus room for its own teardown, so its own error is what a test sees.
+    """
+    if "--timeout" in args:
+        timeout = max(timeout, float(args[args.index("--timeout") + 1]) + 240)
     return subprocess.run(
         [CLI, "-s", str(spec_path), *args], capture_output=True, text=True, cwd=spec_path.parent, timeout=timeout
     )
+
+
+def up_json(spec_path: Path, timeout: float = 300) -> Any:
+    """`up --json`; when the cluster does not get healthy, fail with up's error and every service's last log lines."""
+    res = cli(spec_path, "up", "--timeout", str(timeout), "--keep-on-failure", "--json")
+    if res.returncode != 0:
+        logs = cli(spec_path, "logs", "--tail", "20", timeout=120)
+        raise AssertionError(f"up failed: {res.stderr.strip()}\n{(logs.stdout + logs.stderr)[-8000:]}")
+    return json.loads(res.stdout)
 
 
 def cli_json(spec_path: Path, *args: str) -> Any:

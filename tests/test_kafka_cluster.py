@@ -5,12 +5,11 @@ meaning served."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from pathlib import Path
 
 import pytest
-from _runtime_helpers import cli, cli_json, leftovers, render, write_spec
+from _runtime_helpers import cli, cli_json, leftovers, render, up_json, write_spec
 from conftest import RealKafka
 
 from clusterctl import zk
@@ -32,9 +31,7 @@ def test_up_waits_until_healthy_and_down_volumes_leaves_nothing(tmp_path: Path) 
                            engine="kafka", brokers=3)  # fmt: skip
     render(spec_path)
     try:
-        res = cli(spec_path, "up", "--timeout", "300", "--json")
-        assert res.returncode == 0, res.stderr
-        up = json.loads(res.stdout)
+        up = up_json(spec_path, timeout=300)
         assert (up["mode"], up["zk_serving"], up["zk_nodes"]) == ("zookeeper", 3, 3), up
         assert up["brokers_registered"] == [1, 2, 3] and up["controller"] in (1, 2, 3), up
         status = cli_json(spec_path, "status")

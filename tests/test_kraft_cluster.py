@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _runtime_helpers import CLI, cli, cli_json, leftovers, render
+from _runtime_helpers import CLI, cli, cli_json, leftovers, render, up_json
 
 from clusterctl import images
 from clusterctl.render import existing_cluster_id
@@ -53,9 +53,7 @@ def kraft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     spec_path = kraft_spec(work, f"ctlkraft-{uuid.uuid4().hex[:6]}")
     render(spec_path)
     try:
-        res = cli(spec_path, "up", "--timeout", "300", "--json")
-        assert res.returncode == 0, res.stderr
-        up = json.loads(res.stdout)
+        up = up_json(spec_path, timeout=300)
         print(f"\nKRaft cluster healthy after {up['seconds_to_healthy']}s: {up}")
         assert up["mode"] == "kraft" and up["quorum_voters"] == [101, 102, 103]
         assert up["controller"] in (101, 102, 103) and up["brokers_registered"] == [1, 2, 3]

@@ -73,7 +73,8 @@ def up(
     started = time.monotonic()
     try:
         compose.up(spec, pull="never" if spec.profile == "offline" else "missing")
-        report, _ = health.wait_healthy(spec, timeout, on_report=on_report)
+        # the time `compose up` took counts: --timeout is from the start, not from the first health check
+        report, _ = health.wait_healthy(spec, timeout, on_report=on_report, started=started)
     except (ClusterctlError, KeyboardInterrupt) as exc:
         if not keep_on_failure and not existed:
             try:
