@@ -69,6 +69,19 @@ def test_percentiles_and_summary_name_the_bounding_setting(tmp_path: Path) -> No
     assert rep.interrupted and len(rep.runs) == 2 and not rep.ok
 
 
+def test_main_fault_is_the_one_that_moved_a_leader() -> None:
+    """acks1-leader-isolated: the paused follower leads another partition but nothing moves; the kill does."""
+    pause = FaultMetrics("pause-follower", "broker 1", T0, 1, None, None, None, None, None, None, T0 + 4,
+                         [PartitionFailover("t", 1, 1, True, None, None, 6.0, 3.0, None, 0.02)])  # fmt: skip
+    kill = _fault(7.3, 8.9)
+    result = NS(ok=True, verify=NS(acked=1000, lost_count=445, duplicated_count=0), faults=[pause, kill],
+                report_html="r.html", error=None)  # fmt: skip
+    assert stats.main_fault(result) is kill
+    row = stats.run_stats(1, result)
+    assert (row.fault, row.detected_s, row.new_leader_s, row.write_gap_s) == ("kill-leader broker 2", 6.1, 7.3, 8.9)
+    assert stats.main_fault(NS(faults=[pause])) is pause and stats.main_fault(NS(faults=[])) is None
+
+
 def test_bounding_settings_per_fault_and_metric() -> None:
     assert SETTINGS == {"zookeeper.session.timeout.ms": 6000, "replica.lag.time.max.ms": 10000}
     default = parse_spec({"name": "lab", "kafka": {"defaults": {"zookeeper_session_timeout_ms": 18000,

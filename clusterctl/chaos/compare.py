@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clusterctl.chaos.stats import main_fault
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.spec import ClusterSpec, parse_spec
 
@@ -105,9 +106,9 @@ def spec_for_mode(spec: ClusterSpec, mode: str) -> ClusterSpec:
 
 
 def run_metrics(result: Any, mode_spec: ClusterSpec) -> CompareRun:
-    """Detection, new-leader time and write gap of the run's first fault (worst partition it led)."""
+    """Detection, new-leader time and write gap of the run's main fault (worst partition it led)."""
     setting, ms = bounding(mode_spec)
-    fault = result.faults[0] if result.faults else None
+    fault = main_fault(result)
     led = [p for p in fault.partitions if p.led_by_target] if fault else []
     new_leader = [p.time_to_new_leader_s for p in led if p.time_to_new_leader_s is not None]
     gaps = [p.write_gap_s for p in led if p.write_gap_s is not None]

@@ -59,9 +59,13 @@ class RepeatResult:
 
 
 def main_fault(result: Any) -> Any:
-    """The fault that matters for failover numbers: the first one that led a partition, else the first."""
+    """The fault that matters for failover numbers: the first that moved a leader, else the first whose target
+    led a partition, else the first. A short pause of a broker that leads one partition moves nothing; the kill
+    after it does (acks1-leader-isolated)."""
     faults = list(result.faults or [])
-    return next((f for f in faults if any(p.led_by_target for p in f.partitions)), faults[0] if faults else None)
+    moved = (f for f in faults if any(p.led_by_target and p.time_to_new_leader_s is not None for p in f.partitions))
+    led = (f for f in faults if any(p.led_by_target for p in f.partitions))
+    return next(moved, None) or next(led, None) or (faults[0] if faults else None)
 
 
 def run_stats(index: int, result: Any) -> RunStats:
