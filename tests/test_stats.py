@@ -80,6 +80,10 @@ def test_main_fault_is_the_one_that_moved_a_leader() -> None:
     row = stats.run_stats(1, result)
     assert (row.fault, row.detected_s, row.new_leader_s, row.write_gap_s) == ("kill-leader broker 2", 6.1, 7.3, 8.9)
     assert stats.main_fault(NS(faults=[pause])) is pause and stats.main_fault(NS(faults=[])) is None
+    # unclean-election: the long pause moved the paused broker's own partition, the kill came after it
+    long_pause = FaultMetrics("pause-follower", "broker 1", T0, 1, None, 4.9, "zk-watch", None, None, None, T0 + 9,
+                              [PartitionFailover("t", 1, 1, True, 3, 5.7, 6.0, 3.0, 5.7, None)])  # fmt: skip
+    assert stats.main_fault(NS(faults=[long_pause, kill])) is kill
 
 
 def test_bounding_settings_per_fault_and_metric() -> None:

@@ -59,11 +59,12 @@ class RepeatResult:
 
 
 def main_fault(result: Any) -> Any:
-    """The fault that matters for failover numbers: the first that moved a leader, else the first whose target
-    led a partition, else the first. A short pause of a broker that leads one partition moves nothing; the kill
-    after it does (acks1-leader-isolated)."""
+    """The fault that matters for failover numbers: the last that moved a leader, else the first whose target
+    led a partition, else the first. Negative controls pause followers first (a short pause moves nothing, a
+    long one may move the paused broker's own partitions) and then kill the leader: the kill is the failover."""
     faults = list(result.faults or [])
-    moved = (f for f in faults if any(p.led_by_target and p.time_to_new_leader_s is not None for p in f.partitions))
+    moved = (f for f in reversed(faults)
+             if any(p.led_by_target and p.time_to_new_leader_s is not None for p in f.partitions))  # fmt: skip
     led = (f for f in faults if any(p.led_by_target for p in f.partitions))
     return next(moved, None) or next(led, None) or (faults[0] if faults else None)
 
