@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -55,10 +56,19 @@ def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.Complet
     A command given `--timeout N` gets N plus room for its own teardown, so its own error is what a test sees.
     """
     if "--timeout" in args:
-        timeout = max(timeout, float(args[args.index("--timeout") + 1]) + 240)
+        given = _number(args[args.index("--timeout") + 1 :][:1])
+        if given is not None and math.isfinite(given):
+            timeout = max(timeout, given + 240)
     return subprocess.run(
         [CLI, "-s", str(spec_path), *args], capture_output=True, text=True, cwd=spec_path.parent, timeout=timeout
     )
+
+
+def _number(values: list[str] | tuple[str, ...]) -> float | None:
+    try:
+        return float(values[0]) if values else None
+    except ValueError:
+        return None
 
 
 def up_json(spec_path: Path, timeout: float = 300) -> Any:
