@@ -56,7 +56,7 @@ def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.Complet
     A command given `--timeout N` gets N plus room for its own teardown, so its own error is what a test sees.
     """
     if "--timeout" in args:
-        given = _number(args[args.index("--timeout") + 1 :][:1])
+        given = _number(args[args.index("--timeout") + 1 :])
         if given is not None and math.isfinite(given):
             timeout = max(timeout, given + 240)
     return subprocess.run(
@@ -64,7 +64,8 @@ def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.Complet
     )
 
 
-def _number(values: list[str] | tuple[str, ...]) -> float | None:
+def _number(values: tuple[str, ...]) -> float | None:
+    """The first value as a number, or None when there is none or it is not one."""
     try:
         return float(values[0]) if values else None
     except ValueError:
