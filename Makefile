@@ -22,10 +22,11 @@ test: setup  ## the whole suite against real containers (real-Kafka tests skip u
 demo: setup  ## init → render → up → status → zk tree → topics/produce/consume → down --volumes
 	bash scripts/demo.sh
 
-lint:  ## ruff (lint + format) and mypy
+lint:  ## ruff (lint + format), mypy and the layer contract (docs/architecture.md)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy clusterctl tests bench spark_jobs
+	$(BIN)/lint-imports
 
 bench: setup  ## run every bench/*.py and bench/*.sh present
 	@shopt -s nullglob; found=0; \

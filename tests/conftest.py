@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 from clusterctl.testing.tansu import TansuBroker, start_tansu
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def real_kafka_cluster() -> Iterator[RealKafka]:
     """
     from _runtime_helpers import leftovers
 
-    from clusterctl import images
+    from clusterctl.images import build as images
     from clusterctl.testing import KafkaCluster
 
     dist = kafka_dist()
@@ -95,10 +95,10 @@ def real_kafka_cluster() -> Iterator[RealKafka]:
     spec = cluster.spec
     assert spec is not None
     try:
-        yield RealKafka(cluster, cluster.spec_file, spec, cluster.bootstrap_servers, spec.project)
+        yield RealKafka(cluster, cluster.spec_file, spec, cluster.bootstrap_servers, spec.topology.project)
     finally:
         cluster.stop()
-        assert leftovers(spec.project) == {"containers": [], "networks": [], "volumes": []}
+        assert leftovers(spec.topology.project) == {"containers": [], "networks": [], "volumes": []}
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def real_kafka(real_kafka_cluster: RealKafka) -> Iterator[RealKafka]:
 @pytest.fixture
 def built_kafka_3_7(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rendered files do not depend on which Kafka image this machine has built: pretend 3.7.0."""
-    from clusterctl import kafkadist
+    from clusterctl.spec import kafkadist
 
     monkeypatch.delenv(kafkadist.KAFKA_DIST_ENV, raising=False)
     monkeypatch.setattr(kafkadist, "built_versions", lambda: ["3.7.0"])

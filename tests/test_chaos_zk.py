@@ -20,12 +20,13 @@ from pathlib import Path
 import pytest
 from _runtime_helpers import cli, cli_json, render, wait_for, write_spec
 
-from clusterctl import images, zk
 from clusterctl.chaos import faults, recovery
 from clusterctl.chaos.analysis import analyze
 from clusterctl.chaos.observer import Observer
+from clusterctl.images import build as images
 from clusterctl.runtime import docker as dk
-from clusterctl.spec import ClusterSpec, load_spec
+from clusterctl.spec.model import ClusterSpec, load_spec
+from clusterctl.zookeeper import client as zk
 
 pytestmark = pytest.mark.docker
 
@@ -58,7 +59,7 @@ def test_zk_quorum_holds_then_is_lost_then_reforms(cluster: Path) -> None:
     spec = load_spec(cluster)
     wait_for(lambda: healthy(spec), 60, "healthy ensemble")
     leader = zk.quorum(spec).leaders[0]
-    followers = [i for i in spec.zk_ids if i != leader]
+    followers = [i for i in spec.topology.zk_ids if i != leader]
     obs = Observer(spec, None).start()
     try:
         time.sleep(1)
@@ -98,7 +99,7 @@ def test_zk_quorum_holds_then_is_lost_then_reforms(cluster: Path) -> None:
 
 def test_broker_container_faults(cluster: Path) -> None:
     spec = load_spec(cluster)
-    name = spec.broker_container(1)
+    name = spec.topology.broker_container(1)
     out = cli_json(cluster, "chaos", "kill-broker", "1")
     assert out[0]["action"] == "kill-broker" and out[0]["after"] == "exited" and state(name) == "exited"
     assert dk.get_container(name).attrs["State"]["ExitCode"] == 137  # SIGKILL
@@ -134,19 +135,19 @@ def test_broker_container_faults(cluster: Path) -> None:
 
     # network partition: off the cluster network, back with the same static IP
     t = _background(cluster, "chaos", "partition-node", "kafka1", "--for", "3", "--json")
-    wait_for(lambda: spec.network_name not in _networks(name), 10, "disconnected", interval=0.1)
+    wait_for(lambda: spec.topology.network_name not in _networks(name), 10, "disconnected", interval=0.1)
     rows = _finish(t)
     assert [r["action"] for r in rows] == ["partition-node", "reconnect"]
     nets = _networks(name)
-    assert nets[spec.network_name]["IPAddress"] == spec.broker_ip(1)
-    assert "kafka1" in (nets[spec.network_name].get("Aliases") or [])
+    assert nets[spec.topology.network_name]["IPAddress"] == spec.topology.broker_ip(1)
+    assert "kafka1" in (nets[spec.topology.network_name].get("Aliases") or [])
 
 
 def test_heal_waits_until_zk_serves_and_the_broker_answers(cluster: Path) -> None:
     """`chaos heal` returns once the healed ZK node serves and the broker answers; --no-wait does not wait."""
     spec = load_spec(cluster)
     wait_for(lambda: healthy(spec), 60, "healthy ensemble")
-    follower = next(i for i in spec.zk_ids if i not in zk.quorum(spec).leaders)
+    follower = next(i for i in spec.topology.zk_ids if i not in zk.quorum(spec).leaders)
     cli_json(cluster, "chaos", "kill-zk", str(follower))
     cli_json(cluster, "chaos", "kill-broker", "1")
     res = cli(cluster, "chaos", "heal")
@@ -271,7 +272,7 @@ def test_short_broker_fault_scenario_loses_nothing(
     print(f"\n{scenario} on tansu: acked {load['acked']}, lost 0, detected {fault['detected_s']} s, gaps {gaps} s")
     dom = _chromium(report_dir / "report.html", "--dump-dom")
     assert f"Scenario {scenario}" in dom and "PASS" in dom and "longest wait for an ack s" in dom
-    assert state(spec.broker_container(1)) == "running"
+    assert state(spec.topology.broker_container(1)) == "running"
 
 
 def test_kafka_scenarios_are_refused_on_tansu(cluster: Path) -> None:

@@ -21,8 +21,8 @@ import yaml
 from _console import CLUSTERCTL, cells, chromium, console, screenshot
 from _runtime_helpers import cli, render, wait_for, write_spec
 
-from clusterctl import images
-from clusterctl.render import ENV_FILE, existing_console_token
+from clusterctl.compose.render import ENV_FILE, existing_console_token
+from clusterctl.images import build as images
 from clusterctl.runtime import docker as dk
 
 pytestmark = [pytest.mark.docker, pytest.mark.browser]

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl import diskguard
-from clusterctl.kafka import admin
+from clusterctl.kafka import admin, diskguard
 
 CLI = [sys.executable, "-m", "clusterctl"]
 GIB = 1024**3

@@ -266,7 +266,8 @@ def test_empty_and_unwritable_output_paths(tmp_path: Path) -> None:
 def test_unexpected_error_is_one_line_with_a_debug_pointer(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from clusterctl import cli, images
+    from clusterctl import cli
+    from clusterctl.images import build as images
 
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("simulated bug")

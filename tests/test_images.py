@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl import image_inputs, images, profiles, zk
+from clusterctl.images import build as images
+from clusterctl.images import inputs as image_inputs
 from clusterctl.runtime import docker as dk
+from clusterctl.spec import profiles
+from clusterctl.zookeeper import client as zk
 
 pytestmark = pytest.mark.docker
 
@@ -52,14 +55,14 @@ def test_images_list_reports_hash_labels() -> None:
     for target in ("base", "zookeeper", "tansu"):
         assert by_target[target]["present"] is True
         assert by_target[target]["inputs_hash"]
-    assert by_target["zookeeper"]["image"] == images.ZOOKEEPER_IMAGE
+    assert by_target["zookeeper"]["image"] == profiles.OFFLINE_ZOOKEEPER_IMAGE
 
 
 def test_spark_image_tags_match_the_installed_pyspark() -> None:
     """Driver and workers must run one Spark version: the image tags follow the PySpark clusterctl runs."""
     pyspark = pytest.importorskip("pyspark")
     assert pyspark.__version__ == profiles.SPARK_VERSION
-    assert images.SPARK_IMAGE == profiles.OFFLINE_SPARK_IMAGE == f"clusterctl/spark:{pyspark.__version__}"
+    assert images.TARGETS["spark"] == profiles.OFFLINE_SPARK_IMAGE == f"clusterctl/spark:{pyspark.__version__}"
     assert f"apache/spark:{pyspark.__version__}-python3" == profiles.PUBLISHED_SPARK_IMAGE
     assert "spark" not in images.DEFAULT_TARGETS  # `make setup` does not build it
     assert images.resolve_targets(["spark"], None) == ["spark"]
@@ -177,7 +180,7 @@ def test_kafka_entrypoint_requires_zookeeper_connect(stub_kafka_image: str) -> N
 
 def test_zookeeper_image_standalone_runs_as_non_root() -> None:
     c = dk.client().containers.run(
-        images.ZOOKEEPER_IMAGE,
+        profiles.OFFLINE_ZOOKEEPER_IMAGE,
         environment={"ZOO_MY_ID": "5", "ZOO_TICK_TIME": "500"},
         ports={"2181/tcp": ("127.0.0.1", None)},
         detach=True,
@@ -215,7 +218,7 @@ def test_image_module_lists_cover_what_the_image_imports(entry: str, listed: str
         "print('\\n'.join(m.__file__ for n, m in sys.modules.items() if n.startswith('clusterctl') and m.__file__))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    pkg = Path(images.__file__).resolve().parent
+    pkg = Path(images.__file__).resolve().parent.parent
     imported = {str(Path(f).resolve().relative_to(pkg)) for f in out.split()}
     copied = set(getattr(image_inputs, listed)) | (
         {f for f in imported if f.startswith("console/")} if "console" in entry else set()

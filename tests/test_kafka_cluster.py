@@ -12,8 +12,8 @@ import pytest
 from _runtime_helpers import cli, cli_json, leftovers, render, up_json, write_spec
 from conftest import RealKafka
 
-from clusterctl import zk
 from clusterctl.kafka import admin
+from clusterctl.zookeeper import client as zk
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 
@@ -59,12 +59,12 @@ def test_topic_with_rf3_has_isr_of_3(real_kafka: RealKafka) -> None:
 
     spec = real_kafka.spec
     topic = f"rf3-{uuid.uuid4().hex[:6]}"
-    client = AdminClient({"bootstrap.servers": spec.bootstrap_servers})
+    client = AdminClient({"bootstrap.servers": spec.topology.bootstrap_servers})
     client.create_topics([NewTopic(topic, num_partitions=3, replication_factor=3)])[topic].result(timeout=30)
     real_kafka.cluster.wait_isr_full(topic, timeout=60)
     md = client.list_topics(topic, timeout=10).topics[topic]
     assert len(md.partitions) == 3 and all(sorted(p.isrs) == [1, 2, 3] for p in md.partitions.values()), md
-    with zk.zk_client(spec.zk_connect) as c:
+    with zk.zk_client(spec.topology.zk_connect) as c:
         for p in range(3):
             state = zk.get(c, f"/brokers/topics/{topic}/partitions/{p}/state").data
             assert sorted(state["isr"]) == [1, 2, 3]
@@ -78,7 +78,9 @@ def test_created_topic_is_served_by_every_broker(real_kafka: RealKafka) -> None:
     assert res.returncode == 0, res.stderr
     spec = real_kafka.spec
     views = admin.metadata_per_broker(
-        {b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids}, timeout=5.0, topic=topic
+        {b: f"{spec.topology.host}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids},
+        timeout=5.0,
+        topic=topic,
     )
     for b, view in views.items():
         assert not isinstance(view, str), f"broker {b}: {view}"

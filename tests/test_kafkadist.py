@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl import images, kafkadist
 from clusterctl.errors import UsageError
-from clusterctl.spec import parse_spec
+from clusterctl.images import build as images
+from clusterctl.spec import kafkadist, profiles
+from clusterctl.spec.model import parse_spec
 
 CLI = [sys.executable, "-m", "clusterctl"]
 
@@ -54,8 +55,8 @@ def test_offline_spec_finds_the_image_of_the_dist_or_the_newest_built(
     assert spec.broker_image == "clusterctl/kafka:3.8.1"  # 4.x has no ZooKeeper mode
     monkeypatch.setattr(kafkadist, "built_versions", lambda: [])
     assert spec.broker_image == "clusterctl/kafka:unbuilt"
-    assert images.ours("clusterctl/kafka:unbuilt")
-    assert images.build_hint(["clusterctl/kafka:unbuilt"]).startswith("clusterctl images build kafka --kafka-dist")
+    assert profiles.ours("clusterctl/kafka:unbuilt")
+    assert profiles.build_hint(["clusterctl/kafka:unbuilt"]).startswith("clusterctl images build kafka --kafka-dist")
     # explicit images.kafka and the published profiles are left alone
     pinned = parse_spec({**spec.model_dump(), "images": {"kafka": "my/kafka:1"}})
     assert pinned.broker_image == "my/kafka:1"

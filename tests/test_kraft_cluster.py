@@ -21,9 +21,9 @@ import pytest
 import yaml
 from _runtime_helpers import CLI, cli, cli_json, leftovers, render, up_json
 
-from clusterctl import images
-from clusterctl.render import existing_cluster_id
-from clusterctl.spec import load_spec
+from clusterctl.compose.render import existing_cluster_id
+from clusterctl.images import build as images
+from clusterctl.spec.model import load_spec
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 
@@ -66,7 +66,7 @@ def _metadata_quorum_tool(spec_path: Path) -> dict[str, str]:
     """Kafka's own view: kafka-metadata-quorum.sh describe --status, run inside broker 1."""
     spec = load_spec(spec_path)
     proc = subprocess.run(
-        ["docker", "exec", spec.broker_container(1), "kafka-metadata-quorum.sh", "--bootstrap-server",
+        ["docker", "exec", spec.topology.broker_container(1), "kafka-metadata-quorum.sh", "--bootstrap-server",
          f"kafka1:{spec.kafka.internal_port}", "describe", "--status"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -151,7 +151,7 @@ def test_down_and_up_keep_topics_and_data(kraft_cluster: Path) -> None:
     print(f"\nKRaft restart (storage already formatted) healthy after {up['seconds_to_healthy']}s")
     assert time.monotonic() - t0 < 300
     assert existing_cluster_id(compose_dir) == cluster_id
-    logs = subprocess.run(["docker", "logs", spec.controller_container(101)], capture_output=True, text=True)
+    logs = subprocess.run(["docker", "logs", spec.topology.controller_container(101)], capture_output=True, text=True)
     assert logs.stdout.count("formatting") == 0, "a restart must not format again"
     topics = cli_json(kraft_cluster, "topic", "list")
     assert topic in json.dumps(topics)

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterctl import kraft
 from clusterctl.chaos import compare
 from clusterctl.chaos.analysis import analyze
 from clusterctl.chaos.observer import Event, Marker, Timeline
 from clusterctl.chaos.scenario import load_scenario, parse_scenario
 from clusterctl.errors import SpecError
-from clusterctl.kafka.quorum import (
+from clusterctl.kafka.kraft import quorum as kraft
+from clusterctl.kafka.kraft.describe_quorum import (
     QuorumError,
     QuorumInfo,
     ReplicaState,
@@ -30,7 +30,7 @@ from clusterctl.kafka.quorum import (
     describe_quorum,
     encode_request,
 )
-from clusterctl.spec import parse_spec
+from clusterctl.spec.model import parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
@@ -148,7 +148,7 @@ def test_quorum_addresses_brokers_then_voters() -> None:
         ("10.77.0.51", 19093), ("10.77.0.52", 19093), ("10.77.0.53", 19093),
     ]  # fmt: skip
     combined = parse_spec({"kafka": {"mode": "kraft"}, "kraft": {"combined": True}})
-    assert combined.controller_ids == [1, 2, 3] and combined.dedicated_controller_ids == []
+    assert combined.topology.controller_ids == [1, 2, 3] and combined.topology.dedicated_controller_ids == []
     assert kraft.quorum_addresses(combined)[3:] == [("10.77.0.21", 19093), ("10.77.0.22", 19093), ("10.77.0.23", 19093)]
 
 
@@ -186,9 +186,9 @@ def test_spec_for_mode_derives_the_other_cluster() -> None:
                      "kafka_manager": {"enabled": False}, "zookeeper": {"tick_time_ms": 500}})  # fmt: skip
     assert compare.spec_for_mode(zk, "zookeeper") is zk
     k = compare.spec_for_mode(zk, "kraft")
-    assert (k.name, k.kafka.mode, k.zk_ids, k.network.subnet) == ("lab-kraft", "kraft", [], "10.83.0.0/24")
+    assert (k.name, k.kafka.mode, k.topology.zk_ids, k.network.subnet) == ("lab-kraft", "kraft", [], "10.83.0.0/24")
     back = compare.spec_for_mode(KRAFT, "zookeeper")
-    assert (back.name, back.kafka.mode, back.controller_ids) == ("lab-zk", "zookeeper", [])
+    assert (back.name, back.kafka.mode, back.topology.controller_ids) == ("lab-zk", "zookeeper", [])
     assert compare.bounding(k) == ("broker.session.timeout.ms", 9000)
     assert compare.bounding(back) == ("zookeeper.session.timeout.ms", 6000)  # the lab default
     # Kafka's default session timeout on the ZooKeeper side; the KRaft twin keeps its own fencing timeout

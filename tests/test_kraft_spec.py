@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterctl.compose_context import CLUSTER_ID_VAR
+from clusterctl.compose.context import CLUSTER_ID_VAR
+from clusterctl.compose.render import ENV_FILE, existing_cluster_id, render, render_compose
 from clusterctl.errors import SpecError
-from clusterctl.render import ENV_FILE, existing_cluster_id, render, render_compose
-from clusterctl.spec import ClusterSpec, parse_spec
+from clusterctl.spec.model import ClusterSpec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -80,7 +80,7 @@ def test_kraft_rendering_passes_docker_compose_config(case: str, tmp_path: Path)
     assert "kafka-manager" not in svc
     cluster_id = existing_cluster_id(tmp_path / "out")
     assert cluster_id is not None and len(cluster_id) == 22
-    voters = spec.controller_quorum_voters
+    voters = spec.topology.controller_quorum_voters
     controllers = [s for s in svc if s.startswith("controller")]
     assert len(controllers) == (0 if spec.kraft.combined else spec.kraft.controllers)
     for name in controllers:
@@ -91,18 +91,18 @@ def test_kraft_rendering_passes_docker_compose_config(case: str, tmp_path: Path)
         assert env["KAFKA_LISTENERS"] == f"CONTROLLER://0.0.0.0:{spec.kraft.controller_port}"
         assert "KAFKA_ADVERTISED_LISTENERS" not in env
         assert not svc[name].get("ports"), "the controller listener stays on the cluster network"
-    for b in spec.broker_ids:
+    for b in spec.topology.broker_ids:
         env = svc[f"kafka{b}"]["environment"]
         assert env["CLUSTER_ID"] == cluster_id and env["KAFKA_NODE_ID"] == str(b)
         assert "KAFKA_ZOOKEEPER_CONNECT" not in env and "KAFKA_BROKER_ID" not in env
         assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == voters
         # network + host listeners as in ZK mode; the controller listener is never advertised
-        assert env["KAFKA_ADVERTISED_LISTENERS"] == spec.broker_advertised_listeners(b)
+        assert env["KAFKA_ADVERTISED_LISTENERS"] == spec.topology.broker_advertised_listeners(b)
         assert "CONTROLLER" not in env["KAFKA_ADVERTISED_LISTENERS"]
         combined = spec.kraft.combined and b <= spec.kraft.controllers
         assert env["KAFKA_PROCESS_ROLES"] == ("broker,controller" if combined else "broker")
         assert ("CONTROLLER://" in env["KAFKA_LISTENERS"]) == combined
-        assert [p["published"] for p in svc[f"kafka{b}"]["ports"]] == [str(spec.broker_host_port(b))]
+        assert [p["published"] for p in svc[f"kafka{b}"]["ports"]] == [str(spec.topology.broker_host_port(b))]
         assert set(svc[f"kafka{b}"].get("depends_on", {})) == set(controllers)
 
 
@@ -123,7 +123,7 @@ def test_cluster_id_generated_once_and_kept(tmp_path: Path) -> None:
 
 def test_zookeeper_mode_unchanged_by_kraft_fields() -> None:
     spec = parse_spec({"name": "lab"})
-    assert spec.kafka.mode == "zookeeper" and spec.controller_ids == [] and spec.zk_ids == [1, 2, 3]
+    assert spec.kafka.mode == "zookeeper" and spec.topology.controller_ids == [] and spec.topology.zk_ids == [1, 2, 3]
     assert "CLUSTER_ID" not in render_compose(spec)
 
 

@@ -46,7 +46,7 @@ def test_tansu_metadata_ids_become_the_spec_broker() -> None:
     from types import SimpleNamespace as NS
 
     from clusterctl.chaos.observer import Observer
-    from clusterctl.spec import ClusterSpec
+    from clusterctl.spec.model import ClusterSpec
 
     spec = ClusterSpec.model_validate(
         {

@@ -17,9 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterctl import images, profiles
-from clusterctl.errors import SpecError
-from clusterctl.render import (
+from clusterctl.compose.render import (
     ENV_FILE,
     RenderError,
     existing_console_token,
@@ -27,7 +25,10 @@ from clusterctl.render import (
     render,
     render_compose,
 )
-from clusterctl.spec import ClusterSpec, parse_spec
+from clusterctl.errors import SpecError
+from clusterctl.images import build as images
+from clusterctl.spec import profiles
+from clusterctl.spec.model import ClusterSpec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -97,10 +98,10 @@ def test_docker_compose_config_accepts_every_rendering(case: str, tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     model = json.loads(proc.stdout)
     spec = spec_of(case)
-    assert model["name"] == spec.project
+    assert model["name"] == spec.topology.project
     assert sorted(model["services"]) == sorted(s.service for s in result.services)
     net = model["networks"]["cluster"]
-    assert net["name"] == spec.network_name
+    assert net["name"] == spec.topology.network_name
     assert net["ipam"]["config"] == [{"subnet": spec.network.subnet, "gateway": spec.network.gateway_ip}]
     for svc in result.services:
         m = model["services"][svc.service]
@@ -110,12 +111,15 @@ def test_docker_compose_config_accepts_every_rendering(case: str, tmp_path: Path
         assert bool(m.get("ports")) == bool(svc.host_ports)  # spark workers publish nothing
         for port in m.get("ports", []):
             assert port["host_ip"] == "127.0.0.1"
-            assert port["published"] == port.get("published") and int(port["published"]) in spec.host_ports().values()
+            assert (
+                port["published"] == port.get("published")
+                and int(port["published"]) in spec.topology.host_ports().values()
+            )
         for volume in m.get("volumes", []):
             assert "docker.sock" not in json.dumps(volume)
             if volume["type"] == "bind":  # only the spark workers' shared checkpoint dir, at the same path
                 assert svc.role == "spark-worker"
-                assert volume["source"] == volume["target"] == spec.spark_shared_dir
+                assert volume["source"] == volume["target"] == spec.topology.spark_shared_dir
             else:
                 assert volume["type"] == "volume"
     if spec.kafka_manager.enabled:
@@ -241,10 +245,10 @@ def test_bind_address_and_images_from_spec() -> None:
 
 
 def test_offline_image_names_match_the_image_builder() -> None:
-    assert images.ZOOKEEPER_IMAGE == profiles.OFFLINE_ZOOKEEPER_IMAGE
-    assert images.KAFKA_IMAGE == profiles.OFFLINE_KAFKA_IMAGE == "clusterctl/kafka"  # tag: the dist's version
-    assert images.TANSU_IMAGE == profiles.OFFLINE_TANSU_IMAGE
-    assert images.SPARK_IMAGE == profiles.OFFLINE_SPARK_IMAGE
+    assert images.TARGETS["zookeeper"] == profiles.OFFLINE_ZOOKEEPER_IMAGE
+    assert images.TARGETS["kafka"] == profiles.OFFLINE_KAFKA_IMAGE == "clusterctl/kafka"  # tag: the dist's version
+    assert images.TARGETS["tansu"] == profiles.OFFLINE_TANSU_IMAGE
+    assert images.TARGETS["spark"] == profiles.OFFLINE_SPARK_IMAGE
 
 
 def test_spark_standalone_services() -> None:

@@ -17,8 +17,8 @@ import pytest
 import yaml
 from _runtime_helpers import cli, cli_json, leftovers, render, write_spec
 
-from clusterctl import images
-from clusterctl.spec import load_spec
+from clusterctl.images import build as images
+from clusterctl.spec.model import load_spec
 
 pytestmark = pytest.mark.docker
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -76,7 +76,7 @@ def test_up_healthy_status_logs_down(spec_path: Path) -> None:
     assert bad.returncode == 3 and len(bad.stderr.strip().splitlines()) == 1
 
     # the broker's stop_grace_period reaches the engine, and `down` does not override it with --timeout
-    broker = docker.from_env().containers.get(load_spec(spec_path).broker_container(1))
+    broker = docker.from_env().containers.get(load_spec(spec_path).topology.broker_container(1))
     assert broker.attrs["Config"]["StopTimeout"] == 90
 
     for _ in range(2):

@@ -24,10 +24,10 @@ import yaml
 from _runtime_helpers import cli, leftovers, render, wait_for, write_spec
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
-from clusterctl import images
+from clusterctl.images import build as images
 from clusterctl.kafka.admin import create_topic
 from clusterctl.kafka.connection import consumer_config, producer_config
-from clusterctl.spec import ClusterSpec, load_spec
+from clusterctl.spec.model import ClusterSpec, load_spec
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
@@ -131,10 +131,10 @@ def test_word_count_runs_on_the_standalone_worker(cluster: Cluster) -> None:
     wait_for(lambda: workers_alive(UI_PORT), 60, "the worker registered with the master")
     state = master_state(UI_PORT)
     assert state["status"] == "ALIVE" and state["aliveworkers"] == 1 and state["cores"] == 2
-    assert state["workers"][0]["host"] == spec.spark_worker_ip(1)
+    assert state["workers"][0]["host"] == spec.topology.spark_worker_ip(1)
 
     src, out = f"words-{uuid.uuid4().hex[:6]}", f"counts-{uuid.uuid4().hex[:6]}"
-    bootstrap = spec.bootstrap_servers
+    bootstrap = spec.topology.bootstrap_servers
     for topic in (src, out):
         create_topic(bootstrap, topic, 2, 1)
     lines = [f"kafka spark w{i % 97} w{i % 13} standalone" for i in range(RECORDS)]
@@ -181,7 +181,7 @@ def test_word_count_runs_on_the_standalone_worker(cluster: Cluster) -> None:
     mine = [a for a in apps if a["name"] == "clusterctl-word_count"]
     assert len(mine) == 1 and mine[0]["cores"] == 2, apps
     # the temporary checkpoint (driver offsets + executor state) was created and removed in the shared dir
-    assert list(Path(spec.spark_shared_dir).iterdir()) == []
+    assert list(Path(spec.topology.spark_shared_dir).iterdir()) == []
 
 
 def test_cluster_master_errors_are_one_line(cluster: Cluster, tmp_path: Path) -> None:
@@ -202,7 +202,7 @@ def test_cluster_master_errors_are_one_line(cluster: Cluster, tmp_path: Path) ->
 
 
 def test_down_leaves_nothing(cluster: Cluster) -> None:
-    project = cluster.spec.project
+    project = cluster.spec.topology.project
     assert leftovers(project)["containers"]
     res = cli(cluster.spec_path, "down", "--volumes")
     assert res.returncode == 0, res.stderr

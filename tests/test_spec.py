@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from clusterctl import kafkadist
 from clusterctl.cli import main
-from clusterctl.errors import SpecError
-from clusterctl.render import render_compose
-from clusterctl.spec import ClusterSpec, load_spec, parse_spec
+from clusterctl.compose.render import render_compose
+from clusterctl.errors import SpecError, UsageError
+from clusterctl.spec import kafkadist, validate
+from clusterctl.spec.model import ClusterSpec, load_spec, parse_spec
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
@@ -169,7 +169,7 @@ def _write(tmp_path: Path, spec: str | dict[str, Any]) -> Path:
 
 def test_base_spec_is_valid() -> None:
     spec = parse_spec(BASE)
-    assert spec.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
+    assert spec.topology.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094"
     assert spec.internal_topics_rf == 3 and spec.internal_topics_min_isr == 2
 
 
@@ -407,7 +407,7 @@ def _check(data: object) -> None:
         return
     # a spec that validates must render and keep its invariants
     yaml.safe_load(render_compose(spec))
-    ips = list(spec.static_ips().values())
+    ips = list(spec.topology.static_ips().values())
     assert len(set(ips)) == len(ips)
     net = spec.network.network
     assert all(ipaddress.IPv4Address(ip) in net for ip in ips)
@@ -444,3 +444,18 @@ def test_random_yaml_text_never_crashes(tmp_path_factory: pytest.TempPathFactory
         load_spec(path)
     except SpecError as exc:
         assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize(
+    ("value", "maximum", "refused"),
+    [(100_000, validate.MAX_PARTITIONS, False), (100_001, validate.MAX_PARTITIONS, True),
+     (2**31 - 1, validate.MAX_PARTITIONS, True), (32_767, validate.MAX_REPLICATION_FACTOR, False),
+     (32_768, validate.MAX_REPLICATION_FACTOR, True)],
+)  # fmt: skip
+def test_counts_above_what_the_client_sends_are_refused(value: int, maximum: int, refused: bool) -> None:
+    """librdkafka refuses more than 100000 partitions with a ValueError at send time (an internal error, exit 70)."""
+    if refused:
+        with pytest.raises(UsageError, match=rf"too large: {value} \(at most {maximum}\)"):
+            validate.count(value, "--partitions", maximum=maximum)
+    else:
+        assert validate.count(value, "--partitions", maximum=maximum) == value

@@ -18,7 +18,7 @@ from clusterctl.chaos.report import render_html, timeline_svg, write_summary_htm
 from clusterctl.chaos.runner import ScenarioResult, StepResult
 from clusterctl.chaos.scenario import parse_scenario
 from clusterctl.errors import SpecError
-from clusterctl.spec import parse_spec
+from clusterctl.spec.model import parse_spec
 
 T0 = 1_000.0
 KAFKA = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}})

@@ -19,9 +19,10 @@ import pytest
 from _runtime_helpers import CLI, cli, cli_json, leftovers, render, wait_for, write_spec
 from testcontainers.compose import DockerCompose
 
-from clusterctl import images, zk
+from clusterctl.images import build as images
 from clusterctl.runtime import docker as dk
-from clusterctl.spec import ClusterSpec, load_spec
+from clusterctl.spec.model import ClusterSpec, load_spec
+from clusterctl.zookeeper import client as zk
 
 pytestmark = pytest.mark.docker
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
@@ -76,7 +77,7 @@ def test_status_shows_one_leader_two_followers(ensemble: Ensemble) -> None:
     zk_rows = [s for s in status["services"] if s["role"] == "zookeeper"]
     assert [s["state"] for s in zk_rows] == ["running"] * 3
     assert sorted(s["zk_mode"] for s in zk_rows) == ["follower", "follower", "leader"]
-    assert [s["ip"] for s in zk_rows] == [ensemble.spec.zk_ip(i) for i in (1, 2, 3)]
+    assert [s["ip"] for s in zk_rows] == [ensemble.spec.topology.zk_ip(i) for i in (1, 2, 3)]
     assert [s["host_port"] for s in zk_rows] == [22181, 22182, 22183]
     table = cli(ensemble.spec_path, "zk", "status")
     assert table.returncode == 0 and "quorum ok: 3/3 nodes serving" in table.stdout
@@ -86,12 +87,12 @@ def test_quorum_loss_and_recovery(ensemble: Ensemble) -> None:
     spec, spec_path = ensemble.spec, ensemble.spec_path
     path = f"/clusterctl-test/{uuid.uuid4().hex[:6]}"
     leader = next(i for i, m in modes(spec_path).items() if m == "leader")
-    followers = [i for i in spec.zk_ids if i != leader]
+    followers = [i for i in spec.topology.zk_ids if i != leader]
 
     # one follower down: 2/3 still a quorum, writes work
     _stop(spec, followers[0])
     wait_for(lambda: modes(spec_path)[followers[0]] == "down", 30, f"zk{followers[0]} down")
-    with zk.zk_client(spec.zk_connect, timeout=10) as client:
+    with zk.zk_client(spec.topology.zk_connect, timeout=10) as client:
         client.create(path, b'{"written":"with 2/3"}', makepath=True)
         assert zk.get(client, path).data == {"written": "with 2/3"}
     assert zk.quorum(spec).has_quorum
@@ -111,7 +112,7 @@ def test_quorum_loss_and_recovery(ensemble: Ensemble) -> None:
     # both back: the ensemble re-forms and the znode written with 2/3 survived
     _start(spec, followers[0], leader)
     wait_for(lambda: one_leader_two_followers(spec_path), 90, "ensemble re-formed")
-    with zk.zk_client(spec.zk_connect, timeout=10) as client:
+    with zk.zk_client(spec.topology.zk_connect, timeout=10) as client:
         assert zk.get(client, path).data == {"written": "with 2/3"}
     tree = cli_json(spec_path, "zk", "tree", "/clusterctl-test")
     assert any(e["path"] == path for e in tree)
@@ -144,7 +145,7 @@ def test_piped_status_tables_keep_every_value(ensemble: Ensemble) -> None:
 
 def test_zk_get_times_are_iso_8601(ensemble: Ensemble) -> None:
     """mtime is ISO-8601 for people (UTC, or the local zone with --local-time); --json keeps the epoch."""
-    with zk.zk_client(ensemble.spec.zk_connect, timeout=10) as client:
+    with zk.zk_client(ensemble.spec.topology.zk_connect, timeout=10) as client:
         client.ensure_path("/clusterctl-test/times")
     doc = cli_json(ensemble.spec_path, "zk", "get", "/clusterctl-test/times")
     assert isinstance(doc["mtime"], float) and doc["mtime"] > 1.7e9
@@ -162,7 +163,7 @@ def test_zk_get_times_are_iso_8601(ensemble: Ensemble) -> None:
 
 def test_down_leaves_nothing(ensemble: Ensemble) -> None:
     """Runs last in this module: `down` then `down --volumes` clean up everything, twice is harmless."""
-    project = ensemble.spec.project
+    project = ensemble.spec.topology.project
     assert leftovers(project)["containers"], "ensemble should be running before down"
     res = cli(ensemble.spec_path, "down")
     assert res.returncode == 0, res.stderr
@@ -177,9 +178,9 @@ def test_down_leaves_nothing(ensemble: Ensemble) -> None:
 
 def _stop(spec: ClusterSpec, *ids: int) -> None:
     for i in ids:
-        dk.get_container(spec.zk_container(i)).stop(timeout=10)
+        dk.get_container(spec.topology.zk_container(i)).stop(timeout=10)
 
 
 def _start(spec: ClusterSpec, *ids: int) -> None:
     for i in ids:
-        dk.get_container(spec.zk_container(i)).start()
+        dk.get_container(spec.topology.zk_container(i)).start()

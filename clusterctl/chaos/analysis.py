@@ -6,10 +6,8 @@ import bisect
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from clusterctl.chaos.observer import Marker, Timeline
+from clusterctl.chaos.observer import Marker, Timeline, target_ids
 
 
 @dataclass
@@ -42,17 +40,6 @@ class FaultMetrics:
     quorum_ok_after_heal_s: float | None
     heal_t: float | None
     partitions: list[PartitionFailover]
-
-
-def target_ids(m: Marker) -> tuple[int | None, int | None]:
-    words = m.target.replace("-", " ").split()
-    if len(words) == 2 and words[1].isdigit():
-        return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
-    if m.target.startswith("kafka") and m.target[5:].isdigit():
-        return int(m.target[5:]), None
-    if m.target.startswith("zk") and m.target[2:].isdigit():
-        return None, int(m.target[2:])
-    return None, None
 
 
 def _controller_target(m: Marker) -> int | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from clusterctl.chaos.stats import main_fault
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.spec import ClusterSpec, parse_spec
+from clusterctl.spec.model import ClusterSpec, parse_spec
 
 MODES = ("zookeeper", "kraft")
 
@@ -204,9 +204,9 @@ def compare(
     up_timeout: float = 240.0,
 ) -> list[CompareRun]:
     """Run `scenario` `repeat` times per mode; every run is appended to `results` as it finishes."""
-    from clusterctl import render
     from clusterctl.chaos.report import write_reports
     from clusterctl.chaos.runner import Runner
+    from clusterctl.compose import render
     from clusterctl.runtime import cluster
 
     if repeat < 1:

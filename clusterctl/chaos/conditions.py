@@ -13,7 +13,7 @@ from typing import Any
 
 from clusterctl.chaos.scenario import KRAFT_CONDITIONS, Condition, PartitionRef, TopicRef
 from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 
 class Conditions:
@@ -57,7 +57,7 @@ class Conditions:
         return None
 
     def check(self, c: Condition) -> str | None:
-        from clusterctl import zk
+        from clusterctl.zookeeper import client as zk
 
         name = c.name
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
@@ -81,7 +81,7 @@ class Conditions:
             b = c.broker_registered
             assert b is not None
             try:
-                with zk.zk_client(self.spec.zk_connect, timeout=3.0) as client:
+                with zk.zk_client(self.spec.topology.zk_connect, timeout=3.0) as client:
                     ids = zk.registered_brokers(client)
             except ClusterctlError as exc:
                 self.last_seen = str(exc)

@@ -18,7 +18,7 @@ from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 
 @dataclass
@@ -74,28 +74,30 @@ def container_state(name: str) -> str:
 
 
 def broker_target(spec: ClusterSpec, broker_id: int) -> tuple[str, str]:
-    if broker_id not in spec.broker_ids:
-        raise NotFoundError(f"unknown broker id {broker_id}; the spec has brokers {_ids(spec.broker_ids)}")
-    return f"broker {broker_id}", spec.broker_container(broker_id)
+    if broker_id not in spec.topology.broker_ids:
+        raise NotFoundError(f"unknown broker id {broker_id}; the spec has brokers {_ids(spec.topology.broker_ids)}")
+    return f"broker {broker_id}", spec.topology.broker_container(broker_id)
 
 
 def zk_target(spec: ClusterSpec, zk_id: int) -> tuple[str, str]:
     if spec.kraft_mode:
         raise UsageError(f"cluster {spec.name} runs in KRaft mode: there is no ZooKeeper node to break")
-    if zk_id not in spec.zk_ids:
-        raise NotFoundError(f"unknown ZooKeeper id {zk_id}; the spec has nodes {_ids(spec.zk_ids)}")
-    return f"zk {zk_id}", spec.zk_container(zk_id)
+    if zk_id not in spec.topology.zk_ids:
+        raise NotFoundError(f"unknown ZooKeeper id {zk_id}; the spec has nodes {_ids(spec.topology.zk_ids)}")
+    return f"zk {zk_id}", spec.topology.zk_container(zk_id)
 
 
 def node_target(spec: ClusterSpec, name: str) -> tuple[str, str]:
     """A service ('kafka2', 'zk1') or container name of the spec."""
-    services = [spec.zk_service(i) for i in spec.zk_ids] + [spec.broker_service(i) for i in spec.broker_ids]
-    services += [spec.controller_service(i) for i in spec.dedicated_controller_ids]
+    services = [spec.topology.zk_service(i) for i in spec.topology.zk_ids] + [
+        spec.topology.broker_service(i) for i in spec.topology.broker_ids
+    ]
+    services += [spec.topology.controller_service(i) for i in spec.topology.dedicated_controller_ids]
     if spec.kafka_manager.enabled:
-        services.append(spec.manager_service)
+        services.append(spec.topology.manager_service)
     for s in services:
-        if name in (s, spec.container_name(s)):
-            return s, spec.container_name(s)
+        if name in (s, spec.topology.container_name(s)):
+            return s, spec.topology.container_name(s)
     raise NotFoundError(f"unknown node {name!r}; the spec has {', '.join(services)}")
 
 
@@ -200,25 +202,25 @@ def controller_target(spec: ClusterSpec, node_id: int) -> tuple[str, str]:
     """A KRaft voter: its container is controllerN, or kafkaN in combined mode."""
     if not spec.kraft_mode:
         raise UsageError(f"cluster {spec.name} runs ZooKeeper mode: its controller is a broker (use kill-controller)")
-    if node_id not in spec.controller_ids:
+    if node_id not in spec.topology.controller_ids:
         raise NotFoundError(
-            f"unknown controller node id {node_id}; the quorum's voters are {_ids(spec.controller_ids)}"
+            f"unknown controller node id {node_id}; the quorum's voters are {_ids(spec.topology.controller_ids)}"
         )
-    return f"controller {node_id}", spec.controller_container(node_id)
+    return f"controller {node_id}", spec.topology.controller_container(node_id)
 
 
 def active_controller(spec: ClusterSpec) -> int:
     """The node id of the active controller: the quorum leader (KRaft) or /controller's broker (ZooKeeper)."""
     if spec.kraft_mode:
-        from clusterctl import kraft
+        from clusterctl.kafka.kraft import quorum as kraft
 
         leader = kraft.describe(spec).leader_id
         if leader < 0:
             raise ClusterctlError("the controller quorum has no leader right now")
         return leader
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
-    with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+    with zk.zk_client(spec.topology.zk_connect, timeout=3.0) as client:
         cid = zk.controller_id(client)
     if cid is None:
         raise ClusterctlError("no broker is the controller right now (/controller is empty)")
@@ -241,7 +243,7 @@ def kill_controller_quorum(spec: ClusterSpec) -> list[FaultResult]:
     """SIGKILL a majority of the voters, the active one first: the quorum can elect no leader."""
     if not spec.kraft_mode:
         raise UsageError(f"cluster {spec.name} runs ZooKeeper mode: break ZooKeeper's quorum with kill-zk instead")
-    voters = spec.controller_ids
+    voters = spec.topology.controller_ids
     if len(voters) == 1:
         return [kill_controller(spec)]
     leader = active_controller(spec)
@@ -355,8 +357,8 @@ def spec_broker(spec: ClusterSpec, metadata_id: int) -> int:
     Apache Kafka brokers carry the spec's ids (broker.id). tansu always reports node id 111 and cannot be
     told otherwise, so on the tansu engine (one broker) every id maps to that broker.
     """
-    if spec.kafka.engine == "tansu" and len(spec.broker_ids) == 1:
-        return spec.broker_ids[0]
+    if spec.kafka.engine == "tansu" and len(spec.topology.broker_ids) == 1:
+        return spec.topology.broker_ids[0]
     return metadata_id
 
 
@@ -369,23 +371,25 @@ def disconnect(spec: ClusterSpec, name: str) -> tuple[FaultResult, Detached]:
     c = _container(cname)
     before = _require(c, target, "running", "paused")
     nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
-    entry = nets.get(spec.network_name)
+    entry = nets.get(spec.topology.network_name)
     if entry is None:
-        raise ClusterctlError(f"{target} ({cname}) is not attached to {spec.network_name} (already partitioned?)")
+        raise ClusterctlError(
+            f"{target} ({cname}) is not attached to {spec.topology.network_name} (already partitioned?)"
+        )
     ipv4 = (entry.get("IPAMConfig") or {}).get("IPv4Address") or entry.get("IPAddress") or None
     aliases = [a for a in (entry.get("Aliases") or []) if a not in (c.id, c.id[:12], c.name)]
     if target not in aliases:
         aliases.append(target)
-    detached = Detached(cname, spec.network_name, ipv4, aliases)
+    detached = Detached(cname, spec.topology.network_name, ipv4, aliases)
     started = time.time()
     t0 = time.monotonic()
     try:
-        _docker().networks.get(spec.network_name).disconnect(c)  # type: ignore[attr-defined]
+        _docker().networks.get(spec.topology.network_name).disconnect(c)  # type: ignore[attr-defined]
     except (APIError, NotFound) as exc:
-        raise ClusterctlError(f"disconnecting {target} from {spec.network_name} failed: {exc}") from None
+        raise ClusterctlError(f"disconnecting {target} from {spec.topology.network_name} failed: {exc}") from None
     res = FaultResult(
         "partition-node", target, cname, before, "disconnected", started, round(time.monotonic() - t0, 3),
-        note=f"off {spec.network_name} (was {ipv4})",
+        note=f"off {spec.topology.network_name} (was {ipv4})",
     )  # fmt: skip
     return res, detached
 

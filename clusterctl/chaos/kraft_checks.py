@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 
 def check_condition(
@@ -13,8 +13,8 @@ def check_condition(
 ) -> tuple[str | None, str]:
     """(what holds, or None; what was seen) for controller_quorum, controller_changed, broker_fenced and
     broker_registered (kraft: listed in metadata)."""
-    from clusterctl import kraft
     from clusterctl.chaos.faults import active_controller
+    from clusterctl.kafka.kraft import quorum as kraft
 
     name = c.name
     if name == "controller_changed":
@@ -37,7 +37,7 @@ def check_condition(
         v = kraft.view(spec, info)
         voters = [m for m in v.members if m.role != "observer"]
         caught_up = [m for m in voters if m.lag == 0 and (m.role == "leader" or (m.last_fetch_ago_ms or 0) < 5000)]
-        n = len(spec.controller_ids)
+        n = len(spec.topology.controller_ids)
         seen = f"leader {v.leader_id}, epoch {v.leader_epoch}, {len(caught_up)}/{n} voters caught up"
         if c.controller_quorum == "lost":
             return (seen if v.leader_id is None else None), seen

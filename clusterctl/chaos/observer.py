@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl.chaos.analysis import target_ids
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 HEAL_ACTIONS = {
     "unpause",
@@ -107,6 +106,18 @@ class Marker:
     note: str | None = None
 
 
+def target_ids(m: Marker) -> tuple[int | None, int | None]:
+    """(broker id, ZooKeeper id) a marker's target names, each None when it names none."""
+    words = m.target.replace("-", " ").split()
+    if len(words) == 2 and words[1].isdigit():
+        return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
+    if m.target.startswith("kafka") and m.target[5:].isdigit():
+        return int(m.target[5:]), None
+    if m.target.startswith("zk") and m.target[2:].isdigit():
+        return None, int(m.target[2:])
+    return None, None
+
+
 @dataclass
 class Gap:
     """A time during which a source gave no answer (what it said before is not known to hold)."""
@@ -157,7 +168,7 @@ class Observer:
         self.zk_interval = zk_interval
         self.quorum_interval = quorum_interval
         self.kraft = spec is not None and spec.kraft_mode
-        self.zk_connect = zk_connect or (spec.zk_connect if spec and not self.kraft else None)
+        self.zk_connect = zk_connect or (spec.topology.zk_connect if spec and not self.kraft else None)
         self.watch_zk = watch_zk and bool(self.zk_connect)
         self.poll_metadata = poll_metadata and bootstrap is not None
         self._lock = threading.Lock()
@@ -282,8 +293,8 @@ class Observer:
         """Each broker's own address (the spec's brokers), or the bootstrap list as one 'broker'."""
         assert self.bootstrap is not None
         spec = self.spec
-        if spec is not None and self.bootstrap == spec.bootstrap_servers:
-            return {b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids}
+        if spec is not None and self.bootstrap == spec.topology.bootstrap_servers:
+            return {b: f"{spec.topology.host}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids}
         return {-1: self.bootstrap}
 
     def _metadata_loop(self) -> None:
@@ -352,7 +363,7 @@ class Observer:
             self.event("metadata", "brokers", "cluster", detail, list(brokers))
             self._last_brokers = brokers
         if self.kraft and self.spec is not None:
-            fenced = tuple(b for b in self.spec.broker_ids if b not in brokers)
+            fenced = tuple(b for b in self.spec.topology.broker_ids if b not in brokers)
             if fenced != self._last_fenced:
                 with self._lock:
                     self.timeline.fenced.append(FencedSample(now, list(fenced)))
@@ -398,8 +409,8 @@ class Observer:
             self._stop.wait(max(0.0, self.quorum_interval - (time.monotonic() - t0)))
 
     def _quorum_sample(self) -> None:
-        from clusterctl import kraft
         from clusterctl.errors import ClusterctlError
+        from clusterctl.kafka.kraft import quorum as kraft
 
         assert self.spec is not None
         try:
@@ -437,7 +448,7 @@ class Observer:
             self._stop.wait(max(0.0, self.zk_interval - (time.monotonic() - t0)))
 
     def _zk_mode_sample(self) -> None:
-        from clusterctl import zk
+        from clusterctl.zookeeper import client as zk
 
         assert self.spec is not None
         statuses = zk.node_statuses(self.spec, timeout=min(1.0, self.zk_interval * 4))
@@ -460,7 +471,7 @@ class Observer:
     def _start_zk_watches(self) -> None:
         from kazoo.client import KazooClient
 
-        from clusterctl.zk import _KAZOO_LOG
+        from clusterctl.zookeeper.client import _KAZOO_LOG
 
         client = KazooClient(hosts=self.zk_connect, timeout=10.0, logger=_KAZOO_LOG, connection_retry={"max_tries": -1})
         client.add_listener(lambda state: self.event("zk-watch", "session", "observer", f"session {state}", state))

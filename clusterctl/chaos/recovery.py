@@ -23,7 +23,7 @@ from clusterctl.chaos.faults import (
     unpause,
 )
 from clusterctl.errors import ClusterctlError, TimeoutError_
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 # ---------------------------------------------------------------- heal everything
 
@@ -34,11 +34,11 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
 
     out: list[FaultResult] = [reconnect(d) for d in detached or []]
     for service, target in (
-        [(spec.zk_service(i), f"zk {i}") for i in spec.zk_ids]
-        + [(spec.controller_service(i), f"controller {i}") for i in spec.dedicated_controller_ids]
-        + [(spec.broker_service(i), f"broker {i}") for i in spec.broker_ids]
+        [(spec.topology.zk_service(i), f"zk {i}") for i in spec.topology.zk_ids]
+        + [(spec.topology.controller_service(i), f"controller {i}") for i in spec.topology.dedicated_controller_ids]
+        + [(spec.topology.broker_service(i), f"broker {i}") for i in spec.topology.broker_ids]
     ):
-        name = spec.container_name(service)
+        name = spec.topology.container_name(service)
         c = find_container(name)
         if c is None:
             continue
@@ -48,9 +48,9 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         elif st in ("exited", "created"):
             out.append(start("start", target, name))
         nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
-        if spec.network_name not in nets and st in ("running", "paused"):
-            ip = spec.static_ips()[_ip_key(target)]
-            out.append(reconnect(Detached(name, spec.network_name, ip, [service])))
+        if spec.topology.network_name not in nets and st in ("running", "paused"):
+            ip = spec.topology.static_ips()[_ip_key(target)]
+            out.append(reconnect(Detached(name, spec.topology.network_name, ip, [service])))
     return out
 
 
@@ -80,7 +80,7 @@ def wait_healed(
     A broker counts when it is in /brokers/ids and every broker answers a metadata request (each asked
     on its own address, 2 s bound) listing it. tansu (no registration) counts when it answers metadata.
     """
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
     started = time.monotonic()
     missing: list[str] = ["nothing checked yet"]
@@ -91,20 +91,20 @@ def wait_healed(
         serving = [s.id for s in statuses if s.serving]
         missing += [f"zk{s.id} {s.mode}" for s in statuses if not s.serving]
         if spec.kraft_mode:
-            from clusterctl import kraft
+            from clusterctl.kafka.kraft import quorum as kraft
 
             missing += kraft.check(spec).missing  # quorum leader, voters, brokers unfenced, metadata
         elif spec.kafka.engine == "kafka":
             missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
         else:
-            from clusterctl.health import tansu_metadata_ok
+            from clusterctl.runtime.health import tansu_metadata_ok
 
-            ok, err = tansu_metadata_ok(spec.bootstrap_servers)
+            ok, err = tansu_metadata_ok(spec.topology.bootstrap_servers)
             if not ok:
                 missing.append(f"broker metadata ({err or 'no answer'})")
         elapsed = time.monotonic() - started
         if not missing:
-            return HealWait(round(elapsed, 3), list(spec.broker_ids), serving)
+            return HealWait(round(elapsed, 3), list(spec.topology.broker_ids), serving)
         if on_progress is not None:
             on_progress("waiting for: " + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else ""))
         if elapsed >= timeout:
@@ -116,22 +116,22 @@ def wait_healed(
 
 
 def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
-    from clusterctl import zk
     from clusterctl.kafka.admin import metadata_per_broker
+    from clusterctl.zookeeper import client as zk
 
     if not have_quorum:
         return ["broker registrations (no ZooKeeper quorum)"]
     try:
-        with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+        with zk.zk_client(spec.topology.zk_connect, timeout=3.0) as client:
             registered = set(zk.registered_brokers(client))
     except ClusterctlError as exc:
         return [f"ZooKeeper session ({exc.message})"]
-    out = [f"broker {b} in /brokers/ids" for b in spec.broker_ids if b not in registered]
-    addresses = {b: f"{spec.host}:{spec.broker_host_port(b)}" for b in spec.broker_ids}
+    out = [f"broker {b} in /brokers/ids" for b in spec.topology.broker_ids if b not in registered]
+    addresses = {b: f"{spec.topology.host}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids}
     for b, view in metadata_per_broker(addresses, timeout=2.0).items():
         if isinstance(view, str):
             out.append(f"broker {b} answering metadata ({view})")
-        elif unknown := sorted(set(spec.broker_ids) - view.brokers):
+        elif unknown := sorted(set(spec.topology.broker_ids) - view.brokers):
             out.append(f"broker(s) {','.join(map(str, unknown))} in broker {b}'s metadata")
     return out
 
@@ -178,7 +178,7 @@ def rolling_restart(
     on_step: Callable[[RollingStep], None] | None = None,
 ) -> list[RollingStep]:
     """Restart brokers one at a time, waiting for full ISR on all partitions before the next."""
-    ids = brokers or spec.broker_ids
+    ids = brokers or spec.topology.broker_ids
     for b in ids:
         broker_target(spec, b)
     wait_full_isr(bootstrap, timeout)

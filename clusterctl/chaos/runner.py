@@ -32,7 +32,7 @@ from clusterctl.chaos.scenario import (
     WaitFor,
 )
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 
 @dataclass
@@ -89,7 +89,7 @@ class Runner:
         self.spec = spec
         self.sc = scenario
         self.file = file
-        self.bootstrap = bootstrap or spec.bootstrap_servers
+        self.bootstrap = bootstrap or spec.topology.bootstrap_servers
         self.run_id = uuid.uuid4().hex[:6]
         self.topic = scenario.topic.name or f"drill-{scenario.name}-{self.run_id}"
         self.work_dir = work_dir or Path("reports") / f"{scenario.name}-{self.run_id}"
@@ -121,18 +121,18 @@ class Runner:
                 f"kafka.engine={self.spec.kafka.engine}",
                 hint="run the scenarios with requires: zookeeper or any here, or a spec with engine kafka",
             )
-        if self.sc.requires != "zookeeper" and self.sc.topic.replication_factor > len(self.spec.broker_ids):
+        if self.sc.requires != "zookeeper" and self.sc.topic.replication_factor > len(self.spec.topology.broker_ids):
             raise UsageError(
                 f"scenario {self.sc.name} wants RF {self.sc.topic.replication_factor} but the spec has "
-                f"{len(self.spec.broker_ids)} brokers"
+                f"{len(self.spec.topology.broker_ids)} brokers"
             )
         from clusterctl.runtime.docker import find_container
 
         missing = [
             n
-            for n in [self.spec.zk_container(i) for i in self.spec.zk_ids]
-            + [self.spec.controller_container(i) for i in self.spec.dedicated_controller_ids]
-            + [self.spec.broker_container(i) for i in self.spec.broker_ids]
+            for n in [self.spec.topology.zk_container(i) for i in self.spec.topology.zk_ids]
+            + [self.spec.topology.controller_container(i) for i in self.spec.topology.dedicated_controller_ids]
+            + [self.spec.topology.broker_container(i) for i in self.spec.topology.broker_ids]
             if find_container(n) is None
         ]
         if missing:
@@ -296,7 +296,7 @@ class Runner:
         from clusterctl.chaos import faults
 
         done = []
-        for b in self.spec.broker_ids:
+        for b in self.spec.topology.broker_ids:
             target, name = faults.broker_target(self.spec, b)
             if faults.container_state(name) == "paused":
                 r = faults.unpause(target, name)
@@ -406,10 +406,10 @@ class Runner:
 
     def _live_bootstrap(self) -> str:
         """The bootstrap list without the brokers this run paused (a paused broker never answers)."""
-        live = [b for b in self.spec.broker_ids if b not in self.paused]
-        if not live or live == self.spec.broker_ids or self.bootstrap != self.spec.bootstrap_servers:
+        live = [b for b in self.spec.topology.broker_ids if b not in self.paused]
+        if not live or live == self.spec.topology.broker_ids or self.bootstrap != self.spec.topology.bootstrap_servers:
             return self.bootstrap
-        return ",".join(f"{self.spec.host}:{self.spec.broker_host_port(b)}" for b in live)
+        return ",".join(f"{self.spec.topology.host}:{self.spec.topology.broker_host_port(b)}" for b in live)
 
     def _step_heal(self, a: Heal) -> str:
         from clusterctl.chaos import recovery

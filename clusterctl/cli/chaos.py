@@ -247,7 +247,7 @@ def elect(
     if partition is not None and topic is None:
         raise UsageError("--partition needs --topic")
     if partition is not None:
-        from clusterctl import validate
+        from clusterctl.spec import validate
 
         validate.partition(partition)
     if not all_ and topic is None:

@@ -55,7 +55,7 @@ def init(
     """Write a commented, validated spec file (clusterctl.yaml)."""
     from clusterctl.errors import UsageError
     from clusterctl.output import Column, emit, info
-    from clusterctl.specfile import init_spec
+    from clusterctl.spec.initfile import init_spec
 
     if engine is not None and engine not in ("kafka", "tansu"):
         raise UsageError(f"--engine must be kafka or tansu, got {engine!r}")
@@ -96,7 +96,7 @@ def render(
     as_json: JsonOpt = False,
 ) -> None:
     """Render compose/<name>/docker-compose.yml from the spec (atomically; checked by `docker compose config`)."""
-    from clusterctl import render as rendering
+    from clusterctl.compose import render as rendering
     from clusterctl.errors import UsageError
     from clusterctl.output import Column, emit, info
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clusterctl import validate
 from clusterctl.env import DEFAULT_SPEC_PATH, SPEC_ENV
 from clusterctl.errors import UsageError
+from clusterctl.spec import validate
 
 if TYPE_CHECKING:
-    from clusterctl.spec import ClusterSpec
+    from clusterctl.spec.model import ClusterSpec
 
 
 @dataclass
@@ -89,7 +89,7 @@ def root_callback(
 
 def get_spec() -> "ClusterSpec":
     """The validated spec this invocation works on (raises SpecError with one line)."""
-    from clusterctl.spec import load_spec
+    from clusterctl.spec.model import load_spec
 
     return load_spec(state.spec_path)
 
@@ -140,7 +140,7 @@ def bootstrap_servers(explicit: str | None) -> str:
     """`--bootstrap-server` if given (checked: host:port,...), else the spec's host-side bootstrap list."""
     if explicit is not None:
         return validate.bootstrap_servers(explicit)
-    return get_spec().bootstrap_servers
+    return get_spec().topology.bootstrap_servers
 
 
 def zk_connect(explicit: str | None) -> str:
@@ -149,7 +149,7 @@ def zk_connect(explicit: str | None) -> str:
         return validate.zk_connect(explicit)
     spec = get_spec()
     require_zookeeper(spec)
-    return spec.zk_connect
+    return spec.topology.zk_connect
 
 
 def require_zookeeper(spec: "ClusterSpec") -> None:

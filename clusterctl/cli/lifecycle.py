@@ -13,7 +13,7 @@ from clusterctl.output import Column, emit, format_time, info
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from clusterctl.health import HealthReport
+    from clusterctl.runtime.health import HealthReport
 
 images_app = typer.Typer(help="Build and list the offline images (no registry needed).", no_args_is_help=True)
 
@@ -44,7 +44,7 @@ def up(
 
     spec = get_spec()
     with _progress() as progress:
-        task = progress.add_task(f"starting {spec.project}", total=None)
+        task = progress.add_task(f"starting {spec.topology.project}", total=None)
 
         def show(report: "HealthReport", elapsed: float) -> None:
             waiting = ", ".join(report.missing[:4]) + (" ..." if len(report.missing) > 4 else "")
@@ -66,7 +66,7 @@ def up(
     if spec.kafka.engine == "kafka":
         fields += [Column("Brokers registered", "brokers_registered"), Column("Controller", "controller")]
     else:
-        fields.append(Column("Broker (tansu)", lambda r: f"answers on {spec.bootstrap_servers}"))
+        fields.append(Column("Broker (tansu)", lambda r: f"answers on {spec.topology.bootstrap_servers}"))
     emit(result, as_json=False, kv=fields, title="cluster up")
 
 
@@ -79,13 +79,13 @@ def down(
 
     spec = get_spec()
     with _progress() as progress:
-        progress.add_task(f"stopping {spec.project}", total=None)
+        progress.add_task(f"stopping {spec.topology.project}", total=None)
         result = cluster.down(spec, volumes)
     if as_json:
         emit(result, as_json=True)
         return
     if not (result.containers_removed or result.networks_removed or result.volumes_removed):
-        info(f"nothing to remove for {spec.project}")
+        info(f"nothing to remove for {spec.topology.project}")
     emit(
         result,
         as_json=False,
@@ -150,7 +150,7 @@ def quorum(
     as_json: JsonOpt = False,
 ) -> None:
     """KRaft: the controller quorum (describe-quorum): leader, epoch, voters and observers with their lag."""
-    from clusterctl import kraft
+    from clusterctl.kafka.kraft import quorum as kraft
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
@@ -224,7 +224,7 @@ def images_build(
     as_json: JsonOpt = False,
 ) -> None:
     """Build the offline images locally: Debian base via debootstrap, then ZooKeeper, Kafka, tansu, Spark (no pull)."""
-    from clusterctl import images
+    from clusterctl.images import build as images
 
     with _progress() as progress:
         task = progress.add_task("checking inputs", total=None)
@@ -248,7 +248,7 @@ def images_build(
 @images_app.command("list")
 def images_list(as_json: JsonOpt = False) -> None:
     """The offline images and whether each is built."""
-    from clusterctl import images
+    from clusterctl.images import build as images
 
     emit(
         images.list_images(),

@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clusterctl import diskguard
 from clusterctl.cli.common import (
     BootstrapOpt,
     JsonOpt,
@@ -17,6 +16,7 @@ from clusterctl.cli.common import (
     state,
 )
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
+from clusterctl.kafka import diskguard
 from clusterctl.output import Column, emit, format_time, info
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
         spec = get_spec()
     except SpecError:
         return 1, 1, False
-    local = explicit_bootstrap is None or explicit_bootstrap == spec.bootstrap_servers
+    local = explicit_bootstrap is None or explicit_bootstrap == spec.topology.bootstrap_servers
     d = spec.kafka.defaults
     return d.partitions, d.replication_factor, local
 

@@ -11,7 +11,7 @@ from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.output import Column, emit, info
 
 if TYPE_CHECKING:
-    from clusterctl.spec import ClusterSpec
+    from clusterctl.spec.model import ClusterSpec
 
 
 def _runner() -> ModuleType:

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
 import typer
 
-from clusterctl import validate
 from clusterctl.cli.common import (
     BootstrapOpt,
     JsonOpt,
@@ -20,6 +19,7 @@ from clusterctl.cli.common import (
 )
 from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
 from clusterctl.output import Column, emit, info, print_json, print_json_line
+from clusterctl.spec import validate
 
 if TYPE_CHECKING:
     from clusterctl.kafka import admin, clients
@@ -141,9 +141,12 @@ def create(
 
     configs = parse_kv(config)
     validate.topic_name(name)
-    for value, what in ((partitions, "--partitions"), (replication_factor, "--replication-factor")):
+    for value, what, most in (
+        (partitions, "--partitions", validate.MAX_PARTITIONS),
+        (replication_factor, "--replication-factor", validate.MAX_REPLICATION_FACTOR),
+    ):
         if value is not None:
-            validate.count(value, what, broker_default=True)
+            validate.count(value, what, broker_default=True, maximum=most)
     bs = bootstrap_servers(bootstrap_server)
     default_p, default_rf = _create_defaults(bootstrap_server)
     p = default_p if partitions is None else partitions

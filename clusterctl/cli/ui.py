@@ -41,11 +41,11 @@ def ui(
     import os
 
     from clusterctl.cli.common import get_spec
+    from clusterctl.compose.render import existing_console_token
     from clusterctl.console.data import ConsoleTarget
     from clusterctl.console.server import TOKEN_ENV, Listen, check_token, is_loopback, serve
     from clusterctl.errors import SpecError, UsageError
     from clusterctl.output import info
-    from clusterctl.render import existing_console_token
 
     if port is not None and not 1 <= port <= 65535:
         raise UsageError(f"--port must be 1-65535, got {port}")
@@ -57,7 +57,9 @@ def ui(
             spec = get_spec()
         except SpecError:
             spec = None
-    token = os.environ.get(TOKEN_ENV) or (existing_console_token(spec.compose_dir) if spec is not None else None)
+    token = os.environ.get(TOKEN_ENV) or (
+        existing_console_token(spec.topology.compose_dir) if spec is not None else None
+    )
 
     if print_url:
         service = spec is not None and spec.kafka_manager.enabled and spec.manager_kind == "console"
@@ -65,7 +67,7 @@ def ui(
             assert spec is not None
             bind = spec.publish.bind_address
             need = None if is_loopback(bind) else check_token(bind, token)
-            typer.echo(Listen(spec.host, spec.kafka_manager.port, need).url)
+            typer.echo(Listen(spec.topology.host, spec.kafka_manager.port, need).url)
         else:
             bind = host or "127.0.0.1"
             typer.echo(Listen(bind, port or DEFAULT_PORT, check_token(bind, token)).url)
@@ -75,7 +77,9 @@ def ui(
         target = ConsoleTarget(bootstrap_server, zookeeper, bootstrap_server, reports_dir, read_only)
     else:
         assert spec is not None
-        target = ConsoleTarget(spec.bootstrap_servers, zookeeper or spec.zk_connect, spec.name, reports_dir, read_only)
+        target = ConsoleTarget(
+            spec.topology.bootstrap_servers, zookeeper or spec.topology.zk_connect, spec.name, reports_dir, read_only
+        )
     bind = host or "127.0.0.1"
     listen = Listen(bind, port or DEFAULT_PORT, check_token(bind, token))
     info(f"console for {target.cluster} at {listen.url}{' (read-only)' if read_only else ''}; Ctrl-C stops it")

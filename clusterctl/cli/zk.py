@@ -5,13 +5,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clusterctl import validate
 from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, seconds_option, zk_connect
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit, format_time
+from clusterctl.spec import validate
 
 if TYPE_CHECKING:
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
 zk_app = typer.Typer(
     help="Inspect ZooKeeper: Mode per node, znodes (brokers, controller, topics).", no_args_is_help=True
@@ -32,7 +32,7 @@ def _data_text(value: Any) -> str:
 
 
 def _explicit_nodes(connect: str, timeout: float) -> "list[zk.ZkNodeStatus]":
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
     validate.zk_connect(connect)
     hosts = validate.host_ports(connect.split("/")[0], "--zookeeper")
@@ -44,7 +44,7 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
     """Mode (leader/follower/standalone/not serving/down) of every node via srvr, and the quorum summary."""
     from rich.text import Text
 
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
     if zookeeper:
         nodes = _explicit_nodes(zookeeper, timeout)
@@ -80,7 +80,7 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
 def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
     """Children of a znode."""
 
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
     with zk.zk_client(zk_connect(zookeeper), timeout) as client:
         children = zk.ls(client, path)
@@ -94,7 +94,7 @@ def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, t
 @zk_app.command("get")
 def get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
     """Data of a znode (JSON decoded where it is JSON) and its stat."""
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
     with zk.zk_client(zk_connect(zookeeper), timeout) as client:
         node = zk.get(client, path)
@@ -123,7 +123,7 @@ def tree(
 ) -> None:
     """The znode tree below PATH with each node's data (JSON decoded)."""
 
-    from clusterctl import zk
+    from clusterctl.zookeeper import client as zk
 
     if depth < 0:
         raise UsageError("--depth must be >= 0")

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from clusterctl import zk
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.kafka import admin
 from clusterctl.kafka import groups as kgroups
 from clusterctl.kafka.connection import log_end_offsets
+from clusterctl.zookeeper import client as zk
 
 T = TypeVar("T")
 

@@ -22,7 +22,6 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from clusterctl import validate
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
 from clusterctl.kafka.connection import (
     METADATA_TIMEOUT_S,
@@ -39,6 +38,7 @@ from clusterctl.kafka.retry import (
     controller_admin,
     retrying,
 )
+from clusterctl.spec import validate
 
 INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state
 
@@ -306,7 +306,9 @@ def create_topic(
     """
     validate.topic_name(name)
     validate.count(partitions, "--partitions", broker_default=True)
-    validate.count(replication_factor, "--replication-factor", broker_default=True)
+    validate.count(
+        replication_factor, "--replication-factor", broker_default=True, maximum=validate.MAX_REPLICATION_FACTOR
+    )
     change = retrying(
         f"create topic {name}",
         lambda: _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists),

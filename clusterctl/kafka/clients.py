@@ -20,7 +20,6 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from clusterctl import validate
 from clusterctl.errors import ClusterctlError, InputError, TimeoutError_, UsageError
 from clusterctl.kafka.connection import (
     JOIN_TIMEOUT_S,
@@ -31,6 +30,7 @@ from clusterctl.kafka.connection import (
     log_end_offsets,
     producer_config,
 )
+from clusterctl.spec import validate
 
 # ---------------------------------------------------------------- produce
 

@@ -10,7 +10,6 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
-from clusterctl import validate
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError
 from clusterctl.kafka.settings import (  # noqa: F401  (re-exported: callers import settings from here)
     ADVERTISED_HINT,
@@ -23,6 +22,7 @@ from clusterctl.kafka.settings import (  # noqa: F401  (re-exported: callers imp
     consumer_config,
     producer_config,
 )
+from clusterctl.spec import validate
 
 
 def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None) -> ClusterctlError:

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from clusterctl.diskguard import DiskCheck
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.kafka.diskguard import DiskCheck
 from clusterctl.kafka.latency import MB, LatencyRecorder, ProduceWindow
 from clusterctl.kafka.settings import JOIN_TIMEOUT_S, METADATA_TIMEOUT_S, admin_config, consumer_config, producer_config
 
@@ -482,11 +482,13 @@ class TopicPlan:
 
 def plan_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int) -> TopicPlan:
     """Look the topic up; an existing topic's own partition count and RF win over the defaults."""
-    from clusterctl import validate
+    from clusterctl.spec import validate
 
     validate.topic_name(topic)
     validate.count(partitions, "--partitions", broker_default=True)
-    validate.count(replication_factor, "--replication-factor", broker_default=True)
+    validate.count(
+        replication_factor, "--replication-factor", broker_default=True, maximum=validate.MAX_REPLICATION_FACTOR
+    )
     found = _topic_layout(bootstrap, topic)
     if found is None:
         return TopicPlan(topic, False, partitions, replication_factor)

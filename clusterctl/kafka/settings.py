@@ -11,8 +11,8 @@ import logging
 import uuid
 from typing import Any, Literal
 
-from clusterctl import validate
 from clusterctl.errors import UsageError
+from clusterctl.spec import validate
 
 REQUEST_TIMEOUT_S = 15.0
 # librdkafka logs every failed connection attempt; keep them out of the user's terminal unless asked.

@@ -8,21 +8,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterctl import health, images, zk
 from clusterctl.errors import ClusterctlError, NotFoundError
-from clusterctl.runtime import compose
+from clusterctl.runtime import compose, health
 from clusterctl.runtime import docker as dk
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec import profiles
+from clusterctl.spec.model import ClusterSpec
+from clusterctl.zookeeper import client as zk
 
 
 def check_rendered(spec: ClusterSpec) -> Path:
     """The rendered compose file, refusing when it is missing or no longer matches the spec."""
-    from clusterctl.render import render_compose
+    from clusterctl.compose.render import render_compose
 
     path = compose.require_compose_file(spec)
     if path.read_text(encoding="utf-8") != render_compose(spec):
         raise ClusterctlError(
-            f"{spec.compose_file} is stale: the spec (or templates) changed since it was rendered",
+            f"{spec.topology.compose_file} is stale: the spec (or templates) changed since it was rendered",
             hint="run `clusterctl render`",
         )
     return path
@@ -32,11 +33,11 @@ def check_images(spec: ClusterSpec) -> None:
     """Offline profile: every image the compose file names must exist locally (nothing can be pulled)."""
     if spec.profile != "offline":
         return
-    missing = images.missing_images(sorted(set(compose.file_images(spec).values())))
+    missing = dk.missing_images(sorted(set(compose.file_images(spec).values())))
     if missing:
-        ours = [m for m in missing if images.ours(m)]
+        ours = [m for m in missing if profiles.ours(m)]
         hint = (
-            f"run `{images.build_hint(ours)}`"
+            f"run `{profiles.build_hint(ours)}`"
             if ours
             else "the offline profile never pulls: build or `docker load` it (`clusterctl images build` makes ours)"
         )
@@ -68,8 +69,8 @@ def up(
     """`compose up -d`, then wait until really healthy; a failed first start is torn down again."""
     check_rendered(spec)
     check_images(spec)
-    existed = bool(dk.project_containers(spec.project))
-    had_volumes = bool(dk.project_volumes(spec.project))
+    existed = bool(dk.project_containers(spec.topology.project))
+    had_volumes = bool(dk.project_volumes(spec.topology.project))
     started = time.monotonic()
     try:
         compose.up(spec, pull="never" if spec.profile == "offline" else "missing")
@@ -86,8 +87,8 @@ def up(
             exc.message += " (containers that were already running are left as they were)"
         raise
     return UpResult(
-        project=spec.project,
-        compose_file=str(spec.compose_file),
+        project=spec.topology.project,
+        compose_file=str(spec.topology.compose_file),
         seconds_to_healthy=round(time.monotonic() - started, 1),
         zk_serving=report.zk_serving,
         zk_nodes=report.zk_nodes,
@@ -111,16 +112,16 @@ class DownResult:
 
 def down(spec: ClusterSpec, volumes: bool = False) -> DownResult:
     """Remove the project's containers and network (and volumes); harmless when nothing runs."""
-    before_c = sorted(c.name for c in dk.project_containers(spec.project))
-    before_n = dk.project_networks(spec.project)
-    before_v = dk.project_volumes(spec.project)
+    before_c = sorted(c.name for c in dk.project_containers(spec.topology.project))
+    before_n = dk.project_networks(spec.topology.project)
+    before_v = dk.project_volumes(spec.topology.project)
     if before_c or before_n or (volumes and before_v):
         compose.down(spec, volumes=volumes)
-    after_v = dk.project_volumes(spec.project)
+    after_v = dk.project_volumes(spec.topology.project)
     return DownResult(
-        project=spec.project,
+        project=spec.topology.project,
         containers_removed=before_c,
-        networks_removed=sorted(set(before_n) - set(dk.project_networks(spec.project))),
+        networks_removed=sorted(set(before_n) - set(dk.project_networks(spec.topology.project))),
         volumes_removed=sorted(set(before_v) - set(after_v)),
         volumes_kept=sorted(after_v),
     )
@@ -161,7 +162,7 @@ def status(spec: ClusterSpec) -> ClusterStatus:
         return _status_kraft(spec)
     containers = dk.container_states(spec)
     nodes = zk.node_statuses(spec)
-    mode_by_service = {spec.zk_service(n.id): n.mode for n in nodes}
+    mode_by_service = {spec.topology.zk_service(n.id): n.mode for n in nodes}
     services = [
         ServiceStatus(
             c.service, c.container, c.role, c.state, c.health, c.ip, c.host_port, mode_by_service.get(c.service)
@@ -177,16 +178,18 @@ def status(spec: ClusterSpec) -> ClusterStatus:
     if all(c.state == "missing" for c in containers):
         lines = [f"cluster {spec.name} is not running: no containers (start it with `clusterctl up`)"]
     elif spec.kafka.engine == "tansu":
-        reachable, _ = health.tansu_metadata_ok(spec.bootstrap_servers)
-        lines.append(f"broker (tansu) {'answers' if reachable else 'does not answer'} on {spec.bootstrap_servers}")
+        reachable, _ = health.tansu_metadata_ok(spec.topology.bootstrap_servers)
+        lines.append(
+            f"broker (tansu) {'answers' if reachable else 'does not answer'} on {spec.topology.bootstrap_servers}"
+        )
     elif q.has_quorum:
         try:
-            with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+            with zk.zk_client(spec.topology.zk_connect, timeout=3.0) as client:
                 registered = zk.registered_brokers(client)
                 controller = zk.controller_id(client)
-            missing = [b for b in spec.broker_ids if b not in registered]
+            missing = [b for b in spec.topology.broker_ids if b not in registered]
             reg = ",".join(map(str, registered)) or "none"
-            line = f"brokers registered: {reg} of {len(spec.broker_ids)}"
+            line = f"brokers registered: {reg} of {len(spec.topology.broker_ids)}"
             if missing:
                 line += f" (missing {','.join(map(str, missing))})"
             lines.append(line)
@@ -211,8 +214,8 @@ def status(spec: ClusterSpec) -> ClusterStatus:
 
 def _status_kraft(spec: ClusterSpec) -> ClusterStatus:
     """Containers, the controller quorum (leader / followers / observers with lag) and broker fencing."""
-    from clusterctl import kraft
-    from clusterctl.kafka.quorum import QuorumInfo
+    from clusterctl.kafka.kraft import quorum as kraft
+    from clusterctl.kafka.kraft.describe_quorum import QuorumInfo
 
     containers = dk.container_states(spec)
     services = [ServiceStatus(c.service, c.container, c.role, c.state, c.health, c.ip, c.host_port) for c in containers]
@@ -231,17 +234,18 @@ def _status_kraft(spec: ClusterSpec) -> ClusterStatus:
         result.controllers = v.members
         result.controller = v.leader_id
         voters = [m for m in v.members if m.role != "observer"]
-        needed = len(spec.controller_ids) // 2 + 1
+        needed = len(spec.topology.controller_ids) // 2 + 1
         if v.leader_id is None:
             result.summary.append(f"controller quorum: no leader (epoch {v.leader_epoch})")
         else:
             result.summary.append(
                 f"controller quorum ok: leader {v.leader_id} ({v.leader_service}), epoch {v.leader_epoch}, "
-                f"{len(voters)}/{len(spec.controller_ids)} voters (needs {needed}), high watermark {v.high_watermark}"
+                f"{len(voters)}/{len(spec.topology.controller_ids)} voters (needs {needed}), "
+                f"high watermark {v.high_watermark}"
             )
     except ClusterctlError as exc:
         result.summary.append(f"controller quorum: unknown ({exc.message})")
-    live, err = kraft.metadata_brokers(spec.bootstrap_servers)
+    live, err = kraft.metadata_brokers(spec.topology.bootstrap_servers)
     result.brokers = kraft.fencing(spec, info, live)
     if live is None:
         result.summary.append(f"brokers: metadata unanswered ({err})")
@@ -250,6 +254,6 @@ def _status_kraft(spec: ClusterSpec) -> ClusterStatus:
         result.brokers_missing = [f.broker for f in result.brokers if f.state != "unfenced"]
         fenced = [f"{f.broker} ({f.state})" for f in result.brokers if f.state != "unfenced"]
         unfenced = [f.broker for f in result.brokers if f.state == "unfenced"]
-        line = f"brokers unfenced: {','.join(map(str, unfenced)) or 'none'} of {len(spec.broker_ids)}"
+        line = f"brokers unfenced: {','.join(map(str, unfenced)) or 'none'} of {len(spec.topology.broker_ids)}"
         result.summary.append(line + (f"; not serving: {', '.join(fenced)}" if fenced else ""))
     return result

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UnreachableError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 
 @lru_cache(maxsize=1)
@@ -32,18 +32,20 @@ def compose_command() -> tuple[str, ...]:
 
 
 def compose_file(spec: ClusterSpec) -> Path:
-    return spec.compose_file.resolve()
+    return spec.topology.compose_file.resolve()
 
 
 def require_compose_file(spec: ClusterSpec) -> Path:
     path = compose_file(spec)
     if not path.is_file():
-        raise NotFoundError(f"rendered compose file {spec.compose_file} not found", hint="run `clusterctl render`")
+        raise NotFoundError(
+            f"rendered compose file {spec.topology.compose_file} not found", hint="run `clusterctl render`"
+        )
     return path
 
 
 def base_args(spec: ClusterSpec, with_file: bool = True) -> list[str]:
-    args = [*compose_command(), "-p", spec.project]
+    args = [*compose_command(), "-p", spec.topology.project]
     if with_file:
         args += ["-f", str(require_compose_file(spec))]
     return args

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -11,7 +12,7 @@ from docker.errors import DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 
 from clusterctl.errors import NotFoundError, UnreachableError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
@@ -38,6 +39,11 @@ def image_labels(name: str) -> dict[str, str] | None:
     except ImageNotFound:
         return None
     return dict(img.labels or {})
+
+
+def missing_images(names: Iterable[str]) -> list[str]:
+    """Those of `names` not present in the local engine."""
+    return [n for n in names if image_labels(n) is None]
 
 
 @dataclass
@@ -79,15 +85,17 @@ def _ip_on(container: Container, network: str) -> str | None:
 def cluster_services(spec: ClusterSpec) -> list[tuple[str, str, int | None]]:
     """(service, role, host port) of every service the spec defines, in a stable order."""
     out: list[tuple[str, str, int | None]] = [
-        (spec.zk_service(i), "zookeeper", spec.zk_host_port(i)) for i in spec.zk_ids
+        (spec.topology.zk_service(i), "zookeeper", spec.topology.zk_host_port(i)) for i in spec.topology.zk_ids
     ]
-    out += [(spec.controller_service(i), "controller", None) for i in spec.dedicated_controller_ids]
-    out += [(spec.broker_service(i), "broker", spec.broker_host_port(i)) for i in spec.broker_ids]
+    out += [(spec.topology.controller_service(i), "controller", None) for i in spec.topology.dedicated_controller_ids]
+    out += [
+        (spec.topology.broker_service(i), "broker", spec.topology.broker_host_port(i)) for i in spec.topology.broker_ids
+    ]
     if spec.kafka_manager.enabled:
-        out.append((spec.manager_service, "kafka-manager", spec.kafka_manager.port))
+        out.append((spec.topology.manager_service, "kafka-manager", spec.kafka_manager.port))
     if spec.spark.enabled:
-        out.append((spec.spark_master_service, "spark-master", spec.spark.master_port))
-        out += [(spec.spark_worker_service(i), "spark-worker", None) for i in spec.spark_worker_ids]
+        out.append((spec.topology.spark_master_service, "spark-master", spec.spark.master_port))
+        out += [(spec.topology.spark_worker_service(i), "spark-worker", None) for i in spec.topology.spark_worker_ids]
     return out
 
 
@@ -95,7 +103,7 @@ def container_states(spec: ClusterSpec) -> list[ContainerState]:
     """State of every container the spec defines (state 'missing' when it does not exist)."""
     out: list[ContainerState] = []
     for service, role, port in cluster_services(spec):
-        name = spec.container_name(service)
+        name = spec.topology.container_name(service)
         c = find_container(name)
         if c is None:
             out.append(ContainerState(service, name, role, "missing", None, None, None))
@@ -110,7 +118,7 @@ def container_states(spec: ClusterSpec) -> list[ContainerState]:
                 role=role,
                 state=str(st.get("Status", "unknown")),
                 health=health,
-                ip=_ip_on(c, spec.network_name),
+                ip=_ip_on(c, spec.topology.network_name),
                 host_port=port if running else None,
                 image=(c.attrs.get("Config") or {}).get("Image"),
                 exit_code=None if running else st.get("ExitCode"),

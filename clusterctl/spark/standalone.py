@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from clusterctl.errors import UnreachableError, UsageError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
 CLUSTER_MASTER = "cluster"
 
@@ -54,9 +54,9 @@ def targets_cluster(master: str, spec: ClusterSpec | None) -> bool:
         where = (parts.hostname, parts.port)
     except ValueError:
         return False
-    from clusterctl.spec_sections import SPARK_MASTER_PORT
+    from clusterctl.spec.sections import SPARK_MASTER_PORT
 
-    return where in ((spec.host, spec.spark.master_port), (spec.spark_master_ip, SPARK_MASTER_PORT))
+    return where in ((spec.topology.host, spec.spark.master_port), (spec.topology.spark_master_ip, SPARK_MASTER_PORT))
 
 
 def settings(spec: ClusterSpec, master: str = CLUSTER_MASTER, bootstrap: str | None = None) -> StandaloneSettings:
@@ -66,8 +66,8 @@ def settings(spec: ClusterSpec, master: str = CLUSTER_MASTER, bootstrap: str | N
             f"--master {master}: cluster {spec.name} has no Spark master (spark.enabled is false in the spec)",
             hint="set spark.enabled: true, then `clusterctl render` and `clusterctl up`; or use --master local[*]",
         )
-    url = spec.spark_master_url if master == CLUSTER_MASTER else master
-    ui = f"http://{spec.host}:{spec.spark.ui_port}" if url == spec.spark_master_url else None
+    url = spec.topology.spark_master_url if master == CLUSTER_MASTER else master
+    ui = f"http://{spec.topology.host}:{spec.spark.ui_port}" if url == spec.topology.spark_master_url else None
     total_cores = spec.spark.workers * spec.spark.worker_cores
     gateway = spec.network.gateway_ip
     conf = {
@@ -79,7 +79,9 @@ def settings(spec: ClusterSpec, master: str = CLUSTER_MASTER, bootstrap: str | N
         # executors (root in the workers) and the driver (any user here) both write checkpoint files
         "spark.hadoop.fs.permissions.umask-mode": "000",
     }
-    return StandaloneSettings(url, bootstrap or spec.bootstrap_servers, gateway, Path(spec.spark_shared_dir), ui, conf)
+    return StandaloneSettings(
+        url, bootstrap or spec.topology.bootstrap_servers, gateway, Path(spec.topology.spark_shared_dir), ui, conf
+    )
 
 
 def check_master(url: str, timeout: float = 3.0) -> None:

@@ -32,7 +32,9 @@ from typing import Any, Literal
 import yaml
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UnreachableError, UsageError
-from clusterctl.spec import ClusterSpec, parse_spec
+from clusterctl.runtime import docker as dk
+from clusterctl.spec import profiles
+from clusterctl.spec.model import ClusterSpec, parse_spec
 
 Engine = Literal["auto", "kafka", "tansu"]
 NAME_PREFIX = "ctltest"
@@ -126,18 +128,17 @@ class KafkaCluster:
 
     def _choose(self, data: dict[str, Any]) -> None:
         """Profile and engine where the caller left them open; both depend on which images exist here."""
-        from clusterctl import images
-        from clusterctl.profiles import PROFILES
+        from clusterctl.spec.profiles import PROFILES
 
         if "profile" not in data:
             offline = PROFILES["offline"]
-            data["profile"] = "offline" if not images.missing_images([offline.zookeeper]) else "default"
+            data["profile"] = "offline" if not dk.missing_images([offline.zookeeper]) else "default"
         engine = self._engine_wanted
         if engine == "auto":
             probe = copy.deepcopy(data)
             self._size(probe, "kafka")
             kafka_image = parse_spec(probe, "cluster spec").broker_image  # the spec resolves the image's tag
-            have_kafka = data["profile"] != "offline" or not images.missing_images([kafka_image])
+            have_kafka = data["profile"] != "offline" or not dk.missing_images([kafka_image])
             engine = "kafka" if have_kafka else "tansu"
             self.engine_reason = (
                 f"kafka image {kafka_image} present" if have_kafka else f"no kafka image {kafka_image} here"
@@ -176,7 +177,7 @@ class KafkaCluster:
                     _set(data, key, None)
             draft = parse_spec(data, "cluster spec")
             bind = draft.publish.bind_address
-            zk_n, b_n = len(draft.zk_ids), len(draft.broker_ids)
+            zk_n, b_n = len(draft.topology.zk_ids), len(draft.topology.broker_ids)
             extra = ["kafka_manager.port"] if draft.kafka_manager.enabled else []
             if draft.spark.enabled:
                 extra += ["spark.master_port", "spark.ui_port"]
@@ -205,17 +206,16 @@ class KafkaCluster:
 
     @staticmethod
     def _check_images(spec: ClusterSpec) -> None:
-        from clusterctl import images
-        from clusterctl.compose_context import summarize
+        from clusterctl.compose.context import summarize
 
         if spec.profile != "offline":
             return  # compose pulls what is missing
-        missing = images.missing_images(sorted({s.image for s in summarize(spec)}))
+        missing = dk.missing_images(sorted({s.image for s in summarize(spec)}))
         if missing:
-            ours = [m for m in missing if m in images.TARGETS.values()]
+            ours = [m for m in missing if m in profiles.TARGETS.values()]
             raise ClusterUnavailable(
                 f"image {', '.join(missing)} not present locally (profile offline never pulls)",
-                hint=f"run `{images.build_hint(ours)}`" if ours else "build it or `docker load` it",
+                hint=f"run `{profiles.build_hint(ours)}`" if ours else "build it or `docker load` it",
             )
 
     def start(self) -> KafkaCluster:
@@ -224,10 +224,9 @@ class KafkaCluster:
             return self
         from testcontainers.compose import DockerCompose
 
-        from clusterctl import health
         from clusterctl.chaos import recovery
-        from clusterctl.render import render
-        from clusterctl.runtime import allocate
+        from clusterctl.compose.render import render
+        from clusterctl.runtime import allocate, health
 
         os_env_ryuk()
         started = time.monotonic()
@@ -289,7 +288,7 @@ class KafkaCluster:
 
         t0 = time.monotonic()
         # a throwaway cluster needs no controlled shutdown: SIGKILL first, or brokers' grace periods dominate
-        for c in dk.project_containers(spec.project):
+        for c in dk.project_containers(spec.topology.project):
             with contextlib.suppress(Exception):
                 if c.status == "paused":
                     c.unpause()
@@ -310,7 +309,7 @@ class KafkaCluster:
 
         if self.spec is None:
             return {}
-        p = self.spec.project
+        p = self.spec.topology.project
         found = {
             "containers": sorted(c.name for c in dk.project_containers(p)),
             "networks": dk.project_networks(p),
@@ -361,19 +360,19 @@ class KafkaCluster:
 
     @property
     def bootstrap_servers(self) -> str:
-        return self._spec.bootstrap_servers
+        return self._spec.topology.bootstrap_servers
 
     @property
     def zookeeper_connect(self) -> str:
-        return self._spec.zk_connect
+        return self._spec.topology.zk_connect
 
     @property
     def broker_ids(self) -> list[int]:
-        return self._spec.broker_ids
+        return self._spec.topology.broker_ids
 
     @property
     def zookeeper_ids(self) -> list[int]:
-        return self._spec.zk_ids
+        return self._spec.topology.zk_ids
 
     @property
     def subnet(self) -> str:
@@ -471,7 +470,7 @@ class KafkaCluster:
         from clusterctl.chaos import faults
 
         spec = self._spec
-        name = spec.broker_service(node) if isinstance(node, int) else node
+        name = spec.topology.broker_service(node) if isinstance(node, int) else node
         if seconds is not None:
             return faults.partition_node(spec, name, seconds)
         res, detached = faults.disconnect(spec, name)
@@ -500,8 +499,8 @@ class KafkaCluster:
 
     def heal(self, wait: bool = True, timeout: float | None = None) -> list[Any]:
         """Reconnect, unpause and start every node; with `wait`, until healthy and (Kafka) every ISR is full."""
-        from clusterctl import health
         from clusterctl.chaos import recovery
+        from clusterctl.runtime import health
 
         spec = self._spec
         results = recovery.heal_all(spec, self._detached)
@@ -540,7 +539,7 @@ class KafkaCluster:
 
     def wait_healthy(self, timeout: float | None = None) -> Any:
         """The `clusterctl up` wait: ZooKeeper quorum, every broker registered, a controller."""
-        from clusterctl import health
+        from clusterctl.runtime import health
 
         return health.wait_healthy(self._spec, timeout or self.timeout)[0]
 

@@ -124,10 +124,10 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
         name=spec.name,
         engine=spec.kafka.engine,
         reason=cluster.engine_reason,
-        brokers=len(spec.broker_ids),
-        zookeepers=len(spec.zk_ids),
+        brokers=len(spec.topology.broker_ids),
+        zookeepers=len(spec.topology.zk_ids),
         subnet=spec.network.subnet,
-        bootstrap=spec.bootstrap_servers,
+        bootstrap=spec.topology.bootstrap_servers,
         healthy_s=cluster.seconds_to_healthy,
     )
     try:

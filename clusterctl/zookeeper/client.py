@@ -22,9 +22,9 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from clusterctl.errors import NotFoundError, UnreachableError, UsageError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
-_KAZOO_LOG = logging.getLogger("clusterctl.zk.kazoo")
+_KAZOO_LOG = logging.getLogger("clusterctl.zookeeper.client.kazoo")
 _KAZOO_LOG.addHandler(logging.NullHandler())
 _KAZOO_LOG.propagate = False  # kazoo's reconnect chatter must not reach the terminal
 
@@ -149,11 +149,11 @@ def node_statuses(spec: ClusterSpec, timeout: float = 2.0) -> list[ZkNodeStatus]
     """Probe every ensemble member of the spec in parallel (host-side published ports)."""
 
     def one(zk_id: int) -> ZkNodeStatus:
-        host, port = spec.zk_host_address(zk_id)
-        return probe_node(zk_id, spec.zk_container(zk_id), host, port, timeout)
+        host, port = spec.topology.zk_host_address(zk_id)
+        return probe_node(zk_id, spec.topology.zk_container(zk_id), host, port, timeout)
 
-    with ThreadPoolExecutor(max_workers=max(1, len(spec.zk_ids))) as pool:
-        return list(pool.map(one, spec.zk_ids))
+    with ThreadPoolExecutor(max_workers=max(1, len(spec.topology.zk_ids))) as pool:
+        return list(pool.map(one, spec.topology.zk_ids))
 
 
 @dataclass

@@ -19,6 +19,8 @@ _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
 _LABEL = r"[a-zA-Z0-9_]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9_])?"
 _HOST_RE = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?")
 INT32_MAX = 2**31 - 1
+MAX_PARTITIONS = 100_000  # librdkafka's NewTopic/NewPartitions range
+MAX_REPLICATION_FACTOR = 2**15 - 1  # an int16 on the wire
 INT64_MAX = 2**63 - 1
 
 
@@ -90,15 +92,16 @@ def zk_connect(value: str, what: str = "--zookeeper") -> str:
     return value
 
 
-def count(value: int, what: str, *, broker_default: bool = False) -> int:
-    """A partition count or replication factor: >= 1 (or -1 for the broker's default when allowed)."""
+def count(value: int, what: str, *, broker_default: bool = False, maximum: int = MAX_PARTITIONS) -> int:
+    """A partition count or replication factor: >= 1 (or -1 for the broker's default when allowed), at most what
+    the client library sends (librdkafka refuses more than 100000 partitions; a replication factor is an int16)."""
     if broker_default and value == -1:
         return value
     if value < 1:
         extra = " or -1 for the broker's default" if broker_default else ""
         raise UsageError(f"{what} must be at least 1{extra}, got {value}")
-    if value > INT32_MAX:
-        raise UsageError(f"{what} is too large: {value}")
+    if value > maximum:
+        raise UsageError(f"{what} is too large: {value} (at most {maximum})")
     return value
 
 

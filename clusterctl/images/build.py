@@ -20,34 +20,22 @@ from pathlib import Path
 
 from docker.errors import APIError, BuildError, DockerException
 
-from clusterctl import kafkadist
+from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.image_inputs import console_context, console_hash_inputs, hash_file, spark_context, spark_hash_inputs
-from clusterctl.kafkadist import KAFKA_DIST_ENV
-from clusterctl.profiles import CONSOLE_IMAGE
-from clusterctl.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
-from clusterctl.profiles import OFFLINE_SPARK_IMAGE as SPARK_IMAGE
-from clusterctl.profiles import OFFLINE_TANSU_IMAGE as TANSU_IMAGE
-from clusterctl.profiles import OFFLINE_ZOOKEEPER_IMAGE as ZOOKEEPER_IMAGE
+from clusterctl.images.inputs import console_context, console_hash_inputs, hash_file, spark_context, spark_hash_inputs
 from clusterctl.runtime import docker as dk
+from clusterctl.spec import kafkadist
+from clusterctl.spec.kafkadist import KAFKA_DIST_ENV
+from clusterctl.spec.profiles import BASE_IMAGE, TARGETS
+from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
 
-BASE_IMAGE = "clusterctl/base:bookworm"
 HASH_LABEL = "io.clusterctl.inputs-hash"
 
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-IMAGES_DIR = Path(__file__).resolve().parent / "templates" / "images"
+IMAGES_DIR = TEMPLATES_DIR / "images"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterctl"
 
-# target name -> image (kafka: the repository; its tag is the distribution's version); the base is implied
-TARGETS: dict[str, str] = {
-    "base": BASE_IMAGE,
-    "zookeeper": ZOOKEEPER_IMAGE,
-    "kafka": KAFKA_IMAGE,
-    "tansu": TANSU_IMAGE,
-    "spark": SPARK_IMAGE,
-    "console": CONSOLE_IMAGE,
-}
 DEFAULT_TARGETS = ("zookeeper", "tansu", "console")  # spark only on request: it is big and few clusters use it
 CHILD_TARGETS = ("zookeeper", "kafka", "tansu", "spark", "console")
 
@@ -103,31 +91,6 @@ def list_images() -> list[ImageInfo]:
             )
         )
     return out
-
-
-def missing_images(names: Iterable[str]) -> list[str]:
-    """Those of `names` not present in the local engine."""
-    return [n for n in names if dk.image_labels(n) is None]
-
-
-def build_hint(names: Iterable[str]) -> str:
-    """The `images build` command that would produce the given images."""
-    wanted = set(names)
-    targets = [t for t, img in TARGETS.items() if img in wanted or (t == "kafka" and any(map(is_kafka_image, wanted)))]
-    cmd = "clusterctl images build " + " ".join(targets)
-    if "kafka" in targets:
-        cmd += " --kafka-dist PATH/kafka_2.13-3.x.y.tgz"
-    return cmd
-
-
-def is_kafka_image(name: str) -> bool:
-    """A clusterctl/kafka:<version> image (built here from a distribution)."""
-    return name.startswith(KAFKA_IMAGE + ":")
-
-
-def ours(name: str) -> bool:
-    """An image `clusterctl images build` makes."""
-    return name in TARGETS.values() or is_kafka_image(name)
 
 
 # ---- inputs and hashes ----
@@ -197,7 +160,7 @@ def kafka_dist_root(dist: Path) -> str:
 
 
 def _tansu_binary() -> Path:
-    from clusterctl.testing.tansu import tansu_binary
+    from clusterctl.images.tansu import tansu_binary
 
     return Path(tansu_binary())
 

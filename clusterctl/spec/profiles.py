@@ -3,21 +3,22 @@
 Every profile's images honour the same env contracts, so one set of templates serves all of them:
 ZooKeeper follows the official `zookeeper` image (ZOO_MY_ID, ZOO_SERVERS, ...), Kafka follows Confluent
 cp-kafka (KAFKA_X_Y -> x.y in server.properties). The offline images are built locally by
-`clusterctl images build` (clusterctl/images.py builds exactly the names below).
+`clusterctl images build` (clusterctl/images/build.py builds exactly the names below).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from clusterctl.kafkadist import OFFLINE_KAFKA_REPO
+from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
 
-# Offline image names; clusterctl/images.py builds these (tests/test_render.py checks they agree).
+# Offline image names; clusterctl/images/build.py builds these (tests/test_render.py checks they agree).
 OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
 # The Kafka image is tagged with its distribution's version (clusterctl/kafka:3.7.0); the profile names the
-# repository and spec.broker_image resolves the tag (clusterctl/kafkadist.py).
+# repository and spec.broker_image resolves the tag (clusterctl/spec/kafkadist.py).
 OFFLINE_KAFKA_IMAGE = OFFLINE_KAFKA_REPO
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
 # clusterctl's web console as the kafka-manager service (kafka_manager.kind: console), built by
@@ -29,6 +30,38 @@ ManagerKind = Literal["cmak", "console"]
 SPARK_VERSION = "4.3.0"
 OFFLINE_SPARK_IMAGE = f"clusterctl/spark:{SPARK_VERSION}"
 PUBLISHED_SPARK_IMAGE = f"apache/spark:{SPARK_VERSION}-python3"
+
+BASE_IMAGE = "clusterctl/base:bookworm"
+# target name -> image (kafka: the repository; its tag is the distribution's version); the base is implied
+TARGETS: dict[str, str] = {
+    "base": BASE_IMAGE,
+    "zookeeper": OFFLINE_ZOOKEEPER_IMAGE,
+    "kafka": OFFLINE_KAFKA_IMAGE,
+    "tansu": OFFLINE_TANSU_IMAGE,
+    "spark": OFFLINE_SPARK_IMAGE,
+    "console": CONSOLE_IMAGE,
+}
+
+
+def build_hint(names: Iterable[str]) -> str:
+    """The `images build` command that would produce the given images."""
+    wanted = set(names)
+    targets = [t for t, img in TARGETS.items() if img in wanted or (t == "kafka" and any(map(is_kafka_image, wanted)))]
+    cmd = "clusterctl images build " + " ".join(targets)
+    if "kafka" in targets:
+        cmd += " --kafka-dist PATH/kafka_2.13-3.x.y.tgz"
+    return cmd
+
+
+def is_kafka_image(name: str) -> bool:
+    """A clusterctl/kafka:<version> image (built here from a distribution)."""
+    return name.startswith(OFFLINE_KAFKA_IMAGE + ":")
+
+
+def ours(name: str) -> bool:
+    """An image `clusterctl images build` makes."""
+    return name in TARGETS.values() or is_kafka_image(name)
+
 
 # How configuration reaches the broker image:
 #   "cp"           Confluent cp-kafka's contract (also clusterctl/kafka): KAFKA_X_Y -> x.y, and KAFKA_JMX_PORT is

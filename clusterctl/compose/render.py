@@ -1,6 +1,6 @@
 """Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret or console token), written atomically.
 
-The template is filled from clusterctl.compose_context. A render is checked in a private staging
+The template is filled from clusterctl.compose.context. A render is checked in a private staging
 directory, then each file is written beside its target and renamed into place, so a failed render
 leaves nothing half-written, and nothing that clusterctl did not write is ever deleted.
 """
@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 import yaml
 
-from clusterctl.compose_context import (
+from clusterctl.compose.context import (
     CLUSTER_ID_VAR,
     CONSOLE_TOKEN_VAR,
     SECRET_VAR,
@@ -31,10 +31,11 @@ from clusterctl.compose_context import (
     build_context,
     summarize,
 )
+from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import ClusterctlError
-from clusterctl.spec import ClusterSpec
+from clusterctl.spec.model import ClusterSpec
 
-TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"  # a link to the repository's templates/
+
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
 ENV_FILE = ".env"
@@ -209,7 +210,7 @@ def render(
     produce is refused, other files in a rendered directory are left alone, and `protect` (the spec
     file) is never written over.
     """
-    out_dir = Path(out_dir) if out_dir is not None else spec.compose_dir
+    out_dir = Path(out_dir) if out_dir is not None else spec.topology.compose_dir
     if out_dir.exists() and not out_dir.is_dir():
         raise RenderError(f"{out_dir} exists and is not a directory")
     text = render_compose(spec, templates_dir)
@@ -284,7 +285,7 @@ def render(
         engine=spec.kafka.engine,
         compose_file=str(out_dir / COMPOSE_FILE),
         files=[str(out_dir / f) for f in files],
-        network=spec.network_name,
+        network=spec.topology.network_name,
         subnet=spec.network.subnet,
         gateway=spec.network.gateway_ip,
         services=summarize(spec),
