@@ -105,7 +105,7 @@ def _id_mapper(spec: ClusterSpec | None) -> Callable[[int], int]:
     """Metadata broker id → the spec's broker id (they differ only on tansu), so samples match fault targets."""
     if spec is None:
         return int
-    from clusterctl.chaos.faults import spec_broker
+    from clusterctl.chaos.targets import spec_broker
 
     return lambda i: int(i) if i < 0 else spec_broker(spec, int(i))
 
