@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from clusterctl.chaos.observer import Marker, Timeline, target_ids
+from clusterctl.chaos.timeline import Marker, Timeline, target_ids
 
 
 @dataclass

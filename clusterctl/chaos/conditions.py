@@ -1,7 +1,8 @@
 """A scenario's conditions (`wait_for`, `assert`), evaluated against the live cluster.
 
 `Conditions.check` returns what it saw when a condition holds and None when it does not; `last_seen` keeps what
-the latest check saw, for timeout and assertion messages. Partition metadata is read through the runner's live
+the latest check saw, for timeout and assertion messages. The KRaft conditions (controller quorum, fencing) read
+the quorum through kafka/kraft/. Partition metadata is read through the runner's live
 bootstrap list, so a broker the run paused is never asked.
 """
 
@@ -12,8 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from clusterctl.chaos.scenario import KRAFT_CONDITIONS, Condition, PartitionRef, TopicRef
-from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError
+from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.wait import wait_until
 
 
 class Conditions:
@@ -30,13 +32,10 @@ class Conditions:
 
     def wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
         t0 = time.monotonic()
-        while True:
-            got = check()
-            if got:
-                return f"{got} after {time.monotonic() - t0:.2f}s"
-            if time.monotonic() - t0 > timeout:
-                raise TimeoutError_(f"waited {timeout:.0f}s for {what}; last seen: {self.last_seen or 'nothing'}")
-            time.sleep(0.2)
+        got = wait_until(
+            check, timeout=timeout, what=what, interval=0.2, seen=lambda _g: f"last seen: {self.last_seen or 'nothing'}"
+        )
+        return f"{got} after {time.monotonic() - t0:.2f}s"
 
     def partitions(self, topic: str | None = None, quiet: bool = False) -> list[Any]:
         from clusterctl.kafka.admin import describe_topics
@@ -61,9 +60,7 @@ class Conditions:
 
         name = c.name
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
-            from clusterctl.chaos.kraft_checks import check_condition
-
-            got, self.last_seen = check_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
+            got, self.last_seen = check_kraft_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
             return got
         if name == "zk_quorum":
             q = zk.quorum(self.spec, timeout=1.0)
@@ -142,3 +139,50 @@ class Conditions:
             self.controller_at_fault = active_controller(self.spec)
         except ClusterctlError:
             self.controller_at_fault = None
+
+
+def check_kraft_condition(
+    spec: ClusterSpec, c: Any, controller_at_fault: int | None, bootstrap: str
+) -> tuple[str | None, str]:
+    """(what holds, or None; what was seen) for controller_quorum, controller_changed, broker_fenced and
+    broker_registered (kraft: listed in metadata)."""
+    from clusterctl.chaos.faults import active_controller
+    from clusterctl.kafka.kraft import quorum as kraft
+
+    name = c.name
+    if name == "controller_changed":
+        if controller_at_fault is None:
+            raise UsageError("controller_changed needs a fault step before it (with a known active controller)")
+        try:
+            now = active_controller(spec)
+        except ClusterctlError as exc:
+            return None, str(exc)
+        seen = f"active controller {now} (was {controller_at_fault})"
+        return (seen if now != controller_at_fault else None), seen
+    if name == "controller_quorum":
+        if not spec.kraft_mode:
+            raise UsageError(f"controller_quorum is a KRaft condition; cluster {spec.name} runs ZooKeeper mode")
+        try:
+            info = kraft.describe(spec, timeout=1.5)
+        except ClusterctlError as exc:
+            seen = f"no quorum answer ({exc.message})"
+            return (seen if c.controller_quorum == "lost" else None), seen
+        v = kraft.view(spec, info)
+        voters = [m for m in v.members if m.role != "observer"]
+        caught_up = [m for m in voters if m.lag == 0 and (m.role == "leader" or (m.last_fetch_ago_ms or 0) < 5000)]
+        n = len(spec.topology.controller_ids)
+        seen = f"leader {v.leader_id}, epoch {v.leader_epoch}, {len(caught_up)}/{n} voters caught up"
+        if c.controller_quorum == "lost":
+            return (seen if v.leader_id is None else None), seen
+        if c.controller_quorum == "ok":
+            return (seen if v.leader_id is not None else None), seen
+        return (seen if v.leader_id is not None and len(caught_up) == n else None), seen
+    live, err = kraft.metadata_brokers(bootstrap)
+    if live is None:
+        return None, f"metadata unanswered ({err})"
+    seen = f"unfenced brokers {live}"
+    if name == "broker_fenced":
+        b = c.broker_fenced
+        return (seen if (b.id not in live) == b.fenced else None), seen
+    b = c.broker_registered
+    return (seen if (b.id in live) == b.registered else None), seen

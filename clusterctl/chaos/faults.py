@@ -4,6 +4,9 @@ Every action returns a `FaultResult` (what was done, to which container, state b
 long it took). Targets come from the spec (`spec.broker_container(i)`, `spec.zk_container(i)`,
 `spec.network_name`); an unknown id, a missing container or a container in the wrong state is one
 `ClusterctlError` line. Timed faults (pause, network partition) always heal in a `finally`.
+
+Process faults (kill, stop, start, restart, pause) live here; targets.py names what they act on and
+network.py cuts a node off its network. Both are re-exported here, so `faults.X` reaches every fault.
 """
 
 from __future__ import annotations
@@ -11,105 +14,44 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 
-from docker.errors import APIError, NotFound
+from docker.errors import APIError
 from docker.models.containers import Container
 
-from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
+from clusterctl.chaos.network import Detached, disconnect, partition_node, reconnect
+from clusterctl.chaos.targets import (
+    FaultResult,
+    _always,
+    _container,
+    _require,
+    _sleep,
+    broker_target,
+    container_state,
+    controller_target,
+    node_target,
+    spec_broker,
+    state_of,
+    zk_target,
+)
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.wait import wait_until
 
-
-@dataclass
-class FaultResult:
-    """One fault (or heal) action and its effect on the container."""
-
-    action: str
-    target: str  # broker 2 | zk 1 | kafka1 ...
-    container: str
-    before: str
-    after: str
-    started: float  # epoch seconds
-    took_s: float
-    note: str | None = None
-
-
-@dataclass
-class Detached:
-    """A container taken off the cluster network, with what is needed to put it back unchanged."""
-
-    container: str
-    network: str
-    ipv4: str | None
-    aliases: list[str] = field(default_factory=list)
-
-
-def _docker() -> object:
-    from clusterctl.runtime.docker import client
-
-    return client()
-
-
-def _container(name: str) -> Container:
-    from clusterctl.runtime.docker import get_container
-
-    c = get_container(name)
-    c.reload()
-    return c
-
-
-def state_of(c: Container) -> str:
-    """The container's status, fresh from the engine."""
-    c.reload()
-    return str(c.attrs.get("State", {}).get("Status", "unknown"))
-
-
-def container_state(name: str) -> str:
-    """running | paused | exited | ... of a container; 'missing' when there is none."""
-    from clusterctl.runtime.docker import find_container
-
-    c = find_container(name)
-    return "missing" if c is None else state_of(c)
-
-
-def broker_target(spec: ClusterSpec, broker_id: int) -> tuple[str, str]:
-    if broker_id not in spec.topology.broker_ids:
-        raise NotFoundError(f"unknown broker id {broker_id}; the spec has brokers {_ids(spec.topology.broker_ids)}")
-    return f"broker {broker_id}", spec.topology.broker_container(broker_id)
-
-
-def zk_target(spec: ClusterSpec, zk_id: int) -> tuple[str, str]:
-    if spec.kraft_mode:
-        raise UsageError(f"cluster {spec.name} runs in KRaft mode: there is no ZooKeeper node to break")
-    if zk_id not in spec.topology.zk_ids:
-        raise NotFoundError(f"unknown ZooKeeper id {zk_id}; the spec has nodes {_ids(spec.topology.zk_ids)}")
-    return f"zk {zk_id}", spec.topology.zk_container(zk_id)
-
-
-def node_target(spec: ClusterSpec, name: str) -> tuple[str, str]:
-    """A service ('kafka2', 'zk1') or container name of the spec."""
-    services = [spec.topology.zk_service(i) for i in spec.topology.zk_ids] + [
-        spec.topology.broker_service(i) for i in spec.topology.broker_ids
-    ]
-    services += [spec.topology.controller_service(i) for i in spec.topology.dedicated_controller_ids]
-    if spec.kafka_manager.enabled:
-        services.append(spec.topology.manager_service)
-    for s in services:
-        if name in (s, spec.topology.container_name(s)):
-            return s, spec.topology.container_name(s)
-    raise NotFoundError(f"unknown node {name!r}; the spec has {', '.join(services)}")
-
-
-def _ids(ids: list[int]) -> str:
-    return ",".join(str(i) for i in ids)
-
-
-def _require(c: Container, target: str, *states: str) -> str:
-    st = state_of(c)
-    if st not in states:
-        raise ClusterctlError(f"{target} ({c.name}) is {st}, expected {' or '.join(states)}")
-    return st
+__all__ = [
+    "Detached",
+    "FaultResult",
+    "broker_target",
+    "container_state",
+    "controller_target",
+    "disconnect",
+    "node_target",
+    "partition_node",
+    "reconnect",
+    "spec_broker",
+    "state_of",
+    "zk_target",
+]
 
 
 def _act(action: str, target: str, name: str, need: tuple[str, ...], fn: Callable[[Container], None]) -> FaultResult:
@@ -143,6 +85,7 @@ def restart(action: str, target: str, name: str, grace_s: int) -> FaultResult:
 
 
 FREEZE_ATTEMPTS = 4
+FREEZE_TIMEOUT_S = 10.0  # far above the attempts' pauses: never the bound in practice
 
 
 def pause(target: str, name: str) -> FaultResult:
@@ -151,14 +94,21 @@ def pause(target: str, name: str) -> FaultResult:
     def freeze(c: Container) -> None:
         # runc gives up ("unable to freeze") when a task is busy in the kernel at that moment, e.g. a broker
         # flushing its log under load; it thaws the cgroup again, so another attempt is safe
-        for attempt in range(1, FREEZE_ATTEMPTS + 1):
-            try:
-                c.pause()
-                return
-            except APIError as exc:
-                if "unable to freeze" not in str(exc) or attempt == FREEZE_ATTEMPTS:
-                    raise
-                time.sleep(0.2 * attempt)
+        attempts = 0
+
+        def attempt() -> None:
+            nonlocal attempts
+            attempts += 1
+            c.pause()
+
+        def transient(exc: BaseException) -> bool:
+            return isinstance(exc, APIError) and "unable to freeze" in str(exc) and attempts < FREEZE_ATTEMPTS
+
+        # pauses of 0.2, 0.4, 0.6 s between the attempts; the attempt count, not the time, bounds the retries
+        wait_until(
+            attempt, timeout=FREEZE_TIMEOUT_S, what=f"{target} to freeze", interval=0.2, max_interval=0.6,
+            done=lambda _r: True, retry_on=transient, reraise=True,
+        )  # fmt: skip
 
     return _act("pause", target, name, ("running",), freeze)
 
@@ -193,20 +143,6 @@ def stop_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
 
 def start_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
     return start("start-zk", *zk_target(spec, zk_id))
-
-
-# ---------------------------------------------------------------- the controller (either mode)
-
-
-def controller_target(spec: ClusterSpec, node_id: int) -> tuple[str, str]:
-    """A KRaft voter: its container is controllerN, or kafkaN in combined mode."""
-    if not spec.kraft_mode:
-        raise UsageError(f"cluster {spec.name} runs ZooKeeper mode: its controller is a broker (use kill-controller)")
-    if node_id not in spec.topology.controller_ids:
-        raise NotFoundError(
-            f"unknown controller node id {node_id}; the quorum's voters are {_ids(spec.topology.controller_ids)}"
-        )
-    return f"controller {node_id}", spec.topology.controller_container(node_id)
 
 
 def active_controller(spec: ClusterSpec) -> int:
@@ -275,18 +211,19 @@ def current_leader(bootstrap: str, topic: str, partition: int) -> int:
 
 def wait_leader_changed(bootstrap: str, topic: str, partition: int, old_leader: int, timeout: float) -> int:
     """Wait until `topic`-`partition` has a leader other than `old_leader`; return the new leader."""
-    t0 = time.monotonic()
-    last = "no metadata yet"
-    while time.monotonic() - t0 < timeout:
-        try:
-            leader = current_leader(bootstrap, topic, partition)
-            if leader != old_leader:
-                return leader
-            last = f"leader still {leader}"
-        except ClusterctlError as exc:
-            last = str(exc)
-        time.sleep(0.2)
-    raise TimeoutError_(f"{topic}-{partition} still had no new leader (was {old_leader}) after {timeout:.0f}s: {last}")
+
+    def leader() -> int:
+        return current_leader(bootstrap, topic, partition)
+
+    return wait_until(
+        leader,
+        timeout=timeout,
+        what=f"a new leader of {topic}-{partition} (was {old_leader})",
+        interval=0.2,
+        done=lambda now: now != old_leader,
+        seen=lambda now: f"leader still {now}",
+        retry_on=lambda exc: isinstance(exc, ClusterctlError),
+    )
 
 
 def replicas_of(bootstrap: str, topic: str, partition: int) -> tuple[int, list[int]]:
@@ -351,80 +288,6 @@ def kill_leader(spec: ClusterSpec, bootstrap: str, topic: str, partition: int) -
     return res
 
 
-def spec_broker(spec: ClusterSpec, metadata_id: int) -> int:
-    """The spec's broker id for a broker id seen in metadata.
-
-    Apache Kafka brokers carry the spec's ids (broker.id). tansu always reports node id 111 and cannot be
-    told otherwise, so on the tansu engine (one broker) every id maps to that broker.
-    """
-    if spec.kafka.engine == "tansu" and len(spec.topology.broker_ids) == 1:
-        return spec.topology.broker_ids[0]
-    return metadata_id
-
-
-# ---------------------------------------------------------------- network partition
-
-
-def disconnect(spec: ClusterSpec, name: str) -> tuple[FaultResult, Detached]:
-    """Take a node off the cluster network, remembering its static IP and aliases."""
-    target, cname = node_target(spec, name)
-    c = _container(cname)
-    before = _require(c, target, "running", "paused")
-    nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
-    entry = nets.get(spec.topology.network_name)
-    if entry is None:
-        raise ClusterctlError(
-            f"{target} ({cname}) is not attached to {spec.topology.network_name} (already partitioned?)"
-        )
-    ipv4 = (entry.get("IPAMConfig") or {}).get("IPv4Address") or entry.get("IPAddress") or None
-    aliases = [a for a in (entry.get("Aliases") or []) if a not in (c.id, c.id[:12], c.name)]
-    if target not in aliases:
-        aliases.append(target)
-    detached = Detached(cname, spec.topology.network_name, ipv4, aliases)
-    started = time.time()
-    t0 = time.monotonic()
-    try:
-        _docker().networks.get(spec.topology.network_name).disconnect(c)  # type: ignore[attr-defined]
-    except (APIError, NotFound) as exc:
-        raise ClusterctlError(f"disconnecting {target} from {spec.topology.network_name} failed: {exc}") from None
-    res = FaultResult(
-        "partition-node", target, cname, before, "disconnected", started, round(time.monotonic() - t0, 3),
-        note=f"off {spec.topology.network_name} (was {ipv4})",
-    )  # fmt: skip
-    return res, detached
-
-
-def reconnect(d: Detached) -> FaultResult:
-    """Put a node back on its network with the same static IP and aliases."""
-    started = time.time()
-    t0 = time.monotonic()
-    try:
-        _docker().networks.get(d.network).connect(d.container, ipv4_address=d.ipv4, aliases=d.aliases)  # type: ignore[attr-defined]
-    except APIError as exc:
-        if "already exists" not in str(exc):
-            raise ClusterctlError(f"reconnecting {d.container} to {d.network} failed: {exc}") from None
-    return FaultResult(
-        "reconnect", d.container, d.container, "disconnected", "connected", started, round(time.monotonic() - t0, 3),
-        note=f"on {d.network} as {d.ipv4}",
-    )  # fmt: skip
-
-
-@contextlib.contextmanager
-def _always(heal: Callable[[], FaultResult], out: list[FaultResult]) -> Iterator[None]:
-    """Run `heal` on exit, whatever happened (Ctrl-C included)."""
-    try:
-        yield
-    finally:
-        out.append(heal())
-
-
-def _sleep(seconds: float, stop_event: threading.Event | None) -> None:
-    if stop_event is None:
-        time.sleep(seconds)
-    else:
-        stop_event.wait(seconds)
-
-
 def pause_for(
     spec: ClusterSpec, target: str, name: str, seconds: float, stop_event: threading.Event | None = None
 ) -> list[FaultResult]:
@@ -441,16 +304,3 @@ def pause_broker(
     spec: ClusterSpec, broker_id: int, seconds: float, stop_event: threading.Event | None = None
 ) -> list[FaultResult]:
     return pause_for(spec, *broker_target(spec, broker_id), seconds=seconds, stop_event=stop_event)
-
-
-def partition_node(
-    spec: ClusterSpec, name: str, seconds: float, stop_event: threading.Event | None = None
-) -> list[FaultResult]:
-    """Disconnect a node from the cluster network for `seconds`, then reconnect it (also on error)."""
-    if seconds <= 0:
-        raise UsageError(f"--for must be positive, got {seconds}")
-    res, detached = disconnect(spec, name)
-    out = [res]
-    with _always(lambda: reconnect(detached), out):
-        _sleep(seconds, stop_event)
-    return out

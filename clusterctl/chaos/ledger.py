@@ -25,7 +25,7 @@ import itertools
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -238,45 +238,42 @@ class VerifyResult:
         raise VerificationError(f"drill verification failed: {self.summary()}{first}")
 
 
-def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> VerifyResult:
-    """Check acked ⊆ consumed and per-partition order of acked seqs; count duplicates and extras."""
-    acked_list = list(acked)
-    acked_ids: dict[tuple[str, int], LedgerEntry] = {(e.key, e.seq): e for e in acked_list}
+@dataclass
+class _Consumed:
+    """What was read back, indexed: copies per record identity (key, seq), where each first sits, per partition."""
 
-    seen: Counter[tuple[str, int]] = Counter()
-    first_at: dict[tuple[str, int], tuple[str, int, int]] = {}  # identity -> (topic, partition, offset)
-    by_partition: dict[tuple[str, int], list[tuple[int, tuple[str, int]]]] = defaultdict(list)
-    consumed_n = 0
-    foreign = 0
-    consumed_per_tp: Counter[tuple[str, int]] = Counter()
+    seen: Counter[tuple[str, int]] = field(default_factory=Counter)
+    first_at: dict[tuple[str, int], tuple[str, int, int]] = field(default_factory=dict)  # -> (topic, partition, offset)
+    by_partition: dict[tuple[str, int], list[tuple[int, tuple[str, int]]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    per_tp: Counter[tuple[str, int]] = field(default_factory=Counter)
+    count: int = 0
+    foreign: int = 0
+
+
+def _index(consumed: Iterable[ConsumedLike]) -> _Consumed:
+    c = _Consumed()
     for rec in consumed:
-        consumed_n += 1
+        c.count += 1
         seq = parse_seq(rec.value)
         if seq is None:
-            foreign += 1
+            c.foreign += 1
             continue
         ident = (rec.key or "", seq)
         tp = (rec.topic, rec.partition)
-        consumed_per_tp[tp] += 1
-        seen[ident] += 1
-        if ident not in first_at or rec.offset < first_at[ident][2]:
-            first_at[ident] = (rec.topic, rec.partition, rec.offset)
-        by_partition[tp].append((rec.offset, ident))
+        c.per_tp[tp] += 1
+        c.seen[ident] += 1
+        if ident not in c.first_at or rec.offset < c.first_at[ident][2]:
+            c.first_at[ident] = (rec.topic, rec.partition, rec.offset)
+        c.by_partition[tp].append((rec.offset, ident))
+    return c
 
-    lost = [e for e in acked_list if (e.key, e.seq) not in seen]
-    dup_ids = sorted(i for i, n in seen.items() if n > 1)
-    dup_extra = sum(n - 1 for n in seen.values() if n > 1)
-    unacked = sorted(i for i in seen if i not in acked_ids)
 
-    moved: list[Moved] = []
-    for e in acked_list:
-        where = first_at.get((e.key, e.seq))
-        if e.offset >= 0 and where is not None and (where[0], where[1], where[2]) != (e.topic, e.partition, e.offset):
-            moved.append(Moved(e.topic, e.partition, e.seq, e.offset, where[2]))
-
+def _reorders(c: _Consumed, acked_ids: Mapping[tuple[str, int], LedgerEntry]) -> list[Reorder]:
+    """Acked records read back with a lower seq than one before them in the same partition."""
     reorders: list[Reorder] = []
-    reorder_per_tp: Counter[tuple[str, int]] = Counter()
-    for tp, recs in by_partition.items():
+    for tp, recs in c.by_partition.items():
         recs.sort()
         high: int | None = None
         counted: set[tuple[str, int]] = set()
@@ -287,51 +284,75 @@ def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> Ve
             seq = ident[1]
             if high is not None and seq < high:
                 reorders.append(Reorder(tp[0], tp[1], offset, seq, high))
-                reorder_per_tp[tp] += 1
             else:
                 high = seq
+    return reorders
 
+
+def _partition_verdicts(
+    acked_list: list[LedgerEntry],
+    c: _Consumed,
+    acked_ids: Mapping[tuple[str, int], LedgerEntry],
+    lost: list[LedgerEntry],
+    reorders: list[Reorder],
+) -> list[PartitionVerdict]:
     lost_per_tp = Counter((e.topic, e.partition) for e in lost)
     acked_per_tp = Counter((e.topic, e.partition) for e in acked_list)
+    reorder_per_tp = Counter((r.topic, r.partition) for r in reorders)
     dup_per_tp: Counter[tuple[str, int]] = Counter()
     unacked_per_tp: Counter[tuple[str, int]] = Counter()
-    for ident, n in seen.items():
-        t, p, _ = first_at[ident]
+    for ident, n in c.seen.items():
+        t, p, _ = c.first_at[ident]
         if n > 1:
             dup_per_tp[(t, p)] += n - 1
         if ident not in acked_ids:
             unacked_per_tp[(t, p)] += 1
-    tps = sorted(set(acked_per_tp) | set(consumed_per_tp))
-    partitions = [
+    return [
         PartitionVerdict(
             topic=t,
             partition=p,
             acked=acked_per_tp[(t, p)],
-            consumed=consumed_per_tp[(t, p)],
+            consumed=c.per_tp[(t, p)],
             lost=lost_per_tp[(t, p)],
             duplicated=dup_per_tp[(t, p)],
             unacked_present=unacked_per_tp[(t, p)],
             reordered=reorder_per_tp[(t, p)],
             lost_offsets=offset_ranges(sorted(e.offset for e in lost if (e.topic, e.partition) == (t, p))),
         )
-        for t, p in tps
+        for t, p in sorted(set(acked_per_tp) | set(c.per_tp))
     ]
+
+
+def verify(acked: Iterable[LedgerEntry], consumed: Iterable[ConsumedLike]) -> VerifyResult:
+    """Check acked ⊆ consumed and per-partition order of acked seqs; count duplicates and extras."""
+    acked_list = list(acked)
+    acked_ids: dict[tuple[str, int], LedgerEntry] = {(e.key, e.seq): e for e in acked_list}
+    c = _index(consumed)
+    lost = [e for e in acked_list if (e.key, e.seq) not in c.seen]
+    dup_ids = sorted(i for i, n in c.seen.items() if n > 1)
+    unacked = sorted(i for i in c.seen if i not in acked_ids)
+    moved: list[Moved] = []
+    for e in acked_list:
+        where = c.first_at.get((e.key, e.seq))
+        if e.offset >= 0 and where is not None and (where[0], where[1], where[2]) != (e.topic, e.partition, e.offset):
+            moved.append(Moved(e.topic, e.partition, e.seq, e.offset, where[2]))
+    reorders = _reorders(c, acked_ids)
     return VerifyResult(
         ok=not lost and not reorders,
         acked=len(acked_list),
-        consumed=consumed_n,
+        consumed=c.count,
         lost_count=len(lost),
-        duplicated_count=dup_extra,
+        duplicated_count=sum(n - 1 for n in c.seen.values() if n > 1),
         unacked_present_count=len(unacked),
         reordered_count=len(reorders),
         moved_count=len(moved),
-        foreign_count=foreign,
+        foreign_count=c.foreign,
         lost=lost[:SAMPLE_LIMIT],
         duplicated=dup_ids[:SAMPLE_LIMIT],
         unacked_present=unacked[:SAMPLE_LIMIT],
         reordered=reorders[:SAMPLE_LIMIT],
         moved=moved[:SAMPLE_LIMIT],
-        partitions=partitions,
+        partitions=_partition_verdicts(acked_list, c, acked_ids, lost, reorders),
     )
 
 

@@ -28,9 +28,10 @@ from clusterctl.chaos.ledger import (
     read_ledger,
     verify,
 )
-from clusterctl.errors import ClusterctlError, TimeoutError_
+from clusterctl.errors import ClusterctlError
 from clusterctl.kafka.clients import ConsumedRecord
 from clusterctl.kafka.connection import check_topic, consumer_config, producer_config
+from clusterctl.wait import wait_until
 
 INTERVAL_S = 0.5
 
@@ -236,40 +237,45 @@ def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Cons
     consumer = Consumer(consumer_config(bootstrap, enable_partition_eof=True))
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        deadline = time.monotonic() + timeout
-        while remaining:
-            if time.monotonic() > deadline:
-                raise TimeoutError_(
-                    f"consumed {len(out)} records of {topic!r} but partitions {sorted(remaining)} did not reach "
-                    f"their end offsets within {timeout:.0f}s"
-                )
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err, partition, offset = msg.error(), msg.partition(), msg.offset()
-            assert partition is not None and offset is not None  # set on records and on EOF events
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF and offset >= ends[(topic, partition)]:
-                    remaining.discard(partition)
-                continue
-            key = msg.key()
-            value = msg.value()
-            ts = msg.timestamp()[1]
-            out.append(
-                ConsumedRecord(
-                    topic,
-                    partition,
-                    offset,
-                    None if key is None else key.decode("utf-8", "replace"),
-                    None if value is None else value.decode("utf-8", "replace"),
-                    ts,
-                )
-            )
-            if offset + 1 >= ends[(topic, partition)]:
-                remaining.discard(partition)
+        wait_until(
+            lambda: _take(consumer.poll(0.5), topic, ends, remaining, out),
+            timeout=timeout,
+            what=f"every partition of {topic!r} to reach its end offset",
+            interval=0.0,
+            done=lambda _r: not remaining,
+            seen=lambda _r: f"consumed {len(out)} records; partitions {sorted(remaining)} short of their end offsets",
+        )
     finally:
         consumer.close()
     return out
+
+
+def _take(
+    msg: Any, topic: str, ends: dict[tuple[str, int], int], remaining: set[int], out: list[ConsumedRecord]
+) -> None:
+    """Keep one polled record (or EOF event); a partition is done once its end offset is reached."""
+    if msg is None:
+        return
+    err, partition, offset = msg.error(), msg.partition(), msg.offset()
+    assert partition is not None and offset is not None  # set on records and on EOF events
+    if err is not None:
+        if err.code() == KafkaError._PARTITION_EOF and offset >= ends[(topic, partition)]:
+            remaining.discard(partition)
+        return
+    key = msg.key()
+    value = msg.value()
+    out.append(
+        ConsumedRecord(
+            topic,
+            partition,
+            offset,
+            None if key is None else key.decode("utf-8", "replace"),
+            None if value is None else value.decode("utf-8", "replace"),
+            msg.timestamp()[1],
+        )
+    )
+    if offset + 1 >= ends[(topic, partition)]:
+        remaining.discard(partition)
 
 
 def verify_drill(bootstrap: str, ledger_path: str | Path, timeout: float = 120.0) -> VerifyResult:

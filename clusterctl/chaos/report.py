@@ -1,17 +1,24 @@
-"""Scenario reports: a JSON file with everything, and a self-contained HTML page with an inline SVG timeline."""
+"""Scenario reports: a JSON file with everything, and a self-contained HTML page with an inline SVG timeline.
+
+The pages are Jinja2 templates (templates/*.html.j2, autoescaped); this module prepares their rows and draws the
+timeline plot (matplotlib → inline SVG).
+"""
 
 from __future__ import annotations
 
-import html
+import functools
 import io
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from clusterctl.output import to_jsonable
 
 ZK_MODE_LEVEL = {"leader": 3, "standalone": 3, "follower": 2, "observer": 2, "not serving": 1, "down": 0}
+TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 
 def write_reports(result: Any, directory: Path) -> tuple[Path, Path]:
@@ -32,11 +39,35 @@ def timeline_svg(tl: Any) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     t0 = tl.started
     fig, axes = plt.subplots(4, 1, figsize=(11, 9.5), sharex=True, constrained_layout=True)
     ax_leader, ax_isr, ax_zk, ax_load = axes
+    _partition_panels(ax_leader, ax_isr, tl, t0)
+    if getattr(tl, "mode", "zookeeper") == "kraft":
+        _kraft_panel(ax_zk, tl, t0)
+    else:
+        _zk_panel(ax_zk, tl, t0)
+    _load_panel(ax_load, tl, t0)
+    for m in tl.markers:
+        for ax in axes:
+            ax.axvline(m.t - t0, color="tab:green" if m.heal else "tab:red", linestyle="--", linewidth=1)
+        ax_leader.annotate(
+            f"{m.action} {m.target}", (m.t - t0, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+            fontsize=7, va="top", ha="right", color="tab:green" if m.heal else "tab:red",
+        )  # fmt: skip
+    ax_load.set_xlim(0, max(1.0, tl.ended - t0))
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    svg = buf.getvalue()
+    return svg[svg.find("<svg") :]
+
+
+def _partition_panels(ax_leader: Any, ax_isr: Any, tl: Any, t0: float) -> None:
+    """Leader and ISR size per partition as step lines, broken and shaded where metadata went unanswered."""
+    from matplotlib.ticker import MaxNLocator
+
     keys = sorted({(s.topic, s.partition) for s in tl.partitions})
     gaps = [(_get(g, "t0") - t0, _get(g, "t1") - t0) for g in getattr(tl, "gaps", None) or []]
     styles = ["-", "--", ":", "-."]
@@ -69,17 +100,24 @@ def timeline_svg(tl: Any) -> str:
         ax_leader.legend(loc="upper right", fontsize=7, ncol=4)
     else:
         ax_leader.text(0.5, 0.5, "no partitions observed", transform=ax_leader.transAxes, ha="center")
-    if getattr(tl, "mode", "zookeeper") == "kraft":
-        _kraft_panel(ax_zk, tl, t0)
-    else:
-        for zk_id in sorted({s.zk_id for s in tl.zk_modes}):
-            ss = [s for s in tl.zk_modes if s.zk_id == zk_id]
-            levels = [ZK_MODE_LEVEL.get(s.mode, 1) for s in ss]
-            ax_zk.step([s.t - t0 for s in ss], levels, where="post", label=f"zk{zk_id}")
-        ax_zk.set_yticks([0, 1, 2, 3], ["down", "not serving", "follower", "leader"])
-        ax_zk.set_ylabel("ZK mode")
-        if tl.zk_modes:
-            ax_zk.legend(loc="upper right", fontsize=7)
+
+
+def _zk_panel(ax_zk: Any, tl: Any, t0: float) -> None:
+    """ZooKeeper mode: each node's Mode (down .. leader) as a step line."""
+    for zk_id in sorted({s.zk_id for s in tl.zk_modes}):
+        ss = [s for s in tl.zk_modes if s.zk_id == zk_id]
+        levels = [ZK_MODE_LEVEL.get(s.mode, 1) for s in ss]
+        ax_zk.step([s.t - t0 for s in ss], levels, where="post", label=f"zk{zk_id}")
+    ax_zk.set_yticks([0, 1, 2, 3], ["down", "not serving", "follower", "leader"])
+    ax_zk.set_ylabel("ZK mode")
+    if tl.zk_modes:
+        ax_zk.legend(loc="upper right", fontsize=7)
+
+
+def _load_panel(ax_load: Any, tl: Any, t0: float) -> None:
+    """The drill load: acknowledged records/s as bars, produce errors on a second axis when there were any."""
+    from matplotlib.ticker import MaxNLocator
+
     if tl.load:
         xs = [_get(iv, "t") - t0 for iv in tl.load]
         width = 0.45
@@ -98,19 +136,6 @@ def timeline_svg(tl: Any) -> str:
         ax_load.text(0.5, 0.5, "no drill load in this scenario", transform=ax_load.transAxes, ha="center")
     ax_load.set_ylabel("acked records/s")
     ax_load.set_xlabel("seconds since start")
-    for m in tl.markers:
-        for ax in axes:
-            ax.axvline(m.t - t0, color="tab:green" if m.heal else "tab:red", linestyle="--", linewidth=1)
-        ax_leader.annotate(
-            f"{m.action} {m.target}", (m.t - t0, 1.0), xycoords=("data", "axes fraction"), rotation=90,
-            fontsize=7, va="top", ha="right", color="tab:green" if m.heal else "tab:red",
-        )  # fmt: skip
-    ax_load.set_xlim(0, max(1.0, tl.ended - t0))
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    plt.close(fig)
-    svg = buf.getvalue()
-    return svg[svg.find("<svg") :]
 
 
 def _kraft_panel(ax: Any, tl: Any, t0: float) -> None:
@@ -149,12 +174,18 @@ def _get(obj: Any, name: str) -> Any:
     return obj[name] if isinstance(obj, dict) else getattr(obj, name)
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape('-' if c is None else str(c))}</td>" for c in r) + "</tr>" for r in rows
+@functools.cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _render(template: str, **context: Any) -> str:
+    return _environment().get_template(template).render(**context)
 
 
 def _settings_text(settings: dict[str, Any]) -> str:
@@ -163,25 +194,38 @@ def _settings_text(settings: dict[str, Any]) -> str:
 
 def render_html(result: Any) -> str:
     """One self-contained page: verdict, steps, failover times, verification, timeline plot, events."""
+    tl = result.timeline
+    settings = getattr(result, "bounds", None) or {}
+    return _render(
+        "report.html.j2",
+        r=result,
+        verdict="INTERRUPTED" if getattr(result, "interrupted", False) else "PASS" if result.ok else "FAIL",
+        expect=getattr(result, "expect", "no-loss"),
+        settings_text=_settings_text(settings),
+        svg=timeline_svg(tl),
+        steps=[[s.index, s.description, "yes" if s.ok else "NO", f"{s.took_s:.2f}", s.detail] for s in result.steps],
+        faults=_fault_rows(result, settings),
+        partitions=_partition_rows(result, settings),
+        events=[[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
+        load=result.load,
+        **_verify_context(result),
+    )
+
+
+def _fault_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
     from clusterctl.chaos.bounds import explain
 
-    tl = result.timeline
-    verdict = "INTERRUPTED" if getattr(result, "interrupted", False) else "PASS" if result.ok else "FAIL"
-    settings = getattr(result, "bounds", None) or {}
-    steps = _table(
-        ["#", "step", "ok", "took s", "detail"],
-        [[s.index, s.description, "yes" if s.ok else "NO", f"{s.took_s:.2f}", s.detail] for s in result.steps],
-    )
-    fault_rows = [
+    return [
         [f.action, f.target, explain(f.detected_s, f.action, "detected", False, settings), f.detected_by,
          f.controller_change_s, f.quorum_lost_s, f.quorum_ok_after_heal_s]
         for f in result.faults
     ]  # fmt: skip
-    faults = _table(
-        ["fault", "target", "detected s", "by", "controller change s", "quorum lost s", "quorum back after heal s"],
-        fault_rows,
-    )
-    part_rows = [
+
+
+def _partition_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
+    from clusterctl.chaos.bounds import explain
+
+    return [
         [f.action, f"{p.topic}-{p.partition}", p.leader_before, p.new_leader,
          explain(p.time_to_new_leader_s, f.action, "new_leader", p.led_by_target, settings),
          explain(p.isr_shrunk_s, f.action, "isr_shrunk", p.led_by_target, settings), p.isr_full_s, p.unavailable_s,
@@ -189,109 +233,34 @@ def render_html(result: Any) -> str:
         for f in result.faults
         for p in f.partitions
     ]  # fmt: skip
-    parts = _table(
-        ["fault", "partition", "leader before", "new leader", "new leader s", "ISR shrunk s", "ISR full after heal s",
-         "unavailable s", "longest wait for an ack s"],
-        part_rows,
-    )  # fmt: skip
-    verify = "<p>no verification step</p>"
-    if result.verify is not None:
-        v = result.verify
-        expect = getattr(result, "expect", "no-loss")
-        verdict_text = "ok" if v.ok else "FAILED"
-        if expect == "loss":
-            verdict_text = "loss expected and found" if v.lost_count else "FAILED: loss expected, none found"
-        verify = _table(
-            ["acked", "consumed", "lost", "duplicated", "unacked but present", "reordered", "verdict"],
-            [[v.acked, v.consumed, v.lost_count, v.duplicated_count, v.unacked_present_count, v.reordered_count,
-              verdict_text]],
-        )  # fmt: skip
-        lost_parts = [p for p in v.partitions if p.lost]
-        if lost_parts:
-            verify += "<h3>Lost acknowledged offsets per partition</h3>" + _table(
-                ["partition", "acked", "lost", "lost offsets"],
-                [[f"{p.topic}-{p.partition}", p.acked, p.lost, p.lost_offsets] for p in lost_parts],
-            )
-            allowed = getattr(result, "loss_settings", None) or []
-            verify += "<p>allowed by: " + html.escape("; ".join(allowed) or "no setting of this scenario") + "</p>"
-    load = ""
-    if result.load is not None:
-        ld = result.load
-        load = _table(
-            ["sent", "acked", "failed", "errors", "seconds"], [[ld.sent, ld.acked, ld.failed, ld.errors, ld.seconds]]
-        )
-    events = _table(
-        ["t s", "source", "kind", "subject", "detail"],
-        [[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
-    )
-    svg = timeline_svg(tl)
-    error = f"<p class='err'>{html.escape(result.error)}</p>" if result.error else ""
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>clusterctl scenario {html.escape(result.scenario)}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
-h1 .PASS {{ color: #197a2e; }} h1 .FAIL, h1 .INTERRUPTED {{ color: #b3261e; }}
-table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
-th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }}
-th {{ background: #f2f2f2; }} .err {{ color: #b3261e; font-weight: bold; }}
-.plot svg {{ max-width: 100%; height: auto; }}
-</style></head><body>
-<h1>Scenario {html.escape(result.scenario)}: <span class="{verdict}">{verdict}</span></h1>
-<p>cluster <b>{html.escape(result.cluster)}</b>, topic {html.escape(str(result.topic or "-"))},
-{result.ended - result.started:.1f}s, expect {html.escape(getattr(result, "expect", "no-loss"))}</p>
-<p>broker settings that bound failover times: {html.escape(_settings_text(settings))}</p>
-{error}
-<h2>Timeline</h2><div class="plot" id="timeline">{svg}</div>
-<h2>Steps</h2>{steps}
-<h2>Failover times</h2>{faults}{parts}
-<h2>Verification (acknowledged writes)</h2>{verify}{load}
-<h2>Events</h2>{events}
-</body></html>
-"""
+
+
+def _verify_context(result: Any) -> dict[str, Any]:
+    """The verification section: the verdict line, and the lost offsets per partition with what allowed them."""
+    v = result.verify
+    if v is None:
+        return {"v": None, "verify_verdict": None, "lost_rows": [], "allowed": ""}
+    verdict = "ok" if v.ok else "FAILED"
+    if getattr(result, "expect", "no-loss") == "loss":
+        verdict = "loss expected and found" if v.lost_count else "FAILED: loss expected, none found"
+    lost_rows = [[f"{p.topic}-{p.partition}", p.acked, p.lost, p.lost_offsets] for p in v.partitions if p.lost]
+    allowed = "; ".join(getattr(result, "loss_settings", None) or []) or "no setting of this scenario"
+    return {"v": v, "verify_verdict": verdict, "lost_rows": lost_rows, "allowed": allowed}
 
 
 def write_summary_html(rep: Any, path: Path) -> Path:
     """The HTML summary of `scenario run --repeat`: a row per run (linking its report) and the statistics."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for r in rep.runs:
-        link = "-"
-        if r.report:
-            href = html.escape(os.path.relpath(r.report, path.parent))
-            link = f"<a href='{href}'>report</a>"
-        cells = [r.run, "PASS" if r.ok else "FAIL", r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
-                 r.write_gap_s, r.fault]  # fmt: skip
-        rows.append("<tr>" + "".join(f"<td>{html.escape('-' if c is None else str(c))}</td>" for c in cells)
-                    + f"<td>{link}</td></tr>")  # fmt: skip
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ["run", "verdict", "acked", "lost", "duplicated", "detected s", "new leader s", "write gap s",
-                  "fault", "report"]
-    )  # fmt: skip
-    runs = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    stats = _table(
-        ["metric", "runs", "median", "p95", "max", "bounded by"],
-        [[s.metric, s.n, s.median, s.p95, s.max, s.bound] for s in rep.summary],
-    )
-    state = " (interrupted)" if rep.interrupted else ""
-    allowed = ""
-    if rep.expect == "loss":
-        allowed = f"<p>loss allowed by: {html.escape('; '.join(rep.loss_settings) or '-')}</p>"
-    path.write_text(
-        f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>clusterctl {html.escape(rep.scenario)} x{len(rep.runs)}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
-table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
-th, td {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }} th {{ background: #f2f2f2; }}
-</style></head><body>
-<h1>Scenario {html.escape(rep.scenario)}: {rep.passed}/{len(rep.runs)} passed{state}</h1>
-<p>expect {html.escape(rep.expect)}; broker settings: {html.escape(_settings_text(rep.bounds))}</p>{allowed}
-<h2>Statistics</h2>{stats}
-<h2>Runs</h2>{runs}
-</body></html>
-""",
-        encoding="utf-8",
-    )
+    runs = [
+        {
+            "cells": [r.run, "PASS" if r.ok else "FAIL", r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
+                      r.write_gap_s, r.fault],
+            "href": os.path.relpath(r.report, path.parent) if r.report else None,
+        }
+        for r in rep.runs
+    ]  # fmt: skip
+    stats = [[s.metric, s.n, s.median, s.p95, s.max, s.bound] for s in rep.summary]
+    page = _render("summary.html.j2", rep=rep, runs=runs, stats=stats, settings_text=_settings_text(rep.bounds))
+    path.write_text(page, encoding="utf-8")
     rep.report_html = str(path)
     return path

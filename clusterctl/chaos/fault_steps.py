@@ -1,0 +1,153 @@
+"""The fault steps of a drill run: immediate faults, timed faults that heal themselves, and unpausing.
+
+`FaultSteps` is a part of the Runner (runner.py): it marks every fault on the observer's timeline and keeps the
+set of brokers the run paused, so metadata requests avoid them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from clusterctl.chaos.conditions import Conditions
+from clusterctl.chaos.scenario import Fault
+from clusterctl.errors import ClusterctlError
+from clusterctl.spec.model import ClusterSpec
+
+
+class FaultSteps:
+    """The `fault` step; the Runner supplies the state declared here."""
+
+    spec: ClusterSpec
+    bootstrap: str
+    topic: str
+    observer: Any
+    cond: Conditions
+    paused: set[int]
+    detached: list[Any]
+    background: list[tuple[threading.Thread, threading.Event]]
+
+    def _unpause_brokers(self) -> str:
+        """Unpause every paused broker (and nothing else: killed brokers stay down until heal)."""
+        from clusterctl.chaos import faults
+
+        done = []
+        for b in self.spec.topology.broker_ids:
+            target, name = faults.broker_target(self.spec, b)
+            if faults.container_state(name) == "paused":
+                r = faults.unpause(target, name)
+                self.observer.mark(r.action, r.target, heal=True, t=r.started)
+                done.append(target)
+        self.paused.clear()
+        return f"unpaused {', '.join(done)}" if done else "no broker was paused"
+
+    def _step_fault(self, f: Fault) -> str:
+        from clusterctl.chaos import faults, recovery
+
+        spec = self.spec
+        a = f.action
+        if a == "unpause-brokers":
+            return self._unpause_brokers()
+        self.cond.snapshot_leaders()
+        if a in ("pause-broker", "partition-node", "pause-followers") and f.for_ is not None:
+            return self._timed_fault(f)
+        if a == "pause-followers":
+            res = faults.pause_followers(spec, self._live_bootstrap(), f.topic or self.topic, f.partition)
+            self._on_paused(res)
+            return ", ".join(f"pause {r.target}: {r.note}" for r in res)
+        if a == "pause-broker":
+            r = faults.pause(*faults.broker_target(spec, f.broker or 0))
+            self.paused.add(f.broker or 0)
+        elif a == "partition-node":
+            r, d = faults.disconnect(spec, f.node or "")
+            self.detached.append(d)
+        elif a == "kill-leader":
+            r = faults.kill_leader(spec, self._live_bootstrap(), f.topic or self.topic, f.partition)
+        elif a == "kill-controller":
+            r = faults.kill_controller(spec)
+        elif a == "start-controller":
+            r = faults.start_controller(spec, f.controller or 0)
+        elif a == "kill-controller-quorum":
+            killed = faults.kill_controller_quorum(spec)
+            for k in killed:
+                self.observer.mark(k.action, k.target, heal=False, note=k.note, t=k.started)
+            return ", ".join(f"{k.target} ({k.container}) killed" for k in killed)
+        elif a == "rolling-restart":
+            steps = recovery.rolling_restart(
+                spec,
+                self.bootstrap,
+                f.timeout,
+                on_step=lambda s: self.observer.mark(
+                    s.restart.action, s.restart.target, heal=False, t=s.restart.started
+                ),
+            )
+            return ", ".join(f"broker {s.broker} back in ISR after {s.isr_full_after_s:.1f}s" for s in steps)
+        else:
+            fn = getattr(faults, a.replace("-", "_"))
+            r = fn(spec, f.broker if a.endswith("-broker") else f.zk)
+        self.observer.mark(r.action, r.target, heal=a.startswith("start-"), note=r.note, t=r.started)
+        return f"{r.action} {r.target} ({r.container}): {r.before} -> {r.after}" + (f"; {r.note}" if r.note else "")
+
+    def _timed_fault(self, f: Fault) -> str:
+        from clusterctl.chaos import faults
+
+        stop = threading.Event()
+        errors: list[str] = []
+        seconds = float(f.for_ or 0)
+
+        started = threading.Event()
+
+        def paused(rs: list[Any]) -> None:
+            self._on_paused(rs)
+            started.set()
+
+        def body() -> None:
+            try:
+                if f.action == "pause-broker":
+                    self.paused.add(f.broker or 0)
+                    res = faults.pause_broker(self.spec, f.broker or 0, seconds, stop)
+                    self.paused.discard(f.broker or 0)
+                elif f.action == "pause-followers":
+                    res = faults.pause_followers(
+                        self.spec, self._live_bootstrap(), f.topic or self.topic, f.partition, seconds, stop,
+                        on_paused=paused,
+                    )  # fmt: skip
+                    self.paused.difference_update(_broker_ids(res))
+                else:
+                    res = faults.partition_node(self.spec, f.node or "", seconds, stop)
+                for r in res:
+                    if r.action == "unpause" or f.action != "pause-followers":
+                        self.observer.mark(r.action, r.target, note=r.note, t=r.started)
+            except ClusterctlError as exc:
+                errors.append(str(exc))
+            finally:
+                started.set()
+
+        t = threading.Thread(target=body, name=f"fault-{f.action}", daemon=True)
+        t.start()
+        self.background.append((t, stop))
+        if f.action == "pause-followers":
+            started.wait(10.0)  # the pauses are marked, the step's detail names them
+        else:
+            time.sleep(0.5)
+        if errors:
+            raise ClusterctlError(errors[0])
+        target = {"pause-broker": f"broker {f.broker}", "pause-followers": f"followers of partition {f.partition}"}
+        return f"{f.action} {target.get(f.action, str(f.node))} for {seconds:g}s (heals itself)"
+
+    def _on_paused(self, res: list[Any]) -> None:
+        for r in res:
+            self.observer.mark(r.action, r.target, note=r.note, t=r.started)
+        self.paused.update(_broker_ids(res))
+
+    def _live_bootstrap(self) -> str:
+        """The bootstrap list without the brokers this run paused (a paused broker never answers)."""
+        live = [b for b in self.spec.topology.broker_ids if b not in self.paused]
+        if not live or live == self.spec.topology.broker_ids or self.bootstrap != self.spec.topology.bootstrap_servers:
+            return self.bootstrap
+        return ",".join(f"{self.spec.topology.host}:{self.spec.topology.broker_host_port(b)}" for b in live)
+
+
+def _broker_ids(results: list[Any]) -> set[int]:
+    return {int(r.target.split()[1]) for r in results if r.target.startswith("broker ")}

@@ -1,0 +1,47 @@
+"""What a drill run returns: a result per step and one for the scenario (report.py and stats.py read them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusterctl.errors import ClusterctlError
+
+
+@dataclass
+class StepResult:
+    index: int
+    kind: str
+    description: str
+    ok: bool
+    started: float
+    took_s: float
+    detail: str = ""
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    file: str | None
+    cluster: str
+    topic: str | None
+    ok: bool
+    started: float
+    ended: float
+    steps: list[StepResult]
+    faults: list[Any] = field(default_factory=list)  # analysis.FaultMetrics
+    verify: Any = None  # ledger.VerifyResult
+    load: Any = None  # load.LoadSummary
+    error: str | None = None
+    report_html: str | None = None
+    report_json: str | None = None
+    ledger: str | None = None
+    expect: str = "no-loss"
+    loss_settings: list[str] = field(default_factory=list)  # settings of the scenario that allow a loss
+    bounds: dict[str, str] = field(default_factory=dict)  # broker settings that bound failover times
+    timeline: Any = None  # observer.Timeline (written to the JSON report, not printed)
+    interrupted: bool = False  # stopped by Ctrl-C: the steps after the interrupted one never ran
+
+
+class StepFailed(ClusterctlError):
+    exit_code = 6
