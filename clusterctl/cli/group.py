@@ -49,7 +49,7 @@ RESET_COLUMNS = [
 
 
 @group_app.command("list")
-def list_(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) -> None:
+def cmd_group_list(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) -> None:
     """List consumer groups and their state."""
     from clusterctl.kafka import groups
 
@@ -72,7 +72,7 @@ def render_group(desc: "groups.GroupDescription", as_json: bool) -> None:
 
 
 @group_app.command("describe")
-def describe(
+def cmd_group_describe(
     group: Annotated[str, typer.Argument(help="consumer group id")],
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -84,7 +84,7 @@ def describe(
 
 
 @group_app.command("reset")
-def reset(
+def cmd_group_reset(
     group: Annotated[str, typer.Argument(help="consumer group id")],
     topic: Annotated[str, typer.Option("--topic", "-t", help="topic whose offsets to reset (every partition)")],
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="reset to the earliest offset")] = False,
@@ -112,7 +112,7 @@ def reset(
 
 
 @group_app.command("delete")
-def delete(
+def cmd_group_delete(
     group: Annotated[str, typer.Argument(help="consumer group id")],
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,

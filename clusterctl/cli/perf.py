@@ -15,7 +15,7 @@ from clusterctl.cli.common import (
     skip_interpreter_teardown,
     state,
 )
-from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_, UsageError
+from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_
 from clusterctl.kafka import diskguard
 from clusterctl.output import Column, emit, format_time, info
 
@@ -96,7 +96,7 @@ def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
 
 
 @perf_app.command("produce")
-def produce_cmd(
+def cmd_perf_produce(
     topic: Annotated[str, typer.Argument(help="topic to produce to")],
     num_records: Annotated[int, typer.Option("--num-records", "-n", help="records to send")],
     record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value")] = 100,
@@ -152,47 +152,19 @@ def produce_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Send N records of B bytes and report throughput and send-to-ack latency percentiles."""
-    from clusterctl.kafka import perf, perf_native  # numpy and friends: loaded only when perf runs
+    from clusterctl.kafka import perf  # numpy and friends: loaded only when perf runs
 
-    extra = parse_kv(producer_prop, "--producer-prop")
-    if retention_bytes is not None and retention_bytes < 1:
-        raise UsageError("--retention-bytes must be at least 1")
-    payloads = perf.build_payloads(record_size, payload_file)
-    # validate everything before touching the cluster: a refused run leaves no topic behind
-    perf_native.check_config(perf.perf_producer_config("x:1", acks, compression, batch_size, linger_ms, extra))
-    perf.check_produce_args(num_records, throughput, engine)
-    servers = bootstrap_servers(bootstrap)
-    def_parts, def_rf, local = _topic_defaults(bootstrap)
-    plan = perf.plan_topic(
-        servers,
-        topic,
-        def_parts if partitions is None else partitions,
-        def_rf if replication_factor is None else replication_factor,
-    )
-    size = sum(len(p) for p in payloads) // len(payloads)
-    path, source = diskguard.resolve_path(disk_path, local)
-    disk = diskguard.check(num_records, size, plan.replication_factor, path=path, source=source, force=force)
-    created, note = perf.prepare_topic(servers, plan, create=create_topic, retention_bytes=retention_bytes)
-    if created:
-        info(f"created topic {topic} ({plan.partitions} partitions, RF {plan.replication_factor})")
-    if note:
-        info(note)
-    result = perf.run_produce(
-        servers,
-        topic,
-        num_records,
-        payloads,
-        throughput=throughput,
-        acks=acks,
-        compression=compression,
-        batch_size=batch_size,
-        linger_ms=linger_ms,
-        extra_config=extra,
-        progress=_print_window,
-        progress_interval=reporting_interval,
-        engine=engine,
-    )
-    result.disk, result.topic_created, result.retention_bytes = disk, created, retention_bytes
+    req = perf.ProduceRequest(
+        topic, num_records, record_size, payload_file, throughput, acks, compression, batch_size, linger_ms,
+        parse_kv(producer_prop, "--producer-prop"), create_topic, partitions, replication_factor, retention_bytes,
+        force, disk_path, engine, reporting_interval,
+    )  # fmt: skip
+
+    def target() -> "perf.ProduceTarget":
+        servers = bootstrap_servers(bootstrap)
+        return perf.ProduceTarget(servers, *_topic_defaults(bootstrap))
+
+    result = perf.produce_test(req, target, progress=_print_window, notify=info)
     skip_interpreter_teardown()  # the producer is closed; its wall clock is part of what the user measures
     if result.failed:
         errs = ", ".join(f"{k}: {v}" for k, v in result.errors.items())
@@ -205,7 +177,7 @@ def produce_cmd(
 
 
 @perf_app.command("consume")
-def consume_cmd(
+def cmd_perf_consume(
     topic: Annotated[str, typer.Argument(help="topic to consume from")],
     messages: Annotated[int, typer.Option("--messages", "-n", help="records to consume")],
     group: Annotated[

@@ -13,7 +13,7 @@ FileArg = Annotated[str, typer.Argument(help="scenario file, or the name of a sh
 
 
 @scenario_app.command("list")
-def list_(as_json: JsonOpt = False) -> None:
+def cmd_scenario_list(as_json: JsonOpt = False) -> None:
     """The shipped scenarios."""
     from clusterctl.chaos.scenario import list_scenarios
     from clusterctl.output import Column, emit
@@ -24,7 +24,7 @@ def list_(as_json: JsonOpt = False) -> None:
 
 
 @scenario_app.command("validate")
-def validate(file: FileArg, as_json: JsonOpt = False) -> None:
+def cmd_scenario_validate(file: FileArg, as_json: JsonOpt = False) -> None:
     """Check a scenario file without running it."""
     from clusterctl.chaos.scenario import load_scenario
     from clusterctl.output import Column, emit
@@ -37,7 +37,7 @@ def validate(file: FileArg, as_json: JsonOpt = False) -> None:
 
 
 @scenario_app.command("run")
-def run(
+def cmd_scenario_run(
     file: FileArg,
     report_dir: Annotated[
         Path | None,
@@ -207,7 +207,7 @@ def _run_repeated(
 
 
 @scenario_app.command("compare")
-def compare(
+def cmd_scenario_compare(
     file: FileArg,
     modes: Annotated[str, typer.Option("--modes", help="comma-separated: zookeeper, kraft")] = "zookeeper,kraft",
     repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode")] = 3,

@@ -31,7 +31,7 @@ spark_app = typer.Typer(
 
 
 @spark_app.command("list")
-def list_cmd(as_json: JsonOpt = False) -> None:
+def cmd_spark_list(as_json: JsonOpt = False) -> None:
     """List the jobs in spark_jobs/ with their kind and default options."""
     jobs = _runner().list_jobs()
     emit(
@@ -48,7 +48,7 @@ def list_cmd(as_json: JsonOpt = False) -> None:
 
 
 @spark_app.command("run")
-def run_cmd(
+def cmd_spark_run(
     job: Annotated[str, typer.Argument(help="job name (see: clusterctl spark list)")],
     master: Annotated[
         str,
@@ -90,8 +90,6 @@ def run_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a Spark job on the cluster's topics (streaming jobs run until idle, --timeout or Ctrl-C)."""
-    from clusterctl.spark import standalone
-
     runner = _runner()
     if trigger < 0:
         raise UsageError(f"--trigger must be >= 0, got {trigger}")
@@ -99,21 +97,8 @@ def run_cmd(
         raise UsageError(f"--until-idle must be > 0, got {until_idle}")
     runner.load_job(job)  # a bad name fails here, before any cluster or Spark work
     spark_conf = parse_kv(conf, "--conf")
-    checkpoint_root: Path | None = None
-    spec = _spec_for(master)
-    if standalone.targets_cluster(master, spec):
-        if spec is None:
-            spec = get_spec()  # `cluster` needs the spec: its error (no file, invalid) is the one line
-        cluster = standalone.settings(spec, master, bootstrap)
-        standalone.check_checkpoint(checkpoint, cluster.shared_dir)
-        standalone.check_master(cluster.master)
-        if cluster.ui is not None:
-            standalone.wait_for_workers(cluster.ui)
-        standalone.python_for_workers()
-        master, servers, checkpoint_root = cluster.master, cluster.bootstrap, cluster.shared_dir
-        spark_conf = {**cluster.conf, **spark_conf}
-    else:
-        servers = bootstrap_servers(bootstrap)
+    master, servers, checkpoint_root, cluster_conf = _target(master, bootstrap, checkpoint)
+    spark_conf = {**cluster_conf, **spark_conf}
 
     def progress(p: Any) -> None:  # runner.BatchProgress
         info(f"batch {p.batch_id}: {p.input_rows} input rows in {p.duration_ms} ms")
@@ -134,6 +119,32 @@ def run_cmd(
         on_progress=None if as_json else progress,
         on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
     )
+    _emit_result(job, result, as_json)
+
+
+def _target(
+    master: str, bootstrap: str | None, checkpoint: Path | None
+) -> tuple[str, str, Path | None, dict[str, str]]:
+    """(master, bootstrap servers, checkpoint root, Spark conf) for a run: the spec's standalone cluster when
+    the master names it (checked: checkpoint, master, workers, their Python), else the given master."""
+    from clusterctl.spark import standalone
+
+    spec = _spec_for(master)
+    if not standalone.targets_cluster(master, spec):
+        return master, bootstrap_servers(bootstrap), None, {}
+    if spec is None:
+        spec = get_spec()  # `cluster` needs the spec: its error (no file, invalid) is the one line
+    cluster = standalone.settings(spec, master, bootstrap)
+    standalone.check_checkpoint(checkpoint, cluster.shared_dir)
+    standalone.check_master(cluster.master)
+    if cluster.ui is not None:
+        standalone.wait_for_workers(cluster.ui)
+    standalone.python_for_workers()
+    return cluster.master, cluster.bootstrap, cluster.shared_dir, dict(cluster.conf)
+
+
+def _emit_result(job: str, result: Any, as_json: bool) -> None:
+    """A batch job's own result fields (its `ok: false` fails the command), or a streaming run's summary."""
     if result.kind == "batch":
         data: dict[str, Any] = result.result or {}
         fields = [Column(k, lambda _r, k=k: data.get(k)) for k in data]  # type: ignore[misc]

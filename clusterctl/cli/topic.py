@@ -119,7 +119,7 @@ def _create_defaults(explicit_bootstrap: str | None) -> tuple[int, int]:
 
 
 @topic_app.command("create")
-def create(
+def cmd_topic_create(
     name: Annotated[str, typer.Argument(help="topic name")],
     partitions: Annotated[
         int | None,
@@ -156,7 +156,7 @@ def create(
 
 
 @topic_app.command("list")
-def list_(
+def cmd_topic_list(
     internal: Annotated[bool, typer.Option("--internal", help="include internal topics (__consumer_offsets)")] = False,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -169,7 +169,7 @@ def list_(
 
 
 @topic_app.command("describe")
-def describe(
+def cmd_topic_describe(
     names: Annotated[list[str] | None, typer.Argument(help="topics (default: all)")] = None,
     under_replicated: Annotated[
         bool, typer.Option("--under-replicated", help="only partitions whose ISR is smaller than the replicas")
@@ -189,7 +189,7 @@ def describe(
 
 
 @topic_app.command("delete")
-def delete(
+def cmd_topic_delete(
     name: Annotated[str, typer.Argument(help="topic name")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
     bootstrap_server: BootstrapOpt = None,
@@ -209,7 +209,7 @@ def delete(
 
 
 @topic_app.command("alter")
-def alter(
+def cmd_topic_alter(
     name: Annotated[str, typer.Argument(help="topic name")],
     partitions: Annotated[
         int | None, typer.Option("--partitions", "-p", help="new total partition count (can only grow)")
@@ -241,7 +241,7 @@ def alter(
 
 
 @topic_app.command("configs")
-def configs(
+def cmd_topic_configs(
     name: Annotated[str, typer.Argument(help="topic name")],
     all_: Annotated[bool, typer.Option("--all", help="include defaults")] = False,
     bootstrap_server: BootstrapOpt = None,
@@ -280,7 +280,7 @@ def _lines(file: Path | None) -> Iterator[str]:
                 raise InputError(number, f"is not UTF-8 (byte {exc.start + 1} is {raw[exc.start]:#04x})") from None
 
 
-def produce_cmd(
+def cmd_produce(
     topic: Annotated[str, typer.Argument(help="topic to write to")],
     file: Annotated[
         Path | None, typer.Option("--file", "-f", help="read lines from this file (default: stdin)")
@@ -349,7 +349,7 @@ def _print_produce_summary(summary: "clients.ProduceSummary", as_json: bool) -> 
     )
 
 
-def consume_cmd(
+def cmd_consume(
     topic: Annotated[str, typer.Argument(help="topic to read")],
     from_beginning: Annotated[bool, typer.Option("--from-beginning", help="start at the earliest offset")] = False,
     offset: Annotated[
@@ -428,5 +428,5 @@ def consume_cmd(
 def register(app: typer.Typer) -> None:
     """Attach `topic`, `produce` and `consume` to the root app."""
     app.add_typer(topic_app, name="topic")
-    app.command("produce")(produce_cmd)
-    app.command("consume")(consume_cmd)
+    app.command("produce")(cmd_produce)
+    app.command("consume")(cmd_consume)

@@ -12,7 +12,7 @@ from clusterctl.cli.common import BootstrapOpt, ZkOpt
 DEFAULT_PORT = 9000
 
 
-def ui(
+def cmd_ui(
     port: Annotated[
         int | None, typer.Option("--port", "-p", help=f"port to serve on (default {DEFAULT_PORT})", show_default=False)
     ] = None,
@@ -88,4 +88,4 @@ def ui(
 
 def register(app: typer.Typer) -> None:
     """Attach `ui` to the root app."""
-    app.command("ui")(ui)
+    app.command("ui")(cmd_ui)

@@ -40,7 +40,7 @@ def _explicit_nodes(connect: str, timeout: float) -> "list[zk.ZkNodeStatus]":
 
 
 @zk_app.command("status")
-def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 2.0) -> None:
+def cmd_zk_status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 2.0) -> None:
     """Mode (leader/follower/standalone/not serving/down) of every node via srvr, and the quorum summary."""
     from rich.text import Text
 
@@ -77,7 +77,9 @@ def status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOp
 
 
 @zk_app.command("ls")
-def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
+def cmd_zk_ls(
+    path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0
+) -> None:
     """Children of a znode."""
 
     from clusterctl.zookeeper import client as zk
@@ -92,7 +94,7 @@ def ls(path: PathArg = "/", zookeeper: ZkOpt = None, as_json: JsonOpt = False, t
 
 
 @zk_app.command("get")
-def get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
+def cmd_zk_get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: TimeoutOpt = 5.0) -> None:
     """Data of a znode (JSON decoded where it is JSON) and its stat."""
     from clusterctl.zookeeper import client as zk
 
@@ -113,7 +115,7 @@ def get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeou
 
 
 @zk_app.command("tree")
-def tree(
+def cmd_zk_tree(
     path: Annotated[str, typer.Argument(help="root of the walk")] = "/",
     depth: Annotated[int, typer.Option("--depth", "-d", help="maximum depth below PATH")] = 10,
     no_data: Annotated[bool, typer.Option("--no-data", help="names only")] = False,

@@ -1,546 +1,143 @@
-"""Producer and consumer perf engines: what kafka-producer-perf-test.sh / kafka-consumer-perf-test.sh measure.
+"""Producer and consumer perf tests: what kafka-producer-perf-test.sh / kafka-consumer-perf-test.sh measure.
 
-Two produce engines share the driver (`run_produce`: token-bucket throttling, progress windows, HDR
-percentiles) and differ in how records reach librdkafka:
-
-- `native` (perf_native.py): librdkafka's batch API through ctypes; Python works per batch, never per
-  record. Send time is interpolated within each batch call; acks come as DR events.
-- `client`: confluent-kafka's Producer. Records are pre-built once (one payload, or a small pool from
-  --payload-file) into message dicts that `produce_batch` enqueues in C. Latency is stamped per record by
-  librdkafka at enqueue and read back with `Message.latency()` in the one Python delivery callback,
-  which appends a float to a flat `array('d')`.
-
-Either way latencies land in an HDR histogram (latency.py: µs, 3 significant digits) in bulk, with numpy,
-once per progress tick. Like Java's tool, a latency ends when the application serves the ack; the driver serves
-acks after every chunk and sleeps inside the poll, so that wait stays small.
+The roles live apart: perf_produce.py (the produce driver, its result, the `client` engine; perf_native.py is
+the `native` one), perf_consume.py (the consumer group run), perf_topic.py (the test topic), latency.py
+(HDR histogram, progress windows). This module is the face the CLI and tests use: `produce_test` runs a whole
+`perf produce` (validate -> plan the topic -> disk guard -> create or cap the topic -> run), and the pieces are
+re-exported under their old names.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-import numpy as np
+from clusterctl.errors import UsageError
+from clusterctl.kafka import diskguard
+from clusterctl.kafka.latency import ProduceWindow
+from clusterctl.kafka.perf_consume import ConsumeResult, run_consume
+from clusterctl.kafka.perf_produce import (
+    CHUNK,
+    COMPRESSIONS,
+    ENGINES,
+    PROGRESS_INTERVAL_S,
+    ClientEngine,
+    ProduceResult,
+    build_payloads,
+    check_produce_args,
+    make_engine,
+    perf_producer_config,
+    run_produce,
+)
+from clusterctl.kafka.perf_topic import TopicPlan, plan_topic, prepare_topic
 
-from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.diskguard import DiskCheck
-from clusterctl.kafka.latency import MB, LatencyRecorder, ProduceWindow
-from clusterctl.kafka.settings import JOIN_TIMEOUT_S, METADATA_TIMEOUT_S, admin_config, consumer_config, producer_config
-
-# confluent-kafka (and the asyncio it imports) loads only where it is used: the native engine and the topic
-# lookup below talk to librdkafka directly, so an unthrottled `perf produce` starts sending ~60 ms sooner.
-
-CHUNK = 1000  # records per produce_batch call on the unthrottled path
-POOL_MAX = 1000  # payload-file lines kept (Java's tool picks a random line per record)
-PROGRESS_INTERVAL_S = 5.0
-COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
-ENGINES = ("auto", "native", "client")
-JAVA_BUFFER_MEMORY_KB = 32 * 1024  # the Java producer's buffer.memory default
+__all__ = [
+    "CHUNK",
+    "COMPRESSIONS",
+    "ENGINES",
+    "PROGRESS_INTERVAL_S",
+    "ClientEngine",
+    "ConsumeResult",
+    "ProduceRequest",
+    "ProduceResult",
+    "ProduceTarget",
+    "ProduceWindow",
+    "TopicPlan",
+    "build_payloads",
+    "check_produce_args",
+    "make_engine",
+    "perf_producer_config",
+    "plan_topic",
+    "prepare_topic",
+    "produce_test",
+    "run_consume",
+    "run_produce",
+]
 
 
 @dataclass
-class ProduceResult:
-    """The final summary (kafka-producer-perf-test.sh's last line, plus failures and settings)."""
+class ProduceRequest:
+    """What `perf produce` was asked for; None partitions / RF take the target's defaults."""
 
     topic: str
-    records: int
-    delivered: int
-    failed: int
-    record_size: int
-    elapsed_s: float
-    records_per_sec: float
-    mb_per_sec: float
-    avg_latency_ms: float
-    max_latency_ms: float
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    p999_ms: float
-    acks: str
-    compression: str
-    target_throughput: float
-    queue_full_waits: int
-    engine: str
-    send_stamp_window_ms: float
-    errors: dict[str, int] = field(default_factory=dict)
-    producer_config: dict[str, str] = field(default_factory=dict)
-    topic_created: bool = False
+    num_records: int
+    record_size: int = 100
+    payload_file: Path | None = None
+    throughput: float = -1
+    acks: str = "1"
+    compression: str = "none"
+    batch_size: int | None = None
+    linger_ms: float | None = None
+    extra_config: dict[str, str] = field(default_factory=dict)
+    create_topic: bool = True
+    partitions: int | None = None
+    replication_factor: int | None = None
     retention_bytes: int | None = None
-    disk: DiskCheck | None = None
+    force: bool = False
+    disk_path: str | None = None
+    engine: str = "auto"
+    progress_interval: float = PROGRESS_INTERVAL_S
 
 
 @dataclass
-class ConsumeResult:
-    """kafka-consumer-perf-test.sh's columns (times in ms, MB = MiB)."""
+class ProduceTarget:
+    """Where the records go: the bootstrap list, a created topic's default layout, and whether the brokers
+    are the spec's own (local: their disk is the Docker data root's)."""
 
-    topic: str
-    group: str
-    threads: int
-    start_time: str
-    end_time: str
-    data_consumed_mb: float
-    mb_per_sec: float
-    records: int
-    records_per_sec: float
-    rebalance_time_ms: float
-    fetch_time_ms: float
-    fetch_mb_per_sec: float
-    fetch_records_per_sec: float
-    expected: int
-    complete: bool
-    errors: dict[str, int] = field(default_factory=dict)
+    bootstrap: str
+    partitions: int = 1
+    replication_factor: int = 1
+    local: bool = False
 
 
-# ---------------------------------------------------------------- payloads
-
-
-def build_payloads(record_size: int, payload_file: Path | None = None, delimiter: str = "\n") -> list[bytes]:
-    """One random A-Z payload of `record_size` bytes (as Java's tool does), or the lines of `payload_file`."""
-    if payload_file is None:
-        if record_size < 0:
-            raise UsageError(f"--record-size must be at least 0, got {record_size}")
-        # os.urandom rather than numpy.random, whose import costs more than the whole payload
-        return [bytes(np.frombuffer(os.urandom(record_size), dtype=np.uint8) % 26 + 65)]
-    try:
-        text = payload_file.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read --payload-file {payload_file}: {exc.strerror or exc}") from None
-    lines = [x for x in text.split(delimiter.encode()) if x][:POOL_MAX]
-    if not lines:
-        raise UsageError(f"--payload-file {payload_file} has no non-empty records")
-    return lines
-
-
-# ---------------------------------------------------------------- latency bookkeeping
-
-
-# ---------------------------------------------------------------- producer
-
-
-def perf_producer_config(
-    bootstrap: str,
-    acks: str,
-    compression: str,
-    batch_size: int | None,
-    linger_ms: float | None,
-    extra: dict[str, str],
-) -> dict[str, Any]:
-    if compression not in COMPRESSIONS:
-        raise UsageError(f"--compression must be one of {', '.join(COMPRESSIONS)}, got {compression!r}")
-    overrides: dict[str, Any] = {
-        "compression.type": compression,
-        # as Java's producer, which kafka-producer-perf-test.sh runs: TCP_NODELAY on its sockets (librdkafka
-        # leaves Nagle on), and at most buffer.memory = 32 MiB waiting to be sent (librdkafka allows 1 GiB:
-        # sending flat out, every queued MiB is latency). --producer-prop overrides either.
-        "socket.nagle.disable": True,
-        "queue.buffering.max.kbytes": JAVA_BUFFER_MEMORY_KB,
-        # connect while the engine is set up, not when the first batch is waiting (sparse connections)
-        "enable.sparse.connections": False,
-    }
-    if batch_size is not None:
-        overrides["batch.size"] = batch_size
-    if linger_ms is not None:
-        overrides["linger.ms"] = linger_ms
-    conf = producer_config(bootstrap, acks)
-    conf.update(overrides)
-    conf.update(extra)
-    return conf
-
-
-class ClientEngine:
-    """confluent-kafka's Producer: produce_batch over pre-built dicts, one Python delivery callback per record."""
-
-    name = "client"
-
-    def __init__(
-        self, conf: dict[str, Any], topic: str, payloads: list[bytes], rec: LatencyRecorder, records: int
-    ) -> None:
-        self.bootstrap = str(conf.get("bootstrap.servers", ""))
-        self.topic = topic
-        self.rec = rec
-        self.queue_full = 0
-        self.max_call_s = 0.0  # latency is stamped by librdkafka per record: no interpolation window
-        from confluent_kafka import KafkaException, Producer
-
-        try:
-            self.producer = Producer({**conf, "on_delivery": rec.callback()})
-        except KafkaException as exc:
-            raise UsageError(f"invalid producer settings: {exc.args[0].str() if exc.args else exc}") from None
-        # built once and reused for every call: produce_batch reads the dicts, nothing is allocated per record
-        self.chunk = [{"value": payloads[i % len(payloads)]} for i in range(CHUNK)]
-        self.poll = self.producer.poll
-
-    def enqueue(self, n: int) -> int:
-        """Try to enqueue n records; returns how many were dealt with (queued, or failed at enqueue)."""
-        from confluent_kafka import KafkaError, KafkaException
-
-        from clusterctl.kafka.connection import kafka_error
-
-        batch = self.chunk if n == len(self.chunk) else self.chunk[:n]
-        try:
-            queued = self.producer.produce_batch(self.topic, batch)
-        except BufferError:
-            queued = 0
-        except KafkaException as exc:
-            raise kafka_error(exc, self.bootstrap) from None
-        if queued == n:
-            return n
-        # produce_batch marks each dict it could not enqueue with '_error'; clear them for the next call
-        err: Any = None
-        for d in batch:
-            e = d.pop("_error", None)
-            err = err or e
-        if err is None or (hasattr(err, "code") and err.code() == KafkaError._QUEUE_FULL):
-            self.queue_full += 1
-            self.poll(0.005)  # let librdkafka drain; the rest is retried on the next round
-            return queued
-        self.rec.count_failures(err.name() if hasattr(err, "name") else str(err), n - queued)
-        return n
-
-    def flush(self, timeout: float, idle: Callable[[], bool] | None = None) -> int:
-        return int(self.producer.flush(timeout))  # its latencies are Python floats: nothing to drain early
-
-    def abort(self) -> None:
-        self.producer.purge()
-        self.producer.flush(1)
-
-    def close(self) -> None:
-        pass
-
-
-def make_engine(
-    engine: str, conf: dict[str, Any], topic: str, payloads: list[bytes], rec: LatencyRecorder, records: int
-) -> ClientEngine | Any:
-    """`native` (librdkafka's batch API, the default when the wheel's librdkafka loads) or `client`."""
-    if engine not in ENGINES:
-        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine in ("native", "auto"):
-        from clusterctl.kafka import perf_native
-
-        if perf_native.available():
-            return perf_native.NativeEngine(conf, topic, payloads, rec, records)
-        if engine == "native":
-            raise ClusterctlError(f"--engine native: {perf_native.unavailable_reason()}", hint="use --engine client")
-    return ClientEngine(conf, topic, payloads, rec, records)
-
-
-def check_produce_args(num_records: int, throughput: float, engine: str) -> None:
-    if num_records < 1:
-        raise UsageError(f"--num-records must be at least 1, got {num_records}")
-    if throughput == 0 or (throughput < 0 and throughput != -1):
-        raise UsageError(f"--throughput must be positive or -1 (unthrottled), got {throughput:g}")
-    if engine not in ENGINES:
-        raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-
-
-def run_produce(
-    bootstrap: str,
-    topic: str,
-    num_records: int,
-    payloads: list[bytes],
+def produce_test(
+    req: ProduceRequest,
+    target: Callable[[], ProduceTarget],
     *,
-    throughput: float = -1,
-    acks: str = "1",
-    compression: str = "none",
-    batch_size: int | None = None,
-    linger_ms: float | None = None,
-    extra_config: dict[str, str] | None = None,
     progress: Callable[[ProduceWindow], None] | None = None,
-    progress_interval: float = PROGRESS_INTERVAL_S,
-    flush_timeout: float | None = None,
-    engine: str = "auto",
+    notify: Callable[[str], None] = lambda _line: None,
 ) -> ProduceResult:
-    """Send `num_records` records as fast as allowed (or at `throughput` records/s); summary with percentiles.
-
-    Throttling is a token bucket on the monotonic clock: record k may go at start + k/throughput, so the
-    average rate is exact however coarse the sleeps are; waits are spent serving delivery reports.
-    """
-    check_produce_args(num_records, throughput, engine)
-    conf = perf_producer_config(bootstrap, acks, compression, batch_size, linger_ms, dict(extra_config or {}))
-    rec = LatencyRecorder()
-    eng = make_engine(engine, conf, topic, payloads, rec, num_records)
-    record_size = sum(len(p) for p in payloads) // len(payloads)
-    enqueue, poll = eng.enqueue, eng.poll
-    sent = 0  # records enqueued or failed at enqueue
-    start = time.monotonic()
-    next_tick = start + progress_interval
-    window_start = start
-    throttled = throughput > 0
-    burst = max(1, int(throughput / 1000))  # records due per millisecond
-    try:
-        while sent < num_records:
-            now = time.monotonic()
-            if throttled:
-                due = min(num_records, int((now - start) * throughput) + 1) - sent
-                if due < min(burst, num_records - sent):
-                    # Ahead of schedule: wait (serving acks the moment they arrive) until about a millisecond's
-                    # worth of records is due, at least 1 ms (the engines' poll granularity); records then go
-                    # out in small bursts, as with Java's throttler, each stamped when it is really sent.
-                    # Sending each record the moment it is due instead means a busy loop, which takes a core
-                    # from librdkafka's I/O thread and the broker on a small machine: queueing, in every
-                    # percentile.
-                    poll(max(start + (sent + burst - 1) / throughput - now, 0.001))
-                    continue
-                n = min(due, CHUNK)
-            else:
-                n = min(CHUNK, num_records - sent)
-            sent += enqueue(n)
-            poll(0)
-            if now >= next_tick:
-                rec.drain()
-                if progress is not None:
-                    progress(rec.take_window(now - window_start, record_size))
-                window_start = now
-                next_tick = now + progress_interval
-        timeout = flush_timeout
-        if timeout is None:
-            timeout = float(conf.get("message.timeout.ms", 30000)) / 1000 + 10
-        left = eng.flush(timeout, rec.drain_some)
-        end = time.monotonic()
-    except KeyboardInterrupt:
-        eng.abort()
-        raise
-    finally:
-        eng.close()
-    rec.count_failures("not delivered before flush timeout", left)
-    rec.drain()
-    elapsed = end - start
-    delivered = rec.delivered
-    rate = delivered / elapsed if elapsed > 0 else 0.0
-    shown = {k: str(v) for k, v in conf.items() if k != "logger"}
-    p50, p95, p99, p999 = rec.percentiles_ms(50, 95, 99, 99.9)
-    return ProduceResult(
-        topic=topic,
-        records=num_records,
-        delivered=delivered,
-        failed=rec.failed,
-        record_size=record_size,
-        elapsed_s=round(elapsed, 6),
-        records_per_sec=round(rate, 1),
-        mb_per_sec=round(rate * record_size / MB, 2),
-        avg_latency_ms=round(rec.sum_us / delivered / 1000, 2) if delivered else 0.0,
-        max_latency_ms=round(rec.max_us / 1000, 2),
-        p50_ms=round(p50, 2),
-        p95_ms=round(p95, 2),
-        p99_ms=round(p99, 2),
-        p999_ms=round(p999, 2),
-        acks=acks,
-        compression=compression,
-        target_throughput=throughput,
-        queue_full_waits=eng.queue_full,
-        engine=eng.name,
-        send_stamp_window_ms=round(eng.max_call_s * 1000, 3),
-        errors=dict(rec.errors),
-        producer_config=shown,
-    )
-
-
-# ---------------------------------------------------------------- consumer
-
-
-def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def run_consume(
-    bootstrap: str,
-    topic: str,
-    messages: int,
-    *,
-    group: str | None = None,
-    threads: int = 1,
-    timeout: float = 10.0,
-    extra_config: dict[str, str] | None = None,
-    batch: int = 500,
-) -> ConsumeResult:
-    """T consumers in one group read until `messages` records arrived or `timeout` s passed with none."""
-    if messages < 1:
-        raise UsageError(f"--messages must be at least 1, got {messages}")
-    if threads < 1:
-        raise UsageError(f"--threads must be at least 1, got {threads}")
-    from confluent_kafka import Consumer, KafkaException
-
-    from clusterctl.kafka.connection import kafka_error
-
-    group = group or f"perf-consumer-{uuid.uuid4().hex[:6]}"
-    lock = threading.Lock()
-    done = threading.Event()
-    state = {"records": 0, "bytes": 0}
-    errors: dict[str, int] = {}
-    assigned_at: list[float] = []
-    last_record = [time.monotonic()]
-    failures: list[BaseException] = []
-
-    def worker() -> None:
-        conf = consumer_config(bootstrap, group, auto_offset_reset="earliest")
-        conf.update(extra_config or {})
-        c = Consumer(conf)
-
-        def on_assign(_c: Any, _parts: Any) -> None:
-            with lock:
-                now = time.monotonic()
-                if len(assigned_at) < threads:
-                    assigned_at.append(now)
-                if state["records"] == 0:
-                    last_record[0] = now  # the idle timeout counts from assignment, not from the join
-
-        try:
-            c.subscribe([topic], on_assign=on_assign)
-            while not done.is_set():
-                msgs = c.consume(num_messages=batch, timeout=0.2)
-                if not msgs:
-                    limit = timeout if assigned_at else max(timeout, JOIN_TIMEOUT_S)
-                    if time.monotonic() - last_record[0] > limit:
-                        done.set()
-                    continue
-                n = size = 0
-                for m in msgs:
-                    err = m.error()
-                    if err is None:
-                        n += 1
-                        size += len(m)
-                    else:
-                        with lock:
-                            errors[err.name()] = errors.get(err.name(), 0) + 1
-                with lock:
-                    state["records"] += n
-                    state["bytes"] += size
-                    last_record[0] = time.monotonic()
-                    if state["records"] >= messages:
-                        done.set()
-        except BaseException as exc:
-            failures.append(exc)
-            done.set()
-        finally:
-            c.close()
-
-    start_wall = _now_iso()
-    start = time.monotonic()
-    last_record[0] = start
-    pool = [threading.Thread(target=worker, name=f"perf-consumer-{i}", daemon=True) for i in range(threads)]
-    for t in pool:
-        t.start()
-    try:
-        for t in pool:
-            while t.is_alive():
-                t.join(0.2)
-    except KeyboardInterrupt:
-        done.set()
-        raise
-    end = time.monotonic()
-    if failures:
-        exc = failures[0]
-        if isinstance(exc, KafkaException):
-            raise kafka_error(exc, bootstrap)
-        raise exc
-    elapsed = end - start
-    # an idle tail (waiting out --timeout for records that never came) is not fetch time
-    active_end = min(end, last_record[0]) if state["records"] else end
-    rebalance = (max(assigned_at) - start) if assigned_at else elapsed
-    fetch = max(active_end - start - rebalance, 0.0)
-    mb = state["bytes"] / MB
-    n = state["records"]
-    return ConsumeResult(
-        topic=topic,
-        group=group,
-        threads=threads,
-        start_time=start_wall,
-        end_time=_now_iso(),
-        data_consumed_mb=round(mb, 4),
-        mb_per_sec=round(mb / elapsed, 4) if elapsed > 0 else 0.0,
-        records=n,
-        records_per_sec=round(n / elapsed, 1) if elapsed > 0 else 0.0,
-        rebalance_time_ms=round(rebalance * 1000, 1),
-        fetch_time_ms=round(fetch * 1000, 1),
-        fetch_mb_per_sec=round(mb / fetch, 4) if fetch > 0 else 0.0,
-        fetch_records_per_sec=round(n / fetch, 1) if fetch > 0 else 0.0,
-        expected=messages,
-        complete=n >= messages,
-        errors=errors,
-    )
-
-
-# ---------------------------------------------------------------- the test topic
-
-
-@dataclass
-class TopicPlan:
-    """The perf topic as found (or to be created): its RF feeds the disk estimate."""
-
-    topic: str
-    exists: bool
-    partitions: int
-    replication_factor: int
-
-
-def plan_topic(bootstrap: str, topic: str, partitions: int, replication_factor: int) -> TopicPlan:
-    """Look the topic up; an existing topic's own partition count and RF win over the defaults."""
-    from clusterctl.spec import validate
-
-    validate.topic_name(topic)
-    validate.count(partitions, "--partitions", broker_default=True)
-    validate.count(
-        replication_factor, "--replication-factor", broker_default=True, maximum=validate.MAX_REPLICATION_FACTOR
-    )
-    found = _topic_layout(bootstrap, topic)
-    if found is None:
-        return TopicPlan(topic, False, partitions, replication_factor)
-    return TopicPlan(topic, True, found[0], max(found[1], 1))
-
-
-def _topic_layout(bootstrap: str, topic: str) -> tuple[int, int] | None:
-    """(partitions, replication factor) of `topic`, None when it does not exist.
-
-    Asked through librdkafka directly when it loads (no confluent-kafka import); a failed request is worded by
-    the same translation as every other command's.
-    """
+    """One `perf produce`: every argument is checked before `target()` is asked and the cluster touched (a
+    refused run leaves no topic behind); then the topic is planned, the disk guard consulted, the topic created
+    or capped (`notify` hears about it) and the records sent."""
     from clusterctl.kafka import perf_native
 
-    if perf_native.available():
-        try:
-            return perf_native.topic_layout(admin_config(bootstrap), topic, METADATA_TIMEOUT_S)
-        except perf_native.MetadataError as exc:
-            from confluent_kafka import KafkaError, KafkaException
-
-            from clusterctl.kafka.connection import kafka_error
-
-            raise kafka_error(KafkaException(KafkaError(exc.code, exc.name)), bootstrap, waited=exc.waited) from None
-    from clusterctl.kafka.connection import fetch_metadata
-
-    t = fetch_metadata(bootstrap).topics.get(topic)
-    if t is None or t.error is not None or not t.partitions:
-        return None
-    return len(t.partitions), max(len(p.replicas) for p in t.partitions.values())
-
-
-def prepare_topic(
-    bootstrap: str, plan: TopicPlan, *, create: bool, retention_bytes: int | None
-) -> tuple[bool, str | None]:
-    """Create the topic (with retention.bytes when asked) or cap an existing one; returns (created, note)."""
-    configs = {"retention.bytes": str(retention_bytes)} if retention_bytes is not None else {}
-    if not plan.exists:
-        if not create:
-            raise NotFoundError(f"unknown topic {plan.topic!r} on {bootstrap}", hint="drop --no-create-topic")
-        from clusterctl.kafka.admin import create_topic  # only now: an existing topic needs no admin module
-
-        create_topic(bootstrap, plan.topic, plan.partitions, plan.replication_factor, configs, if_not_exists=True)
-        return True, None
-    if configs:
-        from clusterctl.kafka.admin import alter_topic_configs
-
-        try:
-            alter_topic_configs(bootstrap, plan.topic, configs)
-        except ClusterctlError as exc:
-            raise ClusterctlError(
-                f"cannot set retention.bytes on existing topic {plan.topic!r}: {exc.message}",
-                hint="use a new topic (it is created with the cap) or drop --retention-bytes",
-            ) from None
-        return False, f"retention.bytes={retention_bytes} set"
-    return False, None
+    if req.retention_bytes is not None and req.retention_bytes < 1:
+        raise UsageError("--retention-bytes must be at least 1")
+    payloads = build_payloads(req.record_size, req.payload_file)
+    conf = perf_producer_config("x:1", req.acks, req.compression, req.batch_size, req.linger_ms, req.extra_config)
+    perf_native.check_config(conf)
+    check_produce_args(req.num_records, req.throughput, req.engine)
+    where = target()
+    plan = plan_topic(
+        where.bootstrap,
+        req.topic,
+        where.partitions if req.partitions is None else req.partitions,
+        where.replication_factor if req.replication_factor is None else req.replication_factor,
+    )
+    size = sum(len(p) for p in payloads) // len(payloads)
+    path, source = diskguard.resolve_path(req.disk_path, where.local)
+    disk = diskguard.check(req.num_records, size, plan.replication_factor, path=path, source=source, force=req.force)
+    created, note = prepare_topic(where.bootstrap, plan, create=req.create_topic, retention_bytes=req.retention_bytes)
+    if created:
+        notify(f"created topic {req.topic} ({plan.partitions} partitions, RF {plan.replication_factor})")
+    if note:
+        notify(note)
+    result = run_produce(
+        where.bootstrap,
+        req.topic,
+        req.num_records,
+        payloads,
+        throughput=req.throughput,
+        acks=req.acks,
+        compression=req.compression,
+        batch_size=req.batch_size,
+        linger_ms=req.linger_ms,
+        extra_config=req.extra_config,
+        progress=progress,
+        progress_interval=req.progress_interval,
+        engine=req.engine,
+    )
+    result.disk, result.topic_created, result.retention_bytes = disk, created, req.retention_bytes
+    return result

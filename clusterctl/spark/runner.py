@@ -31,9 +31,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
 from clusterctl.spark.options import FORMAT
 from clusterctl.spark.session import DEFAULT_MASTER, get_session, has_builtin_kafka
+from clusterctl.wait import wait_until
 
 Connector = Literal["python", "builtin"]
 CONNECTORS: tuple[str, ...] = ("python", "builtin")
@@ -335,57 +336,10 @@ def _run_streaming(
         query = writer.queryName(f"clusterctl_{name}_{os.getpid()}").start()
     except Exception as exc:
         raise ClusterctlError(f"job {name} could not start: {error_line(exc)}") from None
-    seen: dict[int, BatchProgress] = {}
-    last_input = time.monotonic()
-    last_data_end: float | None = None
-    stopped = "stopped"
-    # PySpark's own SIGINT handler calls into the JVM from inside a py4j call; a flag stops the query cleanly
-    interrupts = [0]
-    previous = None
-    if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGINT, lambda *_: interrupts.__setitem__(0, interrupts[0] + 1))
+    watch = _Watch(query, on_progress)
     try:
-        while True:
-            if interrupts[0]:
-                stopped = "interrupted"
-                # let a running micro-batch finish (stopping mid-batch makes Spark spill stack traces);
-                # a second Ctrl-C stops at once
-                deadline = time.monotonic() + GRACEFUL_STOP_S
-                while query.status.get("isTriggerActive") and interrupts[0] < 2 and time.monotonic() < deadline:
-                    time.sleep(0.2)
-                break
-            active = query.isActive
-            for p in query.recentProgress:
-                bid = int(p["batchId"])
-                if bid in seen:
-                    continue
-                bp = BatchProgress(
-                    bid, int(p["numInputRows"]), p["timestamp"], int(p["durationMs"]["triggerExecution"])
-                )
-                seen[bid] = bp
-                if bp.input_rows:
-                    last_input = time.monotonic()
-                    last_data_end = _parse_ts(bp.started) + bp.duration_ms / 1000
-                if on_progress:
-                    on_progress(bp)
-            if not active:
-                stopped = "caught up" if available_now else "terminated"
-                break
-            now = time.monotonic()
-            busy = bool(query.status.get("isTriggerActive"))
-            # idle counts only once a batch has run: a slow first plan is not idleness
-            if until_idle_s is not None and seen and now - last_input >= until_idle_s and not busy:
-                stopped = "idle"
-                break
-            if timeout_s is not None and now - start >= timeout_s:
-                stopped = "timeout"
-                break
-            query.awaitTermination(0.25)
-    except KeyboardInterrupt:
-        stopped = "interrupted"
+        stopped = watch.run(start, until_idle_s, timeout_s, available_now)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
         failure = query.exception()
         with contextlib.suppress(Exception):
             query.stop()
@@ -393,8 +347,9 @@ def _run_streaming(
             shutil.rmtree(cp, ignore_errors=True)
     if failure is not None:
         raise ClusterctlError(f"job {name} failed: {error_line(failure)}")
+    seen = watch.seen
     rows = sum(p.input_rows for p in seen.values())
-    busy_s = (last_data_end - query_start) if last_data_end else None
+    busy_s = (watch.last_data_end - query_start) if watch.last_data_end else None
     return RunResult(
         job=name,
         kind="streaming",
@@ -410,3 +365,69 @@ def _run_streaming(
         records_per_s=rows / busy_s if busy_s and rows else None,
         progress=[seen[k] for k in sorted(seen)],
     )
+
+
+class _Watch:
+    """A running streaming query, watched until it ends, idles, times out or is interrupted."""
+
+    def __init__(self, query: Any, on_progress: Callable[[BatchProgress], None] | None) -> None:
+        self.query = query
+        self.on_progress = on_progress
+        self.seen: dict[int, BatchProgress] = {}
+        self.last_input = time.monotonic()
+        self.last_data_end: float | None = None
+        self.interrupts = 0
+
+    def _collect(self) -> None:
+        """Take the batches the query finished since the last look."""
+        for p in self.query.recentProgress:
+            bid = int(p["batchId"])
+            if bid in self.seen:
+                continue
+            bp = BatchProgress(bid, int(p["numInputRows"]), p["timestamp"], int(p["durationMs"]["triggerExecution"]))
+            self.seen[bid] = bp
+            if bp.input_rows:
+                self.last_input = time.monotonic()
+                self.last_data_end = _parse_ts(bp.started) + bp.duration_ms / 1000
+            if self.on_progress:
+                self.on_progress(bp)
+
+    def _finish_batch(self) -> None:
+        """Let a running micro-batch finish (stopping mid-batch makes Spark spill stack traces); a second
+        Ctrl-C stops at once."""
+        with contextlib.suppress(TimeoutError_):
+            wait_until(
+                lambda: not self.query.status.get("isTriggerActive") or self.interrupts >= 2,
+                timeout=GRACEFUL_STOP_S,
+                interval=0.2,
+                what="the running micro-batch to finish",
+            )
+
+    def run(self, start: float, until_idle_s: float | None, timeout_s: float | None, available_now: bool) -> str:
+        """Why the query stopped: caught up, terminated, idle, timeout or interrupted."""
+        # PySpark's own SIGINT handler calls into the JVM from inside a py4j call; a flag stops the query cleanly
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, lambda *_: setattr(self, "interrupts", self.interrupts + 1))
+        try:
+            while True:
+                if self.interrupts:
+                    self._finish_batch()
+                    return "interrupted"
+                active = self.query.isActive
+                self._collect()
+                if not active:
+                    return "caught up" if available_now else "terminated"
+                now = time.monotonic()
+                busy = bool(self.query.status.get("isTriggerActive"))
+                # idle counts only once a batch has run: a slow first plan is not idleness
+                if until_idle_s is not None and self.seen and now - self.last_input >= until_idle_s and not busy:
+                    return "idle"
+                if timeout_s is not None and now - start >= timeout_s:
+                    return "timeout"
+                self.query.awaitTermination(0.25)
+        except KeyboardInterrupt:
+            return "interrupted"
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
