@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clusterctl.console.data import ConsoleTarget, Hub
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.kafka import admin
+from clusterctl.kafka import admin, elections
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "clusterctl_console_token"
@@ -373,7 +373,7 @@ def _run_action(bootstrap: str, name: str, form: dict[str, str]) -> str:
         return f"topic {change.topic}: {change.note}"
     only = form.get("topic") or None
     parts = [(only, p.partition) for p in admin.describe_topic(bootstrap, only).partitions] if only else None
-    results = admin.elect_leaders(bootstrap, "preferred", parts)
+    results = elections.elect_leaders(bootstrap, "preferred", parts)
     failed = [r for r in results if not r.ok]
     if failed:
         raise ClusterctlError(
