@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterctl.compose.context import CLUSTER_ID_VAR
+from clusterctl.compose.environment import CLUSTER_ID_VAR
 from clusterctl.compose.render import ENV_FILE, existing_cluster_id, render, render_compose
 from clusterctl.errors import SpecError
 from clusterctl.spec.model import ClusterSpec, parse_spec

@@ -23,18 +23,17 @@ from typing import Any
 import jinja2
 import yaml
 
+from clusterctl import TEMPLATES_DIR
 from clusterctl.compose.context import (
-    CLUSTER_ID_VAR,
     CONSOLE_TOKEN_VAR,
     SECRET_VAR,
     RenderedService,
     build_context,
     summarize,
 )
-from clusterctl import TEMPLATES_DIR
+from clusterctl.compose.environment import CLUSTER_ID_VAR
 from clusterctl.errors import ClusterctlError
 from clusterctl.spec.model import ClusterSpec
-
 
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
@@ -214,71 +213,18 @@ def render(
     if out_dir.exists() and not out_dir.is_dir():
         raise RenderError(f"{out_dir} exists and is not a directory")
     text = render_compose(spec, templates_dir)
-
-    previous: list[str] = []
-    try:
-        non_empty = out_dir.is_dir() and any(out_dir.iterdir())
-    except OSError as exc:
-        raise RenderError(f"cannot read {out_dir}: {exc.strerror or exc}") from None
-    if non_empty:
-        owned = rendered_files(out_dir)
-        if owned is None:
-            raise RenderError(
-                f"{out_dir} is not empty and was not written by clusterctl render; refusing to write into it",
-                hint="choose a new or empty directory with --output-dir",
-            )
-        previous = owned
-
-    # one secret per kind: CMAK's application secret, or the console's access token
-    console = spec.kafka_manager.enabled and spec.manager_kind == "console"
-    secret_var = CONSOLE_TOKEN_VAR if console else SECRET_VAR
-    secret = existing_console_token(out_dir) if console else existing_secret(out_dir)
-    secret_state = "kept" if secret else "none"
-    if spec.kafka_manager.enabled and secret is None:
-        secret, secret_state = secrets.token_hex(32), "created"
-    what = "console access token" if console else "CMAK application secret"
-    # kept across renders: a node whose storage was formatted with another id refuses to start
-    cluster_id = existing_cluster_id(out_dir)
-    cluster_id_state = "kept" if cluster_id else "none"
-    if spec.kraft_mode and cluster_id is None:
-        cluster_id, cluster_id_state = new_cluster_id(), "created"
+    previous = _previous_render(out_dir)
+    env_text, secret_state, cluster_id_state = _env_file(spec, out_dir)
     files: dict[str, tuple[str, int]] = {COMPOSE_FILE: (text, 0o644)}
-    env_lines = []
-    if secret is not None:
-        env_lines.append(f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n")
-    if cluster_id is not None:
-        env_lines.append(f"# KRaft cluster id, generated once for cluster {spec.name}\n{CLUSTER_ID_VAR}={cluster_id}\n")
-    if env_lines:
-        files[ENV_FILE] = ("".join(env_lines), 0o600)
+    if env_text:
+        files[ENV_FILE] = (env_text, 0o600)
     if protect is not None:
         for name in [*files, MANIFEST_FILE]:
             target = out_dir / name
             if target.exists() and target.resolve() == protect.resolve():
                 raise RenderError(f"rendering into {out_dir} would overwrite the spec file {protect}")
-
-    staging = Path(tempfile.mkdtemp(prefix="clusterctl-render-"))
-    try:
-        for name, (content, mode) in files.items():
-            _write(staging / name, content, mode)
-        validated = compose_config_check(staging / COMPOSE_FILE) if validate else False
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-    created = [p for p in [out_dir, *out_dir.parents] if not p.exists()]  # innermost first
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for name, (content, mode) in files.items():
-            _atomic_write(out_dir / name, content, mode)
-        for stale in sorted(set(previous) - set(files)):  # written by an earlier render, not produced now
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                (out_dir / stale).unlink()
-        manifest = {"cluster": spec.name, "files": sorted(files)}
-        _atomic_write(out_dir / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", 0o644)
-    except OSError as exc:
-        for p in created:
-            with contextlib.suppress(OSError):
-                p.rmdir()
-        raise RenderError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
+    validated = _check_staged(files, validate)
+    _write_render(out_dir, spec.name, files, previous)
     return RenderResult(
         cluster=spec.name,
         profile=spec.profile,
@@ -294,3 +240,73 @@ def render(
         mode=spec.kafka.mode,
         cluster_id=cluster_id_state,
     )
+
+
+def _previous_render(out_dir: Path) -> list[str]:
+    """The files an earlier render left in `out_dir` (none when it is new or empty); any other content is refused."""
+    try:
+        non_empty = out_dir.is_dir() and any(out_dir.iterdir())
+    except OSError as exc:
+        raise RenderError(f"cannot read {out_dir}: {exc.strerror or exc}") from None
+    if not non_empty:
+        return []
+    owned = rendered_files(out_dir)
+    if owned is None:
+        raise RenderError(
+            f"{out_dir} is not empty and was not written by clusterctl render; refusing to write into it",
+            hint="choose a new or empty directory with --output-dir",
+        )
+    return owned
+
+
+def _env_file(spec: ClusterSpec, out_dir: Path) -> tuple[str, str, str]:
+    """The .env text (empty: none), and whether its secret and its KRaft cluster id were kept, created or none."""
+    # one secret per kind: CMAK's application secret, or the console's access token
+    console = spec.kafka_manager.enabled and spec.manager_kind == "console"
+    secret_var = CONSOLE_TOKEN_VAR if console else SECRET_VAR
+    secret = existing_console_token(out_dir) if console else existing_secret(out_dir)
+    secret_state = "kept" if secret else "none"
+    if spec.kafka_manager.enabled and secret is None:
+        secret, secret_state = secrets.token_hex(32), "created"
+    what = "console access token" if console else "CMAK application secret"
+    # kept across renders: a node whose storage was formatted with another id refuses to start
+    cluster_id = existing_cluster_id(out_dir)
+    cluster_id_state = "kept" if cluster_id else "none"
+    if spec.kraft_mode and cluster_id is None:
+        cluster_id, cluster_id_state = new_cluster_id(), "created"
+    env_lines = []
+    if secret is not None:
+        env_lines.append(f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n")
+    if cluster_id is not None:
+        env_lines.append(f"# KRaft cluster id, generated once for cluster {spec.name}\n{CLUSTER_ID_VAR}={cluster_id}\n")
+    return "".join(env_lines), secret_state, cluster_id_state
+
+
+def _check_staged(files: dict[str, tuple[str, int]], validate: bool) -> bool:
+    """Write the files into a private staging directory and let `docker compose config` check them there."""
+    staging = Path(tempfile.mkdtemp(prefix="clusterctl-render-"))
+    try:
+        for name, (content, mode) in files.items():
+            _write(staging / name, content, mode)
+        return compose_config_check(staging / COMPOSE_FILE) if validate else False
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_render(out_dir: Path, cluster: str, files: dict[str, tuple[str, int]], previous: list[str]) -> None:
+    """Write every file atomically, drop files of an earlier render not produced now, then the manifest."""
+    created = [p for p in [out_dir, *out_dir.parents] if not p.exists()]  # innermost first
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, (content, mode) in files.items():
+            _atomic_write(out_dir / name, content, mode)
+        for stale in sorted(set(previous) - set(files)):  # written by an earlier render, not produced now
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                (out_dir / stale).unlink()
+        manifest = {"cluster": cluster, "files": sorted(files)}
+        _atomic_write(out_dir / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", 0o644)
+    except OSError as exc:
+        for p in created:
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise RenderError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None

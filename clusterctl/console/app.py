@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from clusterctl.console.data import ConsoleTarget, Hub
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.kafka import admin
+from clusterctl.kafka import admin, elections
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "clusterctl_console_token"
@@ -155,118 +155,125 @@ class Console:
         return HTMLResponse(body, status_code=status)
 
 
-def build_app(target: ConsoleTarget, token: str | None = None) -> ASGIApp:
-    """The ASGI app; `token` (when given) is required on every request except /healthz."""
-    console = Console(target)
+class Pages:
+    """The route handlers: each one a few lines over the Console (rendering) and the domain layer."""
 
-    async def live_page(request: Request, template: str, view: str, **ctx: Any) -> Response:
-        fragment = await to_thread.run_sync(console.render_fragment, view)
-        return console.page(request, template, live=view, fragment=fragment, **ctx)
+    def __init__(self, console: Console, target: ConsoleTarget) -> None:
+        self.console = console
+        self.target = target
 
-    async def index(request: Request) -> Response:
+    async def live_page(self, request: Request, template: str, view: str, **ctx: Any) -> Response:
+        fragment = await to_thread.run_sync(self.console.render_fragment, view)
+        return self.console.page(request, template, live=view, fragment=fragment, **ctx)
+
+    async def index(self, request: Request) -> Response:
         return RedirectResponse("/cluster", status_code=303)
 
-    async def cluster(request: Request) -> Response:
-        return await live_page(request, "cluster.html", "cluster", title="Cluster")
+    async def cluster(self, request: Request) -> Response:
+        return await self.live_page(request, "cluster.html", "cluster", title="Cluster")
 
-    async def brokers(request: Request) -> Response:
-        return await live_page(request, "brokers.html", "brokers", title="Brokers")
+    async def brokers(self, request: Request) -> Response:
+        return await self.live_page(request, "brokers.html", "brokers", title="Brokers")
 
-    async def topics(request: Request) -> Response:
-        return await live_page(request, "topics.html", "topics", title="Topics")
+    async def topics(self, request: Request) -> Response:
+        return await self.live_page(request, "topics.html", "topics", title="Topics")
 
-    async def topic(request: Request) -> Response:
+    async def topic(self, request: Request) -> Response:
         name = request.path_params["name"]
-        return await live_page(request, "topic.html", f"topic/{name}", title=f"Topic {name}", name=name)
+        return await self.live_page(request, "topic.html", f"topic/{name}", title=f"Topic {name}", name=name)
 
-    async def groups_page(request: Request) -> Response:
-        return await live_page(request, "groups.html", "groups", title="Consumer groups")
+    async def groups_page(self, request: Request) -> Response:
+        return await self.live_page(request, "groups.html", "groups", title="Consumer groups")
 
-    async def group(request: Request) -> Response:
+    async def group(self, request: Request) -> Response:
         name = request.path_params["name"]
-        return await live_page(request, "group.html", f"group/{name}", title=f"Group {name}", name=name)
+        return await self.live_page(request, "group.html", f"group/{name}", title=f"Group {name}", name=name)
 
-    async def zk_page(request: Request) -> Response:
+    async def zk_page(self, request: Request) -> Response:
         path = request.query_params.get("path", "/") or "/"
         try:
-            node, children = await to_thread.run_sync(console.hub.znode, path)
+            node, children = await to_thread.run_sync(self.console.hub.znode, path)
             error = None
         except ClusterctlError as exc:
             node, children, error = None, [], _error(exc)
-        return console.page(request, "zk.html", title="ZooKeeper", path=path, node=node, children=children,
+        return self.console.page(request, "zk.html", title="ZooKeeper", path=path, node=node, children=children,
                             error=error, pretty=_pretty)  # fmt: skip
 
-    async def drills(request: Request) -> Response:
-        return await live_page(request, "drills.html", "drills", title="Drills")
+    async def drills(self, request: Request) -> Response:
+        return await self.live_page(request, "drills.html", "drills", title="Drills")
 
-    async def drill(request: Request) -> Response:
+    async def drill(self, request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            console.hub.drill_dir(name)
+            self.console.hub.drill_dir(name)
         except ClusterctlError as exc:
-            return console.page(request, "message.html", 404, title="Drill", error=_error(exc))
-        return await live_page(request, "drill.html", f"drill/{name}", title=f"Drill {name}", name=name)
+            return self.console.page(request, "message.html", 404, title="Drill", error=_error(exc))
+        return await self.live_page(request, "drill.html", f"drill/{name}", title=f"Drill {name}", name=name)
 
-    async def drill_report(request: Request) -> Response:
+    async def drill_report(self, request: Request) -> Response:
         try:
-            path = console.hub.drill_dir(request.path_params["name"]) / "report.html"
+            path = self.console.hub.drill_dir(request.path_params["name"]) / "report.html"
         except ClusterctlError as exc:
             return PlainTextResponse(_error(exc), status_code=404)
         if not path.is_file():
             return PlainTextResponse("error: no report.html (yet)", status_code=404)
         return FileResponse(path, media_type="text/html")
 
-    async def live(request: Request) -> Response:
+    async def live(self, request: Request) -> Response:
         view = request.path_params["view"]
         try:
-            console.fragment(view)
+            self.console.fragment(view)
         except ClusterctlError as exc:
             return PlainTextResponse(_error(exc), status_code=404)
         return StreamingResponse(
-            _stream(request, console, view),
+            _stream(request, self.console, view),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
 
-    async def action(request: Request) -> Response:
+    async def action(self, request: Request) -> Response:
         name = request.path_params["action"]
         if name not in ACTIONS:
             return PlainTextResponse("error: unknown action", status_code=404)
-        if target.read_only:
-            return PlainTextResponse("error: this console is read-only (--read-only)", status_code=403)
+        if self.target.read_only:
+            return PlainTextResponse("error: this self.console is read-only (--read-only)", status_code=403)
         form = {k: str(v).strip() for k, v in (await request.form()).items() if k != "csrftoken"}
         confirmed = form.pop("confirmed", "") == "yes"
         back = _back(name, form)
         try:
             summary = _describe_action(name, form)
             if not confirmed:
-                return console.page(request, "confirm.html", title="Confirm", action=name, form=form,
+                return self.console.page(request, "confirm.html", title="Confirm", action=name, form=form,
                                     summary=summary, back=back)  # fmt: skip
-            done = await to_thread.run_sync(_run_action, target.bootstrap, name, form)
+            done = await to_thread.run_sync(_run_action, self.target.bootstrap, name, form)
         except ClusterctlError as exc:
-            return console.page(request, "confirm.html", 400, title="Error", action=name, form=form, summary=None,
+            return self.console.page(request, "confirm.html", 400, title="Error", action=name, form=form, summary=None,
                                 back=back, error=_error(exc))  # fmt: skip
         after = "/topics" if name == "delete-topic" else back
         return RedirectResponse(f"{after}?{urlencode({'done': done})}", status_code=303)
 
-    async def healthz(request: Request) -> Response:
+    async def healthz(self, request: Request) -> Response:
         return PlainTextResponse("ok")
 
+
+def build_app(target: ConsoleTarget, token: str | None = None) -> ASGIApp:
+    """The ASGI app; `token` (when given) is required on every request except /healthz."""
+    pages = Pages(Console(target), target)
     routes = [
-        Route("/", index),
-        Route("/healthz", healthz),
-        Route("/cluster", cluster),
-        Route("/brokers", brokers),
-        Route("/topics", topics),
-        Route("/topics/{name}", topic),
-        Route("/groups", groups_page),
-        Route("/groups/{name}", group),
-        Route("/zk", zk_page),
-        Route("/drills", drills),
-        Route("/drills/{name}", drill),
-        Route("/drills/{name}/report.html", drill_report),
-        Route("/live/{view:path}", live),
-        Route("/actions/{action}", action, methods=["POST"]),
+        Route("/", pages.index),
+        Route("/healthz", pages.healthz),
+        Route("/cluster", pages.cluster),
+        Route("/brokers", pages.brokers),
+        Route("/topics", pages.topics),
+        Route("/topics/{name}", pages.topic),
+        Route("/groups", pages.groups_page),
+        Route("/groups/{name}", pages.group),
+        Route("/zk", pages.zk_page),
+        Route("/drills", pages.drills),
+        Route("/drills/{name}", pages.drill),
+        Route("/drills/{name}/report.html", pages.drill_report),
+        Route("/live/{view:path}", pages.live),
+        Route("/actions/{action}", pages.action, methods=["POST"]),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
     app: ASGIApp = Starlette(routes=routes)
@@ -373,7 +380,7 @@ def _run_action(bootstrap: str, name: str, form: dict[str, str]) -> str:
         return f"topic {change.topic}: {change.note}"
     only = form.get("topic") or None
     parts = [(only, p.partition) for p in admin.describe_topic(bootstrap, only).partitions] if only else None
-    results = admin.elect_leaders(bootstrap, "preferred", parts)
+    results = elections.elect_leaders(bootstrap, "preferred", parts)
     failed = [r for r in results if not r.ok]
     if failed:
         raise ClusterctlError(

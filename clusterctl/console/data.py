@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.kafka import admin
+from clusterctl.kafka import configs as kconfigs
 from clusterctl.kafka import groups as kgroups
 from clusterctl.kafka.connection import log_end_offsets
 from clusterctl.zookeeper import client as zk
@@ -234,7 +235,7 @@ class Hub:
     def _version(self) -> str | None:
         info = self.metadata.peek().cluster
         for b in info.brokers:
-            v = admin.kafka_version(self.target.bootstrap, b.id, self.admin_client())
+            v = kconfigs.kafka_version(self.target.bootstrap, b.id, self.admin_client())
             if v:
                 return v
         return None

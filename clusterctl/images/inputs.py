@@ -154,10 +154,14 @@ CONSOLE_CLUSTERCTL_FILES = (
     "spec/validate.py",
     "kafka/__init__.py",
     "kafka/admin.py",
+    "kafka/brokers.py",
+    "kafka/configs.py",
     "kafka/connection.py",
+    "kafka/elections.py",
     "kafka/groups.py",
     "kafka/retry.py",
     "kafka/settings.py",
+    "wait.py",
 )
 
 

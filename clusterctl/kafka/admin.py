@@ -1,17 +1,18 @@
 """Topics and cluster metadata on confluent-kafka's AdminClient: what kafka-topics.sh shows and does.
 
 Stable API used by the chaos observer and failover drills:
-`describe_topics`, `cluster_info`, `elect_leaders` (replica moves: clusterctl.kafka.reassign; retries of
-retriable errors: clusterctl.kafka.retry).
+`describe_topics`, `cluster_info` (leader elections: clusterctl.kafka.elections; broker configs and versions:
+clusterctl.kafka.configs; replica moves: clusterctl.kafka.reassign; retries of retriable errors:
+clusterctl.kafka.retry).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -22,23 +23,24 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.kafka.brokers import metadata_per_broker, unknown_topic
+from clusterctl.kafka.configs import topic_overrides
 from clusterctl.kafka.connection import (
     METADATA_TIMEOUT_S,
     REQUEST_TIMEOUT_S,
     _result,
     admin,
-    admin_config,
     fetch_metadata,
 )
 from clusterctl.kafka.retry import (
     CREATE_RETRIABLE,
     DELETE_RETRIABLE,
-    ELECT_RETRIABLE,
     controller_admin,
     retrying,
 )
 from clusterctl.spec import validate
+from clusterctl.wait import wait_until
 
 INTERNAL_PREFIX = "__"  # __consumer_offsets, __transaction_state
 
@@ -118,56 +120,6 @@ class ConfigValue:
     sensitive: bool
 
 
-@dataclass
-class ElectionResult:
-    topic: str
-    partition: int
-    ok: bool
-    error: str | None = None
-
-
-# ---------------------------------------------------------------- per-broker metadata
-
-
-@dataclass
-class BrokerView:
-    """What one broker's metadata answer says: the brokers it knows and, optionally, a topic's leaders."""
-
-    broker: int
-    brokers: set[int]
-    controller: int
-    leaders: dict[int, int] | None = None  # partition -> leader (-1: none); None: the broker does not know the topic
-
-
-def metadata_per_broker(
-    addresses: dict[int, str], timeout: float = 2.0, topic: str | None = None
-) -> dict[int, BrokerView | str]:
-    """Ask every broker on its own address (one bounded metadata request each, in parallel).
-
-    A value is the broker's view, or the one-line reason it gave none (a paused broker times out).
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    def one(item: tuple[int, str]) -> tuple[int, BrokerView | str]:
-        broker, address = item
-        client = AdminClient(admin_config(address, socket_timeout_ms=int(timeout * 1000)))
-        try:
-            md = client.list_topics(topic, timeout=timeout) if topic else client.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            return broker, err.name() if isinstance(err, KafkaError) else str(exc)
-        leaders = None
-        t = md.topics.get(topic) if topic else None
-        if t is not None and not _unknown(t) and t.partitions:
-            leaders = {pid: (p.leader if p.leader is not None else -1) for pid, p in t.partitions.items()}
-        return broker, BrokerView(broker, set(md.brokers), md.controller_id, leaders)
-
-    if not addresses:
-        return {}
-    with ThreadPoolExecutor(max_workers=len(addresses)) as pool:
-        return dict(pool.map(one, sorted(addresses.items())))
-
-
 def _partition_state(topic: str, p: Any) -> PartitionState:
     leader = p.leader if p.leader is not None else -1
     return PartitionState(
@@ -209,7 +161,7 @@ def describe_topics(
     client = client or admin(bootstrap)
     md = fetch_metadata(bootstrap, timeout, client)
     if names:
-        missing = [n for n in names if n not in md.topics or _unknown(md.topics[n])]
+        missing = [n for n in names if n not in md.topics or unknown_topic(md.topics[n])]
         if missing:
             raise NotFoundError(f"unknown topic {', '.join(map(repr, missing))} on {bootstrap}")
         selected = list(dict.fromkeys(names))
@@ -217,7 +169,7 @@ def describe_topics(
         selected = sorted(n for n in md.topics if include_internal or not _is_internal(n))
     out = [_topic_description(name, md.topics[name]) for name in selected]
     if with_configs and out:
-        configs = _topic_configs(client, bootstrap, [t.name for t in out])
+        configs = topic_overrides(client, [t.name for t in out])
         for desc in out:
             desc.configs = configs.get(desc.name, {})
     return out
@@ -235,29 +187,8 @@ def metadata_snapshot(
     """Brokers, controller and every topic (internal ones too) from one metadata request (the console's poll)."""
     md = fetch_metadata(bootstrap, timeout, client or admin(bootstrap))
     brokers = sorted((BrokerInfo(b.id, b.host or "", b.port) for b in md.brokers.values()), key=lambda b: b.id)
-    topics = [_topic_description(n, md.topics[n]) for n in sorted(md.topics) if not _unknown(md.topics[n])]
+    topics = [_topic_description(n, md.topics[n]) for n in sorted(md.topics) if not unknown_topic(md.topics[n])]
     return ClusterInfo(md.cluster_id, md.controller_id, brokers), topics
-
-
-def _unknown(t: Any) -> bool:
-    return t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-
-
-def _topic_configs(client: AdminClient, bootstrap: str, names: list[str]) -> dict[str, dict[str, str]]:
-    """Dynamic (per-topic) configs; empty where the broker cannot describe configs."""
-    futures = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, n) for n in names])
-    out: dict[str, dict[str, str]] = {}
-    for res, fut in futures.items():
-        try:
-            entries = fut.result(timeout=REQUEST_TIMEOUT_S)
-        except (KafkaException, TimeoutError):
-            continue
-        out[res.name] = {
-            k: str(e.value)
-            for k, e in sorted(entries.items())
-            if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and not e.is_sensitive
-        }
-    return out
 
 
 def describe_topic(bootstrap: str, name: str, with_configs: bool = False) -> TopicDescription:
@@ -324,31 +255,31 @@ def wait_topic_served(
 ) -> float:
     """Wait until every live broker's metadata has `name` with `partitions` partitions, each with a leader."""
     started = time.monotonic()
-    last = "no answer yet"
-    while True:
-        try:
-            md = fetch_metadata(bootstrap, timeout=min(5.0, timeout))
-            addresses = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
-            views = metadata_per_broker(addresses, timeout=2.0, topic=name)
-            lagging = [
-                f"broker {b}: {v}" if isinstance(v, str) else f"broker {b}"
-                for b, v in views.items()
-                if isinstance(v, str)
-                or v.leaders is None
-                or len(v.leaders) < partitions
-                or any(leader < 0 for leader in v.leaders.values())
-            ]
-            if not lagging:
-                return round(time.monotonic() - started, 3)
-            last = ", ".join(lagging)
-        except ClusterctlError as exc:
-            last = str(exc)
-        if time.monotonic() - started >= timeout:
-            raise TimeoutError_(
-                f"topic {name!r} {done}, but after {timeout:.0f}s not every broker serves it with leaders "
-                f"elected ({last})"
-            )
-        time.sleep(0.2)
+
+    def lagging() -> list[str]:
+        md = fetch_metadata(bootstrap, timeout=min(5.0, timeout))
+        addresses = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
+        return [
+            f"broker {b}: {v}" if isinstance(v, str) else f"broker {b}"
+            for b, v in metadata_per_broker(addresses, timeout=2.0, topic=name).items()
+            if isinstance(v, str)
+            or v.leaders is None
+            or len(v.leaders) < partitions
+            or any(leader < 0 for leader in v.leaders.values())
+        ]
+
+    wait_until(
+        lagging,
+        timeout=timeout,
+        what=f"every broker to serve topic {name!r} with leaders elected",
+        interval=0.2,
+        done=lambda behind: not behind,
+        seen=lambda behind: f"not yet: {', '.join(behind)}",
+        retry_on=lambda exc: isinstance(exc, ClusterctlError),
+        started=started,
+        hint=f"topic {name!r} {done}",
+    )
+    return round(time.monotonic() - started, 3)
 
 
 def _create_topic_once(
@@ -362,7 +293,7 @@ def _create_topic_once(
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
     configs = dict(configs or {})
-    if name in md.topics and not _unknown(md.topics[name]):
+    if name in md.topics and not unknown_topic(md.topics[name]):
         if if_not_exists:
             t = md.topics[name]
             rf = max((len(p.replicas) for p in t.partitions.values()), default=0)
@@ -389,7 +320,7 @@ def delete_topic(bootstrap: str, name: str) -> TopicChange:
     validate.topic_name(name)
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
-    if name not in md.topics or _unknown(md.topics[name]):
+    if name not in md.topics or unknown_topic(md.topics[name]):
         raise NotFoundError(f"unknown topic {name!r} on {bootstrap}")
     attempts = 0
 
@@ -454,25 +385,6 @@ def alter_topic_configs(
     return TopicChange(name, "alter", True, configs=dict(set_configs), deleted_configs=list(delete))
 
 
-def alter_broker_configs(
-    bootstrap: str, brokers: list[int], set_configs: dict[str, str] | None = None, delete: list[str] | None = None
-) -> None:
-    """Incrementally set and/or delete dynamic per-broker configs (kafka-configs.sh --entity-type brokers)."""
-    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in (set_configs or {}).items()]
-    entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete or []]
-    if not entries or not brokers:
-        return
-    client = admin(bootstrap)
-
-    def alter() -> None:
-        for b in brokers:  # the AdminClient takes one BROKER resource per call
-            res = ConfigResource(ConfigResource.Type.BROKER, str(b), incremental_configs=entries)
-            for fut in client.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S).values():
-                _result(fut, bootstrap)
-
-    retrying("alter broker configs", alter)
-
-
 def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) -> list[ConfigValue]:
     """A topic's configs with their source (dynamic topic config, broker default, ...)."""
     validate.topic_name(name)
@@ -495,54 +407,3 @@ def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) 
                 )
             )
     return out
-
-
-# ---------------------------------------------------------------- leadership and replica movement
-
-
-def elect_leaders(
-    bootstrap: str,
-    election_type: Literal["preferred", "unclean"] = "preferred",
-    partitions: list[tuple[str, int]] | None = None,
-    timeout: float = 30.0,
-) -> list[ElectionResult]:
-    """Preferred (or unclean) leader election, like kafka-leader-election.sh.
-
-    `partitions=None` means every partition. ELECTION_NOT_NEEDED (the preferred replica already
-    leads) counts as success. An attempt that gets no answer within REQUEST_TIMEOUT_S is asked again
-    (an election asked twice elects once), all within `timeout` plus one attempt.
-    """
-    etype = ElectionType.PREFERRED if election_type == "preferred" else ElectionType.UNCLEAN
-    tps = [TopicPartition(t, p) for t, p in partitions] if partitions is not None else None
-    per_attempt = min(timeout, REQUEST_TIMEOUT_S)
-    # confluent-kafka 2.x's elect_leaders rejects request_timeout/operation_timeout (its C call takes no
-    # keywords), and both default to socket.timeout.ms: that is the per-attempt bound
-    settings = {"socket_timeout_ms": int(per_attempt * 1000)}
-    # the first client is made outside the retries: an unreachable or silent cluster stays one fast line
-    first = [controller_admin(bootstrap, **settings)]
-
-    def elect_once() -> Any:
-        client = first.pop() if first else controller_admin(bootstrap, **settings)
-        return _result(client.elect_leaders(etype, tps), bootstrap, per_attempt + 5)
-
-    result = retrying(f"{election_type} election", elect_once, budget_s=timeout, retriable=ELECT_RETRIABLE)
-    out = []
-    for tp, err in sorted(result.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        kerr = err.args[0] if isinstance(err, KafkaException) and err.args else err
-        code = kerr.code() if isinstance(kerr, KafkaError) else None
-        ok = err is None or code == KafkaError.ELECTION_NOT_NEEDED
-        out.append(ElectionResult(tp.topic, tp.partition, ok, None if ok else str(err)))
-    return out
-
-
-def kafka_version(bootstrap: str, broker_id: int, client: AdminClient | None = None) -> str | None:
-    """A broker's inter.broker.protocol.version (its Kafka version unless pinned lower); None if it cannot say."""
-    client = client or admin(bootstrap)
-    res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
-    try:
-        fut = next(iter(client.describe_configs([res], request_timeout=REQUEST_TIMEOUT_S).values()))
-        entries = fut.result(timeout=REQUEST_TIMEOUT_S)
-    except (KafkaException, TimeoutError, StopIteration):
-        return None
-    entry = entries.get("inter.broker.protocol.version")
-    return str(entry.value) if entry is not None and entry.value else None

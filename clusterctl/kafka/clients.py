@@ -79,6 +79,29 @@ def parse_line(line: str, key_separator: str | None, number: int | None = None) 
 MAX_ERRORS_KEPT = 5
 
 
+@dataclass
+class _Tally:
+    """What came back for the records sent so far: delivered per partition, failures and the first few errors."""
+
+    on_delivery: Callable[[int, int], None] | None = None
+    counts: dict[int, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    failed: int = 0
+
+    def fail(self, text: str) -> None:
+        self.failed += 1
+        if len(self.errors) < MAX_ERRORS_KEPT:
+            self.errors.append(text)
+
+    def report(self, number: int, err: KafkaError | None, msg: Any) -> None:
+        if err is not None:
+            self.fail(f"line {number} (partition {msg.partition()}): {err.str()}")
+            return
+        self.counts[msg.partition()] = self.counts.get(msg.partition(), 0) + 1
+        if self.on_delivery is not None:
+            self.on_delivery(msg.partition(), msg.offset())
+
+
 def produce(
     bootstrap: str,
     topic: str,
@@ -102,43 +125,15 @@ def produce(
     if partition is not None and not 0 <= partition < partitions:
         raise UsageError(f"topic {topic!r} has partitions 0..{partitions - 1}; --partition {partition} does not exist")
     producer = Producer(producer_config(bootstrap, acks, **overrides))
-    counts: dict[int, int] = {}
-    errors: list[str] = []
-    failed = 0
+    tally = _Tally(on_delivery)
     sent = 0
-
-    def note(text: str) -> None:
-        if len(errors) < MAX_ERRORS_KEPT:
-            errors.append(text)
-
-    def report(number: int, err: KafkaError | None, msg: Any) -> None:
-        nonlocal failed
-        if err is not None:
-            failed += 1
-            note(f"line {number} (partition {msg.partition()}): {err.str()}")
-            return
-        counts[msg.partition()] = counts.get(msg.partition(), 0) + 1
-        if on_delivery is not None:
-            on_delivery(msg.partition(), msg.offset())
-
     start = time.monotonic()
     kwargs: dict[str, Any] = {} if partition is None else {"partition": partition}
     stop: BaseException | None = None
     try:
         for number, (key, value) in enumerate(records, start=1):
             sent += 1
-            while True:
-                try:
-                    producer.produce(
-                        topic, value=value, key=key, on_delivery=functools.partial(report, number), **kwargs
-                    )
-                    break
-                except BufferError:  # local queue full: serve delivery reports, then retry
-                    producer.poll(0.1)
-                except KafkaException as exc:  # refused before sending (too large, unknown partition ...)
-                    failed += 1
-                    note(f"line {number}: {_local_refusal(exc, value)}")
-                    break
+            _send(producer, topic, number, key, value, kwargs, tally)
             producer.poll(0)
     except (ClusterctlError, KeyboardInterrupt) as exc:
         stop = exc
@@ -148,17 +143,17 @@ def produce(
         stop, remaining = stop or exc, len(producer)
     elapsed = time.monotonic() - start
     if remaining:
-        failed += remaining
-        errors.append(f"{remaining} messages still undelivered after waiting {flush_timeout:.0f}s")
+        tally.failed += remaining
+        tally.errors.append(f"{remaining} messages still undelivered after waiting {flush_timeout:.0f}s")
     summary = ProduceSummary(
         topic=topic,
         acks=str(acks),
         sent=sent,
-        delivered=sum(counts.values()),
-        failed=failed,
+        delivered=sum(tally.counts.values()),
+        failed=tally.failed,
         elapsed_s=round(elapsed, 3),
-        partitions=[PartitionCount(p, n) for p, n in sorted(counts.items())],
-        errors=errors,
+        partitions=[PartitionCount(p, n) for p, n in sorted(tally.counts.items())],
+        errors=tally.errors,
     )
     if stop is not None:
         summary.stopped = "interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
@@ -166,6 +161,27 @@ def produce(
         stop.result = summary  # type: ignore[attr-defined]
         raise stop
     return summary
+
+
+def _send(
+    producer: Producer,
+    topic: str,
+    number: int,
+    key: str | bytes | None,
+    value: str | bytes,
+    kwargs: dict[str, Any],
+    tally: _Tally,
+) -> None:
+    """Queue record `number`; a full local queue is drained (delivery reports served) and asked again."""
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, on_delivery=functools.partial(tally.report, number), **kwargs)
+            return
+        except BufferError:  # local queue full: serve delivery reports, then retry
+            producer.poll(0.1)
+        except KafkaException as exc:  # refused before sending (too large, unknown partition ...)
+            tally.fail(f"line {number}: {_local_refusal(exc, value)}")
+            return
 
 
 def _local_refusal(exc: KafkaException, value: str | bytes) -> str:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError
-from clusterctl.kafka import admin
+from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.kafka import admin, configs
+from clusterctl.wait import wait_until
 
 Moves = dict[tuple[str, int], list[int]]
 
@@ -194,7 +195,7 @@ def throttle_for(current: Moves, moves: Moves, rate: int) -> Throttle:
 
 
 def set_throttle(bootstrap: str, throttle: Throttle) -> None:
-    admin.alter_broker_configs(bootstrap, throttle.brokers, {k: str(throttle.rate) for k in RATE_KEYS})
+    configs.alter_broker_configs(bootstrap, throttle.brokers, {k: str(throttle.rate) for k in RATE_KEYS})
     for topic, cfg in throttle.topic_configs.items():
         admin.alter_topic_configs(bootstrap, topic, set_configs={k: v for k, v in cfg.items() if v})
 
@@ -202,7 +203,7 @@ def set_throttle(bootstrap: str, throttle: Throttle) -> None:
 def clear_throttle(bootstrap: str, topic: str, brokers: list[int]) -> None:
     """Remove throttle configs from the topic and the given brokers (absent keys are fine)."""
     if brokers:
-        admin.alter_broker_configs(bootstrap, brokers, delete=list(RATE_KEYS))
+        configs.alter_broker_configs(bootstrap, brokers, delete=list(RATE_KEYS))
     admin.alter_topic_configs(bootstrap, topic, delete=[LEADER_REPLICAS_KEY, FOLLOWER_REPLICAS_KEY])
 
 
@@ -245,19 +246,18 @@ def wait(
 ) -> float:
     """Poll until no move is pending; then remove throttles (None: leave broker rates alone)."""
     started = time.monotonic()
-    while True:
-        pending = list_partition_reassignments(zk_connect)
-        if on_progress is not None:
-            on_progress(total - len(pending), total)
-        if not pending:
-            break
-        if time.monotonic() - started > timeout:
-            hint = "the throttle stays set until they finish; " if throttled_brokers else ""
-            raise TimeoutError_(
-                f"{len(pending)} partition moves still running after {timeout:.0f}s; "
-                f"{hint}run `clusterctl reassign {topic} --verify` to wait for them"
-            )
-        time.sleep(1.0)
+    throttle_note = "the throttle stays set until they finish; " if throttled_brokers else ""
+    wait_until(
+        lambda: list_partition_reassignments(zk_connect),
+        timeout=timeout,
+        what=f"the partition moves of topic {topic!r} to finish",
+        interval=1.0,
+        done=lambda pending: not pending,
+        seen=lambda pending: f"{len(pending)} partition moves still running",
+        on_poll=None if on_progress is None else lambda pending, _: on_progress(total - len(pending), total),
+        started=started,
+        hint=f"{throttle_note}run `clusterctl reassign {topic} --verify` to wait for them",
+    )
     if throttled_brokers is not None:
         clear_throttle(bootstrap, topic, throttled_brokers)
     return round(time.monotonic() - started, 1)

@@ -8,7 +8,6 @@ stays one fast line.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
@@ -16,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.kafka.connection import admin_config, fetch_metadata
+from clusterctl.wait import wait_until
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
@@ -50,19 +50,26 @@ def retrying(
     first_backoff_s: float = 0.25,
 ) -> T:
     """Call `fn`, retrying Kafka's retriable errors (NOT_CONTROLLER, LEADER_NOT_AVAILABLE, ...) for at most
-    `budget_s`, with exponential backoff; the last error is raised as it is when the budget runs out."""
-    deadline = time.monotonic() + budget_s
-    backoff = first_backoff_s
-    while True:
-        try:
-            return fn()
-        except ClusterctlError as exc:
-            code = _error_code(exc)
-            if code not in retriable or time.monotonic() + backoff > deadline:
-                raise
-            _log.debug("%s: %s, retrying in %.2fs", what, code, backoff)
-            time.sleep(backoff)
-            backoff = min(backoff * 2, 2.0)
+    `budget_s`, with exponential backoff (`first_backoff_s` doubling up to 2 s, on wait_until); the last error is
+    raised as it is when the budget runs out. Any other error is raised at once."""
+
+    def retry(exc: BaseException) -> bool:
+        code = _error_code(exc) if isinstance(exc, ClusterctlError) else None
+        if code not in retriable:
+            return False
+        _log.debug("%s: %s, retrying within %.0fs", what, code, budget_s)
+        return True
+
+    return wait_until(
+        fn,
+        timeout=budget_s,
+        what=what,
+        interval=first_backoff_s,
+        max_interval=2.0,
+        done=lambda _: True,
+        retry_on=retry,
+        reraise=True,
+    )
 
 
 def _error_code(exc: ClusterctlError) -> str | None:

@@ -162,14 +162,11 @@ def plan_partitions(
 _TS_TYPE = {0: -1, 1: 0, 2: 1}  # librdkafka TIMESTAMP_* -> Kafka's TimestampType id (as the standard connector)
 
 
-def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
-    """Yield Arrow record batches with every record of `part`; fail the task on data loss or a stall."""
+def _arrow_schema() -> Any:
+    """The standard Kafka source's columns, as Arrow types."""
     import pyarrow as pa
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-    from clusterctl.kafka.connection import consumer_config
-
-    schema = pa.schema(
+    return pa.schema(
         [
             ("key", pa.binary()),
             ("value", pa.binary()),
@@ -180,10 +177,36 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
             ("timestampType", pa.int32()),
         ]
     )
+
+
+def _reader_config(opts: KafkaOptions) -> dict[str, Any]:
+    from clusterctl.kafka.connection import consumer_config
+
     conf = consumer_config(opts.bootstrap, auto_offset_reset="earliest" if not opts.fail_on_data_loss else "error")
     # end offsets are high watermarks, so read up to them (librdkafka defaults to read_committed)
     conf.update({"enable.partition.eof": True, "fetch.max.bytes": 52_428_800, "isolation.level": "read_uncommitted"})
     conf.update(opts.client)
+    return conf
+
+
+def _append(cols: dict[str, list[Any]], part: KafkaInputPartition, msg: Any, offset: int) -> None:
+    ts_type, ts = msg.timestamp()
+    cols["key"].append(msg.key())
+    cols["value"].append(msg.value())
+    cols["topic"].append(part.topic)
+    cols["partition"].append(part.partition)
+    cols["offset"].append(offset)
+    cols["timestamp"].append(ts * 1000 if ts >= 0 else None)
+    cols["timestampType"].append(_TS_TYPE.get(ts_type, -1))
+
+
+def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
+    """Yield Arrow record batches with every record of `part`; fail the task on data loss or a stall."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    schema = _arrow_schema()
+    conf = _reader_config(opts)
     committed_only = conf["isolation.level"] == "read_committed"
     consumer = Consumer(conf)
     cols: dict[str, list[Any]] = {n: [] for n in schema.names}
@@ -223,14 +246,7 @@ def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
                 if offset >= part.end:
                     next_offset = part.end
                     break
-                ts_type, ts = msg.timestamp()
-                cols["key"].append(msg.key())
-                cols["value"].append(msg.value())
-                cols["topic"].append(part.topic)
-                cols["partition"].append(part.partition)
-                cols["offset"].append(offset)
-                cols["timestamp"].append(ts * 1000 if ts >= 0 else None)
-                cols["timestampType"].append(_TS_TYPE.get(ts_type, -1))
+                _append(cols, part, msg, offset)
                 next_offset = offset + 1
             if msgs:
                 last_progress = time.monotonic()

@@ -19,14 +19,14 @@ import json
 import os
 import socket
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from clusterctl.errors import UnreachableError, UsageError
+from clusterctl.errors import TimeoutError_, UnreachableError, UsageError
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.wait import wait_until
 
 CLUSTER_MASTER = "cluster"
 
@@ -100,23 +100,21 @@ def check_master(url: str, timeout: float = 3.0) -> None:
 
 def wait_for_workers(ui: str, timeout: float = 30.0) -> int:
     """Alive workers per the master's /json/ (a just-started worker registers within seconds); 0 is an error."""
-    deadline = time.monotonic() + timeout
-    alive = 0
-    while True:
+
+    def alive_workers() -> int:
         try:
             with urllib.request.urlopen(f"{ui}/json/", timeout=3) as resp:
-                alive = int(json.load(resp).get("aliveworkers", 0))
+                return int(json.load(resp).get("aliveworkers", 0))
         except (OSError, ValueError):
-            alive = 0
-        if alive or time.monotonic() >= deadline:
-            break
-        time.sleep(1)
-    if not alive:
+            return 0
+
+    try:
+        return wait_until(alive_workers, timeout=timeout, what="an alive Spark worker", interval=1.0)
+    except TimeoutError_:
         raise UnreachableError(
             f"the Spark master has no alive workers after {timeout:.0f}s ({ui})",
             hint="`clusterctl status` and `clusterctl logs spark-worker1` show why",
-        )
-    return alive
+        ) from None
 
 
 def check_checkpoint(checkpoint: Path | None, shared_dir: Path) -> None:

@@ -1,5 +1,8 @@
 """DescribeQuorum (Kafka API 55, KIP-595/836) over a plain socket: the KRaft controller quorum as Kafka reports it.
 
+This module is the wire protocol only (encode the request, decode the answer into QuorumInfo);
+clusterctl.kafka.kraft.quorum is the view over that answer (leader, voters, observers, fenced brokers).
+
 Why not confluent-kafka: librdkafka's AdminClient has no DescribeQuorum, and `kafka-metadata-quorum.sh` through
 `docker exec` starts a JVM per call (seconds), too slow for the observer's sub-second polling. The request is
 tiny, so it is encoded here: version 1 (Kafka 3.3+), for partition 0 of `__cluster_metadata`.

@@ -1,6 +1,8 @@
-"""KRaft mode: the controller quorum and broker fencing, as `up`, `status`, `quorum` and the observer see them.
+"""KRaft mode: the view over the DescribeQuorum answer — the controller quorum and broker fencing, as `up`,
+`status`, `quorum`, the chaos checks and the observer see them. The wire protocol itself lives in
+clusterctl.kafka.kraft.describe_quorum; nothing else in clusterctl speaks it or re-derives this view.
 
-The quorum comes from DescribeQuorum (kafka/quorum.py), asked of the brokers' host listeners (they forward it
+The quorum is asked of the brokers' host listeners (they forward it
 to the active controller) and of the controllers' own listeners on the cluster network (the leader answers).
 A broker is *unfenced* when metadata lists it: KRaft brokers return only unfenced brokers in a Metadata
 response. It is *registered* when the quorum knows it (an observer fetching the metadata log, or a voter in

@@ -1,0 +1,119 @@
+"""The environment each container's entrypoint reads: ZooKeeper, KRaft controllers, Kafka brokers, tansu.
+
+Every value is derived from the validated spec and its topology; clusterctl.compose.context places these
+dictionaries into the services it builds.
+"""
+
+from __future__ import annotations
+
+from clusterctl.spec.model import ClusterSpec
+
+CLUSTER_ID_VAR = "KAFKA_CLUSTER_ID"  # kraft mode: the id every node formats its storage with
+ZK_4LW = "srvr,mntr,ruok,stat,conf,cons,isro,envi,wchs"
+
+
+def zk_env(spec: ClusterSpec, zk_id: int) -> dict[str, str]:
+    z = spec.zookeeper
+    return {
+        "ZOO_MY_ID": str(zk_id),
+        "ZOO_SERVERS": spec.topology.zk_servers(),
+        "ZOO_TICK_TIME": str(z.tick_time_ms),
+        "ZOO_INIT_LIMIT": str(z.init_limit),
+        "ZOO_SYNC_LIMIT": str(z.sync_limit),
+        "ZOO_4LW_COMMANDS_WHITELIST": ZK_4LW,
+        "ZOO_ADMINSERVER_ENABLED": "false",
+        "ZOO_STANDALONE_ENABLED": "true" if z.nodes == 1 else "false",
+        "ZOO_AUTOPURGE_PURGEINTERVAL": "1",
+        "ZOO_AUTOPURGE_SNAPRETAINCOUNT": "3",
+    }
+
+
+def cluster_id_ref() -> str:
+    return f"${{{CLUSTER_ID_VAR}:?missing: run clusterctl render to create .env}}"
+
+
+def kraft_env(spec: ClusterSpec, node_id: int, roles: str) -> dict[str, str]:
+    """What every KRaft node shares (cp-kafka's contract: KAFKA_PROCESS_ROLES selects KRaft, CLUSTER_ID formats)."""
+    kr = spec.kraft
+    return {
+        "KAFKA_NODE_ID": str(node_id),
+        "KAFKA_PROCESS_ROLES": roles,
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": spec.topology.controller_quorum_voters,
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "CLUSTER_ID": cluster_id_ref(),
+        "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(kr.broker_session_timeout_ms),
+        "KAFKA_BROKER_HEARTBEAT_INTERVAL_MS": str(kr.broker_heartbeat_interval_ms),
+    }
+
+
+def controller_env(spec: ClusterSpec, node_id: int) -> dict[str, str]:
+    """A dedicated controller: the CONTROLLER listener on the cluster network only, nothing advertised."""
+    env = kraft_env(spec, node_id, "controller")
+    env |= {
+        "KAFKA_LISTENERS": f"CONTROLLER://0.0.0.0:{spec.kraft.controller_port}",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT",
+        "KAFKA_LOG_DIRS": spec.image_profile.kafka_data_dir,
+        "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
+    }
+    return env
+
+
+def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    d = spec.kafka.defaults
+    profile = spec.image_profile
+    if spec.kraft_mode:
+        roles = "broker,controller" if broker_id in spec.topology.controller_ids else "broker"
+        env = kraft_env(spec, broker_id, roles)
+    else:
+        env = {"KAFKA_BROKER_ID": str(broker_id), "KAFKA_ZOOKEEPER_CONNECT": spec.topology.internal_zk_connect}
+    env |= {
+        "KAFKA_LISTENERS": spec.topology.broker_listeners(broker_id),
+        "KAFKA_ADVERTISED_LISTENERS": spec.topology.broker_advertised_listeners(broker_id),
+    }
+    if profile.broker_flavor == "wurstmeister":
+        # start-kafka.sh adds the INTERNAL listener itself (INTERNAL://kafkaN:<internal_port>, listened on and
+        # advertised); declaring it in KAFKA_LISTENERS too would make it append a second, broken one.
+        host_port = spec.topology.broker_host_port(broker_id)
+        env["KAFKA_LISTENERS"] = f"EXTERNAL://0.0.0.0:{host_port}"
+        env["KAFKA_ADVERTISED_LISTENERS"] = f"EXTERNAL://{spec.topology.host}:{host_port}"
+        env["KAFKA_PROTOCOL_NAME"] = "INTERNAL"
+        env["KAFKA_HOST_NAME"] = spec.topology.broker_service(broker_id)
+        env["KAFKA_PORT"] = str(spec.kafka.internal_port)
+    protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT" + (",CONTROLLER:PLAINTEXT" if spec.kraft_mode else "")
+    env |= {
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": protocols,
+        "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+        "KAFKA_LOG_DIRS": profile.kafka_data_dir,
+        "KAFKA_DEFAULT_REPLICATION_FACTOR": str(d.replication_factor),
+        "KAFKA_MIN_INSYNC_REPLICAS": str(d.min_insync_replicas),
+        "KAFKA_NUM_PARTITIONS": str(d.partitions),
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": str(spec.internal_topics_rf),
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": str(spec.internal_topics_rf),
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": str(spec.internal_topics_min_isr),
+        "KAFKA_LOG_RETENTION_HOURS": str(d.retention_hours),
+        "KAFKA_LOG_RETENTION_BYTES": str(d.retention_bytes),
+        "KAFKA_LOG_SEGMENT_BYTES": str(d.segment_bytes),
+        "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": str(d.group_initial_rebalance_delay_ms),
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": str(d.auto_create_topics).lower(),
+        "KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE": str(d.unclean_leader_election).lower(),
+        "KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": str(d.zookeeper_session_timeout_ms),
+        "KAFKA_REPLICA_LAG_TIME_MAX_MS": str(d.replica_lag_time_max_ms),
+        "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
+        "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
+    }
+    if spec.kraft_mode:
+        del env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"]
+    if spec.kafka.jmx_port is not None and profile.broker_flavor == "cp":
+        env["KAFKA_JMX_PORT"] = str(spec.kafka.jmx_port)
+        env["KAFKA_JMX_HOSTNAME"] = spec.topology.broker_service(broker_id)
+    return env
+
+
+def tansu_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    port = spec.topology.broker_host_port(broker_id)
+    return {
+        "CLUSTER_ID": spec.name,
+        "LISTENER_URL": f"tcp://0.0.0.0:{port}",
+        "ADVERTISED_LISTENER_URL": f"tcp://{spec.topology.host}:{port}",
+        "STORAGE_ENGINE": "memory://tansu/",
+    }
