@@ -16,7 +16,7 @@ import pytest
 from _runtime_helpers import cli, cli_json
 from conftest import RealKafka
 
-from clusterctl.kafka import admin
+from clusterctl.kafka import brokers
 from clusterctl.zookeeper import client as zk
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
@@ -87,7 +87,7 @@ def test_kill_leader_then_heal_waits_until_the_broker_is_back(real_kafka: RealKa
     # no waiting here: the very next command sees the broker
     with zk.zk_client(spec.topology.zk_connect) as c:
         assert zk.registered_brokers(c) == [1, 2, 3]
-    views = admin.metadata_per_broker(
+    views = brokers.metadata_per_broker(
         {b: f"{spec.topology.host}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids}
     )
     assert all(not isinstance(v, str) and v.brokers == {1, 2, 3} for v in views.values()), views

@@ -12,7 +12,7 @@ import pytest
 from _runtime_helpers import cli, cli_json, leftovers, render, up_json, write_spec
 from conftest import RealKafka
 
-from clusterctl.kafka import admin
+from clusterctl.kafka import brokers
 from clusterctl.zookeeper import client as zk
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
@@ -77,7 +77,7 @@ def test_created_topic_is_served_by_every_broker(real_kafka: RealKafka) -> None:
     res = cli(real_kafka.spec_path, "topic", "create", topic, "--partitions", "6", "--replication-factor", "3")
     assert res.returncode == 0, res.stderr
     spec = real_kafka.spec
-    views = admin.metadata_per_broker(
+    views = brokers.metadata_per_broker(
         {b: f"{spec.topology.host}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids},
         timeout=5.0,
         topic=topic,

@@ -8,7 +8,7 @@ import pytest
 from _dataplane import run
 from conftest import RealKafka
 
-from clusterctl.kafka import admin
+from clusterctl.kafka import admin, elections
 from clusterctl.testing.tansu import free_port
 
 pytestmark = pytest.mark.tansu
@@ -137,7 +137,7 @@ def test_rf3_describe_isr_real_kafka(kafka_bootstrap: str, unique_name: str) -> 
     assert t.replication_factor == 3
     for p in t.partitions:
         assert len(p.replicas) == 3 and sorted(p.isr) == sorted(p.replicas) and p.leader in p.replicas
-    results = admin.elect_leaders(kafka_bootstrap, "preferred", [(unique_name, 0)])
+    results = elections.elect_leaders(kafka_bootstrap, "preferred", [(unique_name, 0)])
     assert results and all(r.ok for r in results)
 
 

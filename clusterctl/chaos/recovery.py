@@ -116,7 +116,7 @@ def wait_healed(
 
 
 def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
-    from clusterctl.kafka.admin import metadata_per_broker
+    from clusterctl.kafka.brokers import metadata_per_broker
     from clusterctl.zookeeper import client as zk
 
     if not have_quorum:

@@ -273,7 +273,7 @@ class Runner(FaultSteps):
         return f"{done}; brokers {','.join(map(str, w.brokers))} registered and in metadata after {w.seconds:.1f}s"
 
     def _step_elect(self, e: Elect) -> str:
-        from clusterctl.kafka.admin import elect_leaders
+        from clusterctl.kafka.elections import elect_leaders
 
         parts = None if e.all else [(e.topic or self.topic, p.partition) for p in self.cond.partitions()]
         if e.partition is not None:

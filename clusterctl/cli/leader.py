@@ -23,7 +23,8 @@ def cmd_leader_elect(
 ) -> None:
     """Leader election like kafka-leader-election.sh (kafka-preferred-replica-election.sh in seed 004)."""
     from clusterctl.errors import UsageError
-    from clusterctl.kafka.admin import describe_topic, elect_leaders
+    from clusterctl.kafka.admin import describe_topic
+    from clusterctl.kafka.elections import elect_leaders
     from clusterctl.output import Column, emit
 
     if preferred and unclean:
