@@ -31,8 +31,9 @@ from clusterctl.wait import wait_until
 
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
     """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
-    from clusterctl.runtime.docker import find_container
+    from clusterctl.runtime.cluster import Cluster
 
+    cluster = Cluster(spec)
     out: list[FaultResult] = [reconnect(d) for d in detached or []]
     for service, target in (
         [(spec.topology.zk_service(i), f"zk {i}") for i in spec.topology.zk_ids]
@@ -40,7 +41,7 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         + [(spec.topology.broker_service(i), f"broker {i}") for i in spec.topology.broker_ids]
     ):
         name = spec.topology.container_name(service)
-        c = find_container(name)
+        c = cluster.find(service)
         if c is None:
             continue
         st = state_of(c)
