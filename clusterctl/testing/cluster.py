@@ -76,7 +76,6 @@ class KafkaCluster:
         timeout: float = 300.0,
     ) -> None:
         self._data = specdata.load(spec)
-        self._engine_wanted: Engine = specdata.get_key(self._data, "kafka.engine") or "auto"
         self.isolate = isolate
         self.timeout = timeout
         self.spec: ClusterSpec | None = None
@@ -122,10 +121,7 @@ class KafkaCluster:
         """auto (Kafka when its image exists, else tansu), kafka or tansu."""
         if engine not in ("auto", "kafka", "tansu"):
             raise UsageError(f"engine must be auto, kafka or tansu, got {engine!r}")
-        if self._cluster is not None:
-            raise UsageError("the cluster is running: set its options before start()")
-        self._engine_wanted = engine
-        return self
+        return self._option("kafka.engine", engine)
 
     def with_timeout(self, seconds: float) -> KafkaCluster:
         """Seconds to wait for a healthy cluster (start, heal)."""
@@ -148,7 +144,7 @@ class KafkaCluster:
         started = time.monotonic()
         _check_engine()
         data = copy.deepcopy(self._data)
-        self.engine_reason = specdata.choose(data, self._engine_wanted)
+        self.engine_reason = specdata.choose(data, specdata.get_key(data, "kafka.engine") or "auto")
         self._sigterm.install()
         atexit.register(self.stop)
         try:
