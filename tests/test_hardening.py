@@ -272,7 +272,7 @@ def test_unexpected_error_is_one_line_with_a_debug_pointer(
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("simulated bug")
 
-    monkeypatch.setattr(images, "list_images", boom)  # cli/lifecycle.py imports it when the command runs
+    monkeypatch.setattr(images, "list_images", boom)  # cli/images.py imports it when the command runs
     assert cli.run(["images", "list"]) == cli.EX_SOFTWARE
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "simulated bug" in err and "--debug" in err and "Traceback" not in err

@@ -149,7 +149,7 @@ def test_cluster_describe_shapes(out) -> None:
             {"id": 2, "host": "127.0.0.1", "port": 9093, "rack": None},
         ],
     }
-    assert hasattr(cluster_cli, "describe")
+    assert hasattr(cluster_cli, "cmd_cluster_describe")
     cols = [output.Column("Broker", "id"), output.Column("Address", "address"), output.Column("Rack", "rack")]
     output.emit(info.brokers, as_json=False, columns=cols)
     rows = [

@@ -94,7 +94,7 @@ def test_failed_up_tears_down_what_it_started(spec_path: Path) -> None:
     res = cli(spec_path, "up", "--timeout", "0.2")
     assert res.returncode == 5, res.stderr
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and "not healthy after" in lines[0] and "still missing" in lines[0], res.stderr
+    assert len(lines) == 1 and "waiting for a healthy cluster" in lines[0] and "still missing" in lines[0], res.stderr
     assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
 
 

@@ -228,7 +228,7 @@ def compare(
             if started_here:
                 progress(f"{s.kafka.mode}: rendering and starting cluster {s.name}")
                 render.render(s)
-                up = cluster.up(s, up_timeout)
+                up = cluster.Cluster(s).up(up_timeout)
                 progress(f"{s.kafka.mode}: cluster {s.name} healthy after {up.seconds_to_healthy:.1f}s")
             for i in range(1, repeat + 1):
                 progress(f"{s.kafka.mode}: run {i}/{repeat} of {scenario.name}")
@@ -242,5 +242,5 @@ def compare(
         finally:
             if started_here:
                 progress(f"{s.kafka.mode}: removing cluster {s.name} (with its volumes)")
-                cluster.down(s, volumes=True)
+                cluster.Cluster(s).down(volumes=True)
     return out

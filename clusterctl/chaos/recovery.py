@@ -22,16 +22,18 @@ from clusterctl.chaos.faults import (
     state_of,
     unpause,
 )
-from clusterctl.errors import ClusterctlError, TimeoutError_
+from clusterctl.errors import ClusterctlError
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.wait import wait_until
 
 # ---------------------------------------------------------------- heal everything
 
 
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
     """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
-    from clusterctl.runtime.docker import find_container
+    from clusterctl.runtime.cluster import Cluster
 
+    cluster = Cluster(spec)
     out: list[FaultResult] = [reconnect(d) for d in detached or []]
     for service, target in (
         [(spec.topology.zk_service(i), f"zk {i}") for i in spec.topology.zk_ids]
@@ -39,7 +41,7 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         + [(spec.topology.broker_service(i), f"broker {i}") for i in spec.topology.broker_ids]
     ):
         name = spec.topology.container_name(service)
-        c = find_container(name)
+        c = cluster.find(service)
         if c is None:
             continue
         st = state_of(c)
@@ -80,39 +82,46 @@ def wait_healed(
     A broker counts when it is in /brokers/ids and every broker answers a metadata request (each asked
     on its own address, 2 s bound) listing it. tansu (no registration) counts when it answers metadata.
     """
+    started = time.monotonic()
+
+    def missing() -> tuple[list[str], list[int]]:
+        out, serving = _missing_for_heal(spec)
+        if out and on_progress is not None:
+            on_progress("waiting for: " + ", ".join(out[:4]) + (" ..." if len(out) > 4 else ""))
+        return out, serving
+
+    _, serving = wait_until(
+        missing,
+        timeout=timeout,
+        what="the healed cluster to be whole",
+        interval=interval,
+        done=lambda r: not r[0],
+        seen=lambda r: f"containers run, still missing: {', '.join(r[0])}",
+        hint="`clusterctl status` and `clusterctl logs SERVICE` show why",
+    )
+    return HealWait(round(time.monotonic() - started, 3), list(spec.topology.broker_ids), serving)
+
+
+def _missing_for_heal(spec: ClusterSpec) -> tuple[list[str], list[int]]:
+    """What is not whole yet, and the ZooKeeper nodes that serve."""
     from clusterctl.zookeeper import client as zk
 
-    started = time.monotonic()
-    missing: list[str] = ["nothing checked yet"]
-    serving: list[int] = []
-    while True:
-        missing = []
-        statuses = zk.node_statuses(spec, timeout=1.0)
-        serving = [s.id for s in statuses if s.serving]
-        missing += [f"zk{s.id} {s.mode}" for s in statuses if not s.serving]
-        if spec.kraft_mode:
-            from clusterctl.kafka.kraft import quorum as kraft
+    statuses = zk.node_statuses(spec, timeout=1.0)
+    serving = [s.id for s in statuses if s.serving]
+    missing = [f"zk{s.id} {s.mode}" for s in statuses if not s.serving]
+    if spec.kraft_mode:
+        from clusterctl.kafka.kraft import quorum as kraft
 
-            missing += kraft.check(spec).missing  # quorum leader, voters, brokers unfenced, metadata
-        elif spec.kafka.engine == "kafka":
-            missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
-        else:
-            from clusterctl.runtime.health import tansu_metadata_ok
+        missing += kraft.check(spec).missing  # quorum leader, voters, brokers unfenced, metadata
+    elif spec.kafka.engine == "kafka":
+        missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
+    else:
+        from clusterctl.runtime.health import tansu_metadata_ok
 
-            ok, err = tansu_metadata_ok(spec.topology.bootstrap_servers)
-            if not ok:
-                missing.append(f"broker metadata ({err or 'no answer'})")
-        elapsed = time.monotonic() - started
-        if not missing:
-            return HealWait(round(elapsed, 3), list(spec.topology.broker_ids), serving)
-        if on_progress is not None:
-            on_progress("waiting for: " + ", ".join(missing[:4]) + (" ..." if len(missing) > 4 else ""))
-        if elapsed >= timeout:
-            raise TimeoutError_(
-                f"healed containers run, but after {timeout:.0f}s still missing: {', '.join(missing)}",
-                hint="`clusterctl status` and `clusterctl logs SERVICE` show why",
-            )
-        time.sleep(interval)
+        ok, err = tansu_metadata_ok(spec.topology.bootstrap_servers)
+        if not ok:
+            missing.append(f"broker metadata ({err or 'no answer'})")
+    return missing, serving
 
 
 def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
@@ -151,23 +160,26 @@ def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5, topics: lis
     from clusterctl.kafka.admin import describe_topics
 
     t0 = time.monotonic()
-    missing = "no metadata yet"
-    while time.monotonic() - t0 < timeout:
-        try:
-            described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
-            bad = [
-                f"{p.topic}-{p.partition}"
-                for t in described
-                for p in t.partitions
-                if p.leader < 0 or set(p.isr) != set(p.replicas)
-            ]
-            if not bad:
-                return round(time.monotonic() - t0, 3)
-            missing = f"{len(bad)} partitions not fully in sync (e.g. {', '.join(bad[:3])})"
-        except ClusterctlError as exc:
-            missing = str(exc)
-        time.sleep(poll)
-    raise TimeoutError_(f"ISR not full after {timeout:.0f}s: {missing}")
+
+    def not_in_sync() -> list[str]:
+        described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
+        return [
+            f"{p.topic}-{p.partition}"
+            for t in described
+            for p in t.partitions
+            if p.leader < 0 or set(p.isr) != set(p.replicas)
+        ]
+
+    wait_until(
+        not_in_sync,
+        timeout=timeout,
+        what="full ISR",
+        interval=poll,
+        done=lambda bad: not bad,
+        seen=lambda bad: f"{len(bad)} partitions not fully in sync (e.g. {', '.join(bad[:3])})",
+        retry_on=lambda exc: isinstance(exc, ClusterctlError),
+    )
+    return round(time.monotonic() - t0, 3)
 
 
 def rolling_restart(

@@ -20,12 +20,26 @@ from clusterctl.output import error_json, error_line, to_jsonable
 
 fastparams.install()  # plain option values without pydantic (typer's adapters cost ~0.15 s per run)
 
-NOUN_MODULES = ("cluster", "topic", "group", "zk", "perf", "chaos", "leader", "reassign", "scenario", "spark", "ui")
+NOUN_MODULES = (
+    "images",
+    "cluster",
+    "topic",
+    "group",
+    "zk",
+    "perf",
+    "chaos",
+    "leader",
+    "reassign",
+    "scenario",
+    "spark",
+    "ui",
+)
 # The module that registers each top-level command: main() imports and builds only the one a command line
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
 # A command missing here still works: main() then builds every module, as for --help and completion.
 COMMAND_MODULE = {
-    **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "images", "cluster", "quorum"), "cluster"),
+    **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "cluster", "quorum"), "cluster"),
+    "images": "images",
     **dict.fromkeys(("topic", "produce", "consume"), "topic"),
     "chaos": "chaos",
     "leader": "leader",

@@ -1,19 +1,33 @@
-"""CLI for the 'cluster' noun (thin: parse, call the domain layer, render through output)."""
+"""CLI for the 'cluster' noun: init, render, up, down, status, logs, quorum and `cluster describe|quorum`.
+
+Thin: parse, call the domain layer (spec/, compose/, runtime's `Cluster`), render through output.
+"""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clusterctl.cli import lifecycle
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, state
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, seconds_option, state
+from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.output import Column, emit, info
+
+if TYPE_CHECKING:
+    from clusterctl.runtime.cluster import Cluster
+    from clusterctl.runtime.health import HealthReport
 
 # `cluster describe` (data plane): cluster id, controller and brokers as the cluster itself reports them
 cluster_app = typer.Typer(name="cluster", help="What the running cluster reports about itself.", no_args_is_help=True)
 
 
+def _cluster() -> "Cluster":
+    from clusterctl.runtime.cluster import Cluster
+
+    return Cluster(get_spec())
+
+
 @cluster_app.command("describe")
-def describe(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) -> None:
+def cmd_cluster_describe(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) -> None:
     """Cluster id, controller and brokers (id, host:port, rack)."""
     from clusterctl.kafka.admin import cluster_info
     from clusterctl.output import Column, emit
@@ -27,10 +41,7 @@ def describe(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt = False) ->
     emit(info.brokers, as_json=False, columns=cols)
 
 
-cluster_app.command("quorum")(lifecycle.quorum)
-
-
-def init(
+def cmd_init(
     name: Annotated[str, typer.Argument(help="cluster name (compose project, container prefix)")] = "kafka-lab",
     profile: Annotated[
         str, typer.Option("--profile", help="image profile: default | wurstmeister | offline")
@@ -85,7 +96,7 @@ def init(
     )
 
 
-def render(
+def cmd_render(
     output_dir: Annotated[
         str | None,
         typer.Option(
@@ -124,9 +135,178 @@ def render(
     )
 
 
+def cmd_up(
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="seconds to wait for a healthy cluster", callback=seconds_option())
+    ] = 180.0,
+    keep_on_failure: Annotated[
+        bool, typer.Option("--keep-on-failure", help="leave containers running when the cluster does not get healthy")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start the rendered cluster and wait until it is really healthy (quorum + leader, brokers, controller)."""
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    from clusterctl.cli.spinner import spinner
+
+    cluster = _cluster()
+    spec = cluster.spec
+    with spinner() as progress:
+        task = progress.add_task(f"starting {cluster.project}", total=None)
+
+        def show(report: "HealthReport", elapsed: float) -> None:
+            waiting = ", ".join(report.missing[:4]) + (" ..." if len(report.missing) > 4 else "")
+            progress.update(task, description=f"waiting for: {waiting}" if waiting else "healthy")
+
+        result = cluster.up(timeout, keep_on_failure=keep_on_failure, on_report=show)
+    if as_json:
+        emit(result, as_json=True)
+        return
+    fields = [Column("Cluster", "project"), Column("Healthy after", lambda r: f"{r.seconds_to_healthy:.1f}s")]
+    if spec.kraft_mode:
+        fields += [
+            Column("Controller quorum", lambda r: f"voters {r.quorum_voters}, leader {r.controller}"),
+            Column("Brokers unfenced", "brokers_registered"),
+        ]
+        emit(result, as_json=False, kv=fields, title="cluster up (KRaft)")
+        return
+    fields.append(Column("ZooKeeper", lambda r: f"{r.zk_serving}/{r.zk_nodes} serving, leader zk{r.zk_leader}"))
+    if spec.kafka.engine == "kafka":
+        fields += [Column("Brokers registered", "brokers_registered"), Column("Controller", "controller")]
+    else:
+        fields.append(Column("Broker (tansu)", lambda r: f"answers on {spec.topology.bootstrap_servers}"))
+    emit(result, as_json=False, kv=fields, title="cluster up")
+
+
+def cmd_down(
+    volumes: Annotated[bool, typer.Option("--volumes", "-v", help="also remove the named volumes (all data)")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop and remove the cluster's containers and network (and volumes with --volumes)."""
+    from clusterctl.cli.spinner import spinner
+
+    cluster = _cluster()
+    with spinner() as progress:
+        progress.add_task(f"stopping {cluster.project}", total=None)
+        result = cluster.down(volumes)
+    if as_json:
+        emit(result, as_json=True)
+        return
+    if not (result.containers_removed or result.networks_removed or result.volumes_removed):
+        info(f"nothing to remove for {cluster.project}")
+    emit(
+        result,
+        as_json=False,
+        title="cluster down",
+        kv=[
+            Column("Containers removed", lambda r: len(r.containers_removed)),
+            Column("Networks removed", "networks_removed"),
+            Column("Volumes removed", "volumes_removed"),
+            Column("Volumes kept", "volumes_kept"),
+        ],
+    )
+
+
+def cmd_status(as_json: JsonOpt = False) -> None:
+    """Containers, ZooKeeper Mode per node, quorum, registered brokers and the controller."""
+    from rich.text import Text
+
+    cluster = _cluster()
+    spec = cluster.spec
+    result = cluster.status()
+    if as_json:
+        emit(result, as_json=True)
+        return
+    emit(
+        result.services,
+        as_json=False,
+        title=f"cluster {spec.name}",
+        columns=[
+            Column("Service", "service"),
+            Column("Role", "role"),
+            Column("State", "state"),
+            Column("Health", "health"),
+            Column("IP", "ip"),
+            Column("Host port", "host_port"),
+            *([] if spec.kraft_mode else [Column("ZK mode", "zk_mode")]),
+        ],
+    )
+    if result.controllers:
+        emit(result.controllers, as_json=False, title="controller quorum", columns=QUORUM_COLUMNS)
+    if result.brokers:
+        cols = [Column("Broker", "broker", justify="right"), Column("Registered", "registered"),
+                Column("Fenced", "fenced"), Column("State", "state")]  # fmt: skip
+        emit(result.brokers, as_json=False, title="brokers", columns=cols)
+    for line in result.summary:
+        style = "bold red" if line.startswith(("quorum lost", "split brain")) else ""
+        emit(Text(line, style=style), as_json=False)
+
+
+QUORUM_COLUMNS = [
+    Column("Node", "node_id", justify="right"),
+    Column("Role", "role"),
+    Column("Service", "service"),
+    Column("Log end offset", "log_end_offset", justify="right"),
+    Column("Lag", "lag", justify="right"),
+    Column("Last fetch ms ago", "last_fetch_ago_ms", justify="right"),
+]
+
+
+def cmd_quorum(
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for an answer")] = 3.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """KRaft: the controller quorum (describe-quorum): leader, epoch, voters and observers with their lag."""
+    from clusterctl.kafka.kraft import quorum as kraft
+
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    v = kraft.quorum_view(get_spec(), timeout)
+    if as_json:
+        emit(v, as_json=True)
+        return
+    emit(
+        v,
+        as_json=False,
+        title=f"controller quorum of {v.cluster}",
+        kv=[
+            Column("Leader", lambda r: f"{r.leader_id} ({r.leader_service})" if r.leader_id is not None else "none"),
+            Column("Leader epoch", "leader_epoch"),
+            Column("High watermark", "high_watermark"),
+            Column("Answered by", "answered_by"),
+        ],
+    )
+    emit(v.members, as_json=False, columns=QUORUM_COLUMNS)
+
+
+def cmd_logs(
+    service: Annotated[str | None, typer.Argument(help="service (zk1, kafka2, ...); default: all")] = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep streaming new lines")] = False,
+    tail: Annotated[int | None, typer.Option("--tail", "-n", help="only the last N lines per service")] = None,
+    timestamps: Annotated[bool, typer.Option("--timestamps", "-t", help="prefix lines with timestamps")] = False,
+) -> None:
+    """Container logs of one service or all (docker compose logs)."""
+    cluster = _cluster()
+    if service is not None:
+        cluster.container_name(service)  # NotFoundError naming the services
+    if tail is not None and tail < 0:
+        raise UsageError("--tail must be >= 0")
+    args = ["--no-color", *(["--follow"] if follow else []), *(["--tail", str(tail)] if tail is not None else [])]
+    rc = cluster.logs(service, *args, *(["--timestamps"] if timestamps else []))
+    if rc != 0:
+        raise ClusterctlError(f"docker compose logs exited with status {rc}", exit_code=rc)
+
+
+cluster_app.command("quorum")(cmd_quorum)
+
+
 def register(app: typer.Typer) -> None:
     """Attach this noun's commands to the root app."""
-    app.command("init")(init)
-    app.command("render")(render)
-    lifecycle.register(app)  # up, down, status, logs, images (cli/lifecycle.py)
+    app.command("init")(cmd_init)
+    app.command("render")(cmd_render)
+    app.command("up")(cmd_up)
+    app.command("down")(cmd_down)
+    app.command("status")(cmd_status)
+    app.command("logs")(cmd_logs)
+    app.command("quorum")(cmd_quorum)
     app.add_typer(cluster_app, name="cluster")

@@ -31,12 +31,13 @@ def compose_command() -> tuple[str, ...]:
     )
 
 
-def compose_file(spec: ClusterSpec) -> Path:
-    return spec.topology.compose_file.resolve()
+def compose_file(spec: ClusterSpec, root: Path | None = None) -> Path:
+    """The rendered compose file: under `root` (default: the working directory, as `clusterctl render` writes it)."""
+    return ((root or Path.cwd()) / spec.topology.compose_file).resolve()
 
 
-def require_compose_file(spec: ClusterSpec) -> Path:
-    path = compose_file(spec)
+def require_compose_file(spec: ClusterSpec, root: Path | None = None) -> Path:
+    path = compose_file(spec, root)
     if not path.is_file():
         raise NotFoundError(
             f"rendered compose file {spec.topology.compose_file} not found", hint="run `clusterctl render`"
@@ -44,16 +45,18 @@ def require_compose_file(spec: ClusterSpec) -> Path:
     return path
 
 
-def base_args(spec: ClusterSpec, with_file: bool = True) -> list[str]:
+def base_args(spec: ClusterSpec, with_file: bool = True, root: Path | None = None) -> list[str]:
     args = [*compose_command(), "-p", spec.topology.project]
     if with_file:
-        args += ["-f", str(require_compose_file(spec))]
+        args += ["-f", str(require_compose_file(spec, root))]
     return args
 
 
-def run(spec: ClusterSpec, *args: str, with_file: bool = True, timeout: float | None = 600) -> str:
+def run(
+    spec: ClusterSpec, *args: str, with_file: bool = True, timeout: float | None = 600, root: Path | None = None
+) -> str:
     """Run a compose subcommand, capture its output; a failure becomes one line (compose's last error)."""
-    cmd = [*base_args(spec, with_file), *args]
+    cmd = [*base_args(spec, with_file, root), *args]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -65,41 +68,34 @@ def run(spec: ClusterSpec, *args: str, with_file: bool = True, timeout: float | 
     return proc.stdout
 
 
-def passthrough(spec: ClusterSpec, *args: str) -> int:
+def passthrough(spec: ClusterSpec, *args: str, root: Path | None = None) -> int:
     """Run a compose subcommand attached to this terminal (logs -f); return its exit code."""
     try:
-        return subprocess.call([*base_args(spec), *args])
+        return subprocess.call([*base_args(spec, root=root), *args])
     except KeyboardInterrupt:
         return 0
 
 
-def file_images(spec: ClusterSpec) -> dict[str, str]:
+def file_images(spec: ClusterSpec, root: Path | None = None) -> dict[str, str]:
     """service -> image as written in the rendered compose file."""
-    data = yaml.safe_load(require_compose_file(spec).read_text()) or {}
+    data = yaml.safe_load(require_compose_file(spec, root).read_text()) or {}
     services = data.get("services") or {}
     return {name: str(svc.get("image")) for name, svc in services.items() if isinstance(svc, dict) and svc.get("image")}
 
 
-def up(spec: ClusterSpec, pull: str = "missing") -> None:
-    run(spec, "up", "-d", "--remove-orphans", "--pull", pull)
+def up(spec: ClusterSpec, pull: str = "missing", root: Path | None = None) -> None:
+    run(spec, "up", "-d", "--remove-orphans", "--pull", pull, root=root)
 
 
-def down(spec: ClusterSpec, volumes: bool = False) -> None:
+def down(spec: ClusterSpec, volumes: bool = False, root: Path | None = None, by_label: bool = False) -> None:
     """Remove the project's containers and networks (and volumes); works without the compose file too.
 
     No `--timeout`: each container gets its own stop_grace_period (brokers need theirs for a controlled
-    shutdown), and compose stops brokers before the ZooKeeper nodes they depend on.
+    shutdown), and compose stops brokers before the ZooKeeper nodes they depend on. `by_label` ignores the
+    file and removes whatever carries the project's label.
     """
-    has_file = compose_file(spec).is_file()
+    has_file = not by_label and compose_file(spec, root).is_file()
     args = ["down", "--remove-orphans"]
     if volumes:
         args.append("--volumes")
-    run(spec, *args, with_file=has_file)
-
-
-def stop(spec: ClusterSpec, *services: str) -> None:
-    run(spec, "stop", *services)
-
-
-def start(spec: ClusterSpec, *services: str) -> None:
-    run(spec, "start", *services)
+    run(spec, *args, with_file=has_file, root=root)

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterctl.errors import ClusterctlError, TimeoutError_
+from clusterctl.errors import ClusterctlError
 from clusterctl.runtime.docker import container_states
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.wait import wait_until
 from clusterctl.zookeeper import client as zk
 
 # librdkafka's connection-refused lines while a broker starts are expected, not news
@@ -129,16 +130,15 @@ def wait_healthy(
     `started` (a time.monotonic() reading) counts the wait from an earlier moment; at least one check is made.
     """
     started = time.monotonic() if started is None else started
-    while True:
-        report = check(spec)
-        elapsed = time.monotonic() - started
-        if on_report is not None:
-            on_report(report, elapsed)
-        if report.healthy:
-            return report, elapsed
-        if elapsed >= timeout:
-            raise TimeoutError_(
-                f"cluster not healthy after {elapsed:.0f}s; still missing: {', '.join(report.missing)}",
-                hint="`clusterctl status` and `clusterctl logs SERVICE` show why",
-            )
-        time.sleep(max(0.0, min(interval, timeout - elapsed)))
+    report = wait_until(
+        lambda: check(spec),
+        timeout=timeout,
+        what="a healthy cluster",
+        interval=interval,
+        done=lambda r: r.healthy,
+        seen=lambda r: f"still missing: {', '.join(r.missing)}",
+        on_poll=on_report,
+        started=started,
+        hint="`clusterctl status` and `clusterctl logs SERVICE` show why",
+    )
+    return report, time.monotonic() - started

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
-from clusterctl.errors import ClusterctlError, TimeoutError_, VerificationError
+from clusterctl.errors import ClusterctlError, VerificationError
+from clusterctl.wait import wait_until
 
 if TYPE_CHECKING:
-    from clusterctl.testing.cluster import KafkaCluster
+    from clusterctl.chaos.ledger import VerifyResult
+    from clusterctl.chaos.load import DrillLoad, LoadSummary
+
+
+class DrillTarget(Protocol):
+    """What a drill needs of a cluster (KafkaCluster is one): where to produce, and how to heal it after."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+    def heal(self, wait: bool = True, timeout: float | None = None) -> object: ...
 
 
 class Drill:
@@ -23,7 +33,7 @@ class Drill:
 
     def __init__(
         self,
-        cluster: KafkaCluster,
+        cluster: DrillTarget,
         topic: str,
         rate: float = 200.0,
         heal: bool = True,
@@ -36,9 +46,9 @@ class Drill:
         self.verify_timeout = verify_timeout
         self._dir = Path(tempfile.mkdtemp(prefix="clusterctl-drill-"))
         self.ledger_path = self._dir / "ledger.jsonl"
-        self._load: Any = None
-        self.load_summary: Any = None  # chaos.load.LoadSummary once stopped
-        self.result: Any = None  # chaos.ledger.VerifyResult once verified
+        self._load: DrillLoad | None = None
+        self.load_summary: LoadSummary | None = None  # once stopped
+        self.result: VerifyResult | None = None  # once verified
 
     def start(self) -> Drill:
         from clusterctl.chaos.load import DrillLoad
@@ -60,20 +70,23 @@ class Drill:
 
     def wait_acked(self, count: int, timeout: float = 60.0) -> int:
         """Block until at least `count` writes were acknowledged in total; return the number acked."""
-        t0 = time.monotonic()
-        while (acked := self.acked) < count:
+
+        def acked() -> int:
             if self._load is not None and self._load.fatal:
                 raise ClusterctlError(f"drill producer failed: {self._load.fatal}")
-            if time.monotonic() - t0 > timeout:
-                raise TimeoutError_(
-                    f"drill on {self.topic}: {acked} of {count} writes acknowledged after {timeout:.0f}s "
-                    f"({self.failed} failed)"
-                )
-            time.sleep(0.05)
-        return acked
+            return self.acked
+
+        return wait_until(
+            acked,
+            timeout=timeout,
+            what=f"{count} acknowledged writes on drill topic {self.topic}",
+            interval=0.05,
+            done=lambda n: n >= count,
+            seen=lambda n: f"{n} acknowledged ({self.failed} failed)",
+        )
 
     def _stop_load(self) -> None:
-        if self.running:
+        if self.running and self._load is not None:
             self.load_summary = self._load.stop()
 
     def abort(self) -> None:
@@ -85,7 +98,7 @@ class Drill:
         finally:
             shutil.rmtree(self._dir, ignore_errors=True)
 
-    def finish(self) -> Any:
+    def finish(self) -> VerifyResult:
         """Stop the load, heal, verify; VerificationError unless every acknowledged write is there in order."""
         try:
             self._stop_load()

@@ -11,13 +11,13 @@ import contextlib
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterctl.errors import ClusterctlError, UnreachableError
+from clusterctl.errors import ClusterctlError, TimeoutError_
 from clusterctl.images.tansu import tansu_binary
+from clusterctl.wait import wait_until
 
 
 def free_port() -> int:
@@ -27,12 +27,19 @@ def free_port() -> int:
 
 
 def wait_for_port(host: str, port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
-            return
-        time.sleep(0.05)
-    raise UnreachableError(f"nothing listening on {host}:{port} after {timeout:.0f}s")
+    """Until something accepts a TCP connection on host:port; TimeoutError_ when nothing does in time."""
+
+    def connect() -> bool:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+
+    wait_until(
+        connect,
+        timeout=timeout,
+        what=f"a listener on {host}:{port}",
+        interval=0.05,
+        retry_on=lambda exc: isinstance(exc, OSError),
+    )
 
 
 @dataclass
@@ -83,7 +90,7 @@ def start_tansu(port: int | None = None, cluster_id: str = "tansu_cluster") -> T
     broker = TansuBroker(proc, port, log)
     try:
         wait_for_port("127.0.0.1", port, timeout=15)
-    except UnreachableError:
+    except TimeoutError_:
         broker.stop()
         raise
     if proc.poll() is not None:
