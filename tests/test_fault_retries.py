@@ -13,6 +13,7 @@ from docker.errors import APIError
 
 from clusterctl.chaos import faults
 from clusterctl.errors import ClusterctlError
+from clusterctl.runtime import docker as dk
 
 FREEZE_ERROR = "Cannot pause container abc: OCI runtime pause failed: unable to freeze: unknown"
 
@@ -46,7 +47,7 @@ def test_persistent_freeze_failure_is_one_line(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(faults, "_container", lambda _name: c)
     with pytest.raises(ClusterctlError, match=r"^pause broker 1 \(lab-kafka1\) failed: .*unable to freeze"):
         faults.pause("broker 1", c.name)
-    assert c.calls == faults.FREEZE_ATTEMPTS
+    assert c.calls == dk.FREEZE_ATTEMPTS
 
 
 def test_other_pause_errors_are_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:

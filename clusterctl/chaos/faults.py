@@ -35,6 +35,7 @@ from clusterctl.chaos.targets import (
     zk_target,
 )
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.runtime import docker as dk
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
 
@@ -68,53 +69,29 @@ def _act(action: str, target: str, name: str, need: tuple[str, ...], fn: Callabl
 
 def kill(action: str, target: str, name: str) -> FaultResult:
     """SIGKILL (like kill -9): no controlled shutdown, the ZK session expires on its own."""
-    return _act(action, target, name, ("running",), lambda c: c.kill(signal="SIGKILL"))
+    return _act(action, target, name, ("running",), dk.kill)
 
 
 def stop(action: str, target: str, name: str, grace_s: int) -> FaultResult:
     """SIGTERM then wait up to `grace_s` (a broker's controlled shutdown) before SIGKILL."""
-    return _act(action, target, name, ("running",), lambda c: c.stop(timeout=grace_s))
+    return _act(action, target, name, ("running",), lambda c: dk.stop(c, grace_s))
 
 
 def start(action: str, target: str, name: str) -> FaultResult:
-    return _act(action, target, name, ("exited", "created"), lambda c: c.start())
+    return _act(action, target, name, ("exited", "created"), dk.start)
 
 
 def restart(action: str, target: str, name: str, grace_s: int) -> FaultResult:
-    return _act(action, target, name, ("running", "exited", "created"), lambda c: c.restart(timeout=grace_s))
-
-
-FREEZE_ATTEMPTS = 4
-FREEZE_TIMEOUT_S = 10.0  # far above the attempts' pauses: never the bound in practice
+    return _act(action, target, name, ("running", "exited", "created"), lambda c: dk.restart(c, grace_s))
 
 
 def pause(target: str, name: str) -> FaultResult:
-    """SIGSTOP every process of the container (docker pause: the cgroup freezer)."""
-
-    def freeze(c: Container) -> None:
-        # runc gives up ("unable to freeze") when a task is busy in the kernel at that moment, e.g. a broker
-        # flushing its log under load; it thaws the cgroup again, so another attempt is safe
-        attempts = 0
-
-        def attempt() -> None:
-            nonlocal attempts
-            attempts += 1
-            c.pause()
-
-        def transient(exc: BaseException) -> bool:
-            return isinstance(exc, APIError) and "unable to freeze" in str(exc) and attempts < FREEZE_ATTEMPTS
-
-        # pauses of 0.2, 0.4, 0.6 s between the attempts; the attempt count, not the time, bounds the retries
-        wait_until(
-            attempt, timeout=FREEZE_TIMEOUT_S, what=f"{target} to freeze", interval=0.2, max_interval=0.6,
-            done=lambda _r: True, retry_on=transient, reraise=True,
-        )  # fmt: skip
-
-    return _act("pause", target, name, ("running",), freeze)
+    """SIGSTOP every process of the container (docker pause: the cgroup freezer; a busy one is asked again)."""
+    return _act("pause", target, name, ("running",), dk.pause)
 
 
 def unpause(target: str, name: str) -> FaultResult:
-    return _act("unpause", target, name, ("paused",), lambda c: c.unpause())
+    return _act("unpause", target, name, ("paused",), dk.unpause)
 
 
 def kill_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:

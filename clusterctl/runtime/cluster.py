@@ -196,20 +196,20 @@ class Cluster:
 
     def kill(self, service: str) -> None:
         """SIGKILL the service's container (no graceful shutdown); it stays down until `start`."""
-        self.container(service).kill()
+        dk.kill(self.container(service))
 
     def stop(self, service: str, grace_s: int = 10) -> None:
         """SIGTERM, then SIGKILL after `grace_s`."""
-        self.container(service).stop(timeout=grace_s)
+        dk.stop(self.container(service), grace_s)
 
     def start(self, service: str) -> None:
-        self.container(service).start()
+        dk.start(self.container(service))
 
     def pause(self, service: str) -> None:
-        self.container(service).pause()
+        dk.pause(self.container(service))
 
     def unpause(self, service: str) -> None:
-        self.container(service).unpause()
+        dk.unpause(self.container(service))
 
     def logs(self, service: str | None = None, *args: str) -> int:
         """`docker compose logs` attached to this terminal; the exit code."""
@@ -254,9 +254,9 @@ class Cluster:
         for c in dk.project_containers(self.project):
             with contextlib.suppress(Exception):  # gone or stopping meanwhile: removal below deals with it
                 if c.status == "paused":
-                    c.unpause()
+                    dk.unpause(c)
                 if c.status in ("running", "paused"):
-                    c.kill()
+                    dk.kill(c)
 
     def leftovers(self) -> dict[str, list[str]]:
         """What of this cluster still exists in the engine (empty after `down(volumes=True)`)."""

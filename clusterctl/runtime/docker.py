@@ -1,4 +1,5 @@
-"""Container state through the Docker SDK (the compose CLI starts and stops; this module looks)."""
+"""Containers through the Docker SDK: their state, and the verbs (kill, stop, start, pause) every fault and the
+Cluster use; the compose CLI (runtime/compose.py) creates and removes them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import docker
-from docker.errors import DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.models.containers import Container
 
 from clusterctl.errors import NotFoundError, UnreachableError
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.wait import wait_until
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
@@ -72,6 +74,55 @@ def find_container(name: str) -> Container | None:
     with contextlib.suppress(NotFound):
         return client().containers.get(name)
     return None
+
+
+# ---- the container verbs: the one way anything here kills, stops, starts or pauses a container ----
+
+FREEZE_ATTEMPTS = 4
+FREEZE_TIMEOUT_S = 10.0  # far above the attempts' pauses: never the bound in practice
+
+
+def kill(c: Container) -> None:
+    """SIGKILL (like kill -9): no controlled shutdown."""
+    c.kill(signal="SIGKILL")
+
+
+def stop(c: Container, grace_s: int = 10) -> None:
+    """SIGTERM, then SIGKILL after `grace_s` (a broker's controlled shutdown needs its grace)."""
+    c.stop(timeout=grace_s)
+
+
+def start(c: Container) -> None:
+    c.start()
+
+
+def restart(c: Container, grace_s: int = 10) -> None:
+    c.restart(timeout=grace_s)
+
+
+def pause(c: Container) -> None:
+    """SIGSTOP every process of the container (the cgroup freezer), retrying a transient "unable to freeze"."""
+    # runc gives up ("unable to freeze") when a task is busy in the kernel at that moment, e.g. a broker
+    # flushing its log under load; it thaws the cgroup again, so another attempt is safe
+    attempts = 0
+
+    def attempt() -> None:
+        nonlocal attempts
+        attempts += 1
+        c.pause()
+
+    def transient(exc: BaseException) -> bool:
+        return isinstance(exc, APIError) and "unable to freeze" in str(exc) and attempts < FREEZE_ATTEMPTS
+
+    # pauses of 0.2, 0.4, 0.6 s between the attempts; the attempt count, not the time, bounds the retries
+    wait_until(
+        attempt, timeout=FREEZE_TIMEOUT_S, what=f"{c.name} to freeze", interval=0.2, max_interval=0.6,
+        done=lambda _r: True, retry_on=transient, reraise=True,
+    )  # fmt: skip
+
+
+def unpause(c: Container) -> None:
+    c.unpause()
 
 
 def _ip_on(container: Container, network: str) -> str | None:
