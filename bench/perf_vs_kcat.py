@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("COLUMNS", "170")  # the results table is wide; rich reads COLUMNS when not on a terminal
 
-from clusterctl.kafka import admin, perf, perf_native  # noqa: E402
+from clusterctl.kafka import admin, perf_native, perf_produce  # noqa: E402
 from clusterctl.output import Column, emit, info  # noqa: E402
 from clusterctl.testing.tansu import start_tansu  # noqa: E402
 
@@ -74,7 +74,7 @@ def kcat_env(system_librdkafka: bool, shim: Path) -> dict[str, str]:
 
 def shared_settings(bootstrap: str) -> dict[str, str]:
     """The librdkafka settings clusterctl's engine uses, to hand to kcat verbatim."""
-    conf = perf.perf_producer_config(bootstrap, "1", "none", BATCH_SIZE, LINGER_MS, {})
+    conf = perf_produce.perf_producer_config(bootstrap, "1", "none", BATCH_SIZE, LINGER_MS, {})
     conf.pop("logger", None)
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in conf.items()}
 
@@ -82,7 +82,7 @@ def shared_settings(bootstrap: str) -> dict[str, str]:
 def payload_file(directory: Path, size: int, records: int) -> Path:
     path = directory / f"payload-{size}x{records}.txt"
     if not path.exists():
-        line = perf.build_payloads(size)[0] + b"\n"
+        line = perf_produce.build_payloads(size)[0] + b"\n"
         with path.open("wb") as fh:
             block = line * 10_000
             for _ in range(records // 10_000):

@@ -17,8 +17,8 @@ import yaml
 
 from clusterctl.chaos import compare
 from clusterctl.chaos.analysis import analyze
-from clusterctl.chaos.observer import Event, Marker, Timeline
 from clusterctl.chaos.scenario import load_scenario, parse_scenario
+from clusterctl.chaos.timeline import Event, Marker, Timeline
 from clusterctl.errors import SpecError
 from clusterctl.kafka.kraft import quorum as kraft
 from clusterctl.kafka.kraft.describe_quorum import (

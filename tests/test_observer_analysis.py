@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from clusterctl.chaos.analysis import analyze
-from clusterctl.chaos.observer import Event, Marker, PartitionSample, Timeline
+from clusterctl.chaos.timeline import Event, Marker, PartitionSample, Timeline
 
 T0 = 1_000.0
 

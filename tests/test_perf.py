@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import RealKafka
 
-from clusterctl.kafka import admin, latency, perf
+from clusterctl.kafka import admin, latency, perf_produce, perf_topic
 from clusterctl.testing.tansu import start_tansu
 
 pytestmark = pytest.mark.tansu
@@ -59,8 +59,10 @@ def test_produce_table_and_progress_lines(bootstrap: str, unique_name: str) -> N
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_throttled_rate_holds(bootstrap: str, unique_name: str, engine: str) -> None:
-    perf.prepare_topic(bootstrap, perf.TopicPlan(unique_name, False, 1, 1), create=True, retention_bytes=None)
-    r = perf.run_produce(bootstrap, unique_name, 6000, perf.build_payloads(100), throughput=3000, engine=engine)
+    plan = perf_topic.TopicPlan(unique_name, False, 1, 1)
+    perf_topic.prepare_topic(bootstrap, plan, create=True, retention_bytes=None)
+    payloads = perf_produce.build_payloads(100)
+    r = perf_produce.run_produce(bootstrap, unique_name, 6000, payloads, throughput=3000, engine=engine)
     assert r.delivered == 6000 and r.failed == 0
     # 6000 records at 3000/s: never faster than asked, within a few percent of it
     assert r.elapsed_s >= 1.95

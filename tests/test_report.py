@@ -10,7 +10,7 @@ from pathlib import Path
 from clusterctl.chaos.load import DrillLoad, verify_drill
 from clusterctl.chaos.observer import Observer
 from clusterctl.chaos.report import write_reports
-from clusterctl.chaos.runner import ScenarioResult, StepResult
+from clusterctl.chaos.results import ScenarioResult, StepResult
 from clusterctl.kafka.admin import create_topic
 
 CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

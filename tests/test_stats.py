@@ -13,10 +13,10 @@ from clusterctl.chaos import stats
 from clusterctl.chaos.analysis import FaultMetrics, PartitionFailover
 from clusterctl.chaos.bounds import bounding_setting, explain, settings_of
 from clusterctl.chaos.ledger import LedgerEntry, encode_value, offset_ranges, verify
-from clusterctl.chaos.observer import Gap, Marker, PartitionSample, Timeline
 from clusterctl.chaos.report import render_html, timeline_svg, write_summary_html
-from clusterctl.chaos.runner import ScenarioResult, StepResult
+from clusterctl.chaos.results import ScenarioResult, StepResult
 from clusterctl.chaos.scenario import parse_scenario
+from clusterctl.chaos.timeline import Gap, Marker, PartitionSample, Timeline
 from clusterctl.errors import SpecError
 from clusterctl.spec.model import parse_spec
 

@@ -27,34 +27,14 @@ from typing import Any
 
 from clusterctl.chaos.samplers import Samplers
 from clusterctl.chaos.timeline import (
-    HEAL_ACTIONS,
-    PAUSE_ACTIONS,
     ControllerSample,
-    Event,
     FencedSample,
     Gap,
-    Marker,
     PartitionSample,
     Timeline,
     ZkModeSample,
-    target_ids,
 )
 from clusterctl.chaos.zkwatch import ZkWatcher
-
-__all__ = [
-    "HEAL_ACTIONS",
-    "PAUSE_ACTIONS",
-    "ControllerSample",
-    "Event",
-    "FencedSample",
-    "Gap",
-    "Marker",
-    "Observer",
-    "PartitionSample",
-    "Timeline",
-    "ZkModeSample",
-    "target_ids",
-]
 
 
 class Observer(Samplers, ZkWatcher):

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from clusterctl.errors import ClusterctlError
+
+if TYPE_CHECKING:
+    from clusterctl.chaos.analysis import FaultMetrics
+    from clusterctl.chaos.ledger import VerifyResult
+    from clusterctl.chaos.load import LoadSummary
+    from clusterctl.chaos.timeline import Timeline
 
 
 @dataclass
@@ -29,9 +35,9 @@ class ScenarioResult:
     started: float
     ended: float
     steps: list[StepResult]
-    faults: list[Any] = field(default_factory=list)  # analysis.FaultMetrics
-    verify: Any = None  # ledger.VerifyResult
-    load: Any = None  # load.LoadSummary
+    faults: list[FaultMetrics] = field(default_factory=list)
+    verify: VerifyResult | None = None
+    load: LoadSummary | None = None
     error: str | None = None
     report_html: str | None = None
     report_json: str | None = None
@@ -39,7 +45,7 @@ class ScenarioResult:
     expect: str = "no-loss"
     loss_settings: list[str] = field(default_factory=list)  # settings of the scenario that allow a loss
     bounds: dict[str, str] = field(default_factory=dict)  # broker settings that bound failover times
-    timeline: Any = None  # observer.Timeline (written to the JSON report, not printed)
+    timeline: Timeline | None = None  # written to the JSON report, not printed
     interrupted: bool = False  # stopped by Ctrl-C: the steps after the interrupted one never ran
 
 

@@ -34,8 +34,6 @@ from clusterctl.chaos.scenario import (
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.spec.model import ClusterSpec
 
-__all__ = ["Runner", "ScenarioResult", "StepFailed", "StepResult", "failover_bounds"]
-
 
 class Runner(FaultSteps):
     """Runs one scenario against the spec's cluster with an observer attached."""

@@ -20,7 +20,7 @@ from clusterctl.kafka import diskguard
 from clusterctl.output import Column, emit, format_time, info
 
 if TYPE_CHECKING:
-    from clusterctl.kafka import perf
+    from clusterctl.kafka import latency, perf
 
 perf_app = typer.Typer(name="perf", help="Producer and consumer throughput/latency tests.", no_args_is_help=True)
 
@@ -76,7 +76,7 @@ def _disk_line(d: diskguard.DiskCheck | None) -> str:
     return f"{line}; {d.note}" if d.note else line
 
 
-def _print_window(window: "perf.ProduceWindow") -> None:
+def _print_window(window: "latency.ProduceWindow") -> None:
     from clusterctl.output import err_console  # rich: loaded only when a progress line is due
 
     err_console.print(window.line(), soft_wrap=True, highlight=False)
@@ -195,14 +195,14 @@ def cmd_perf_consume(
     as_json: JsonOpt = False,
 ) -> None:
     """Read N records with T consumers in one group; report kafka-consumer-perf-test.sh's columns."""
-    from clusterctl.kafka import perf
+    from clusterctl.kafka import perf_consume
 
     extra = parse_kv(consumer_prop, "--consumer-prop")
     servers = bootstrap_servers(bootstrap)
     from clusterctl.kafka.connection import check_topic
 
     check_topic(servers, topic)
-    result = perf.run_consume(
+    result = perf_consume.run_consume(
         servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra
     )
     if not (as_json and not result.complete):

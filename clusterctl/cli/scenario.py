@@ -53,7 +53,8 @@ def cmd_scenario_run(
     from dataclasses import replace
 
     from clusterctl.chaos.report import write_reports
-    from clusterctl.chaos.runner import Runner, StepFailed
+    from clusterctl.chaos.results import StepFailed
+    from clusterctl.chaos.runner import Runner
     from clusterctl.chaos.scenario import load_scenario
     from clusterctl.output import emit, info
 
@@ -151,7 +152,8 @@ def _run_repeated(
     from clusterctl.chaos import stats
     from clusterctl.chaos.bounds import settings_of
     from clusterctl.chaos.report import write_reports, write_summary_html
-    from clusterctl.chaos.runner import Runner, StepFailed
+    from clusterctl.chaos.results import StepFailed
+    from clusterctl.chaos.runner import Runner
     from clusterctl.output import Column, emit, info
 
     base = report_dir or Path("reports") / f"{sc.name}-x{n}-{uuid.uuid4().hex[:6]}"

@@ -16,44 +16,15 @@ from pathlib import Path
 from clusterctl.errors import UsageError
 from clusterctl.kafka import diskguard
 from clusterctl.kafka.latency import ProduceWindow
-from clusterctl.kafka.perf_consume import ConsumeResult, run_consume
 from clusterctl.kafka.perf_produce import (
-    CHUNK,
-    COMPRESSIONS,
-    ENGINES,
     PROGRESS_INTERVAL_S,
-    ClientEngine,
     ProduceResult,
     build_payloads,
     check_produce_args,
-    make_engine,
     perf_producer_config,
     run_produce,
 )
-from clusterctl.kafka.perf_topic import TopicPlan, plan_topic, prepare_topic
-
-__all__ = [
-    "CHUNK",
-    "COMPRESSIONS",
-    "ENGINES",
-    "PROGRESS_INTERVAL_S",
-    "ClientEngine",
-    "ConsumeResult",
-    "ProduceRequest",
-    "ProduceResult",
-    "ProduceTarget",
-    "ProduceWindow",
-    "TopicPlan",
-    "build_payloads",
-    "check_produce_args",
-    "make_engine",
-    "perf_producer_config",
-    "plan_topic",
-    "prepare_topic",
-    "produce_test",
-    "run_consume",
-    "run_produce",
-]
+from clusterctl.kafka.perf_topic import plan_topic, prepare_topic
 
 
 @dataclass

@@ -9,17 +9,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from clusterctl.testing.cluster import ClusterUnavailable, KafkaCluster
     from clusterctl.testing.drill import Drill
+    from clusterctl.testing.kafka_cluster import ClusterUnavailable, KafkaCluster
 
 __all__ = ["ClusterUnavailable", "Drill", "KafkaCluster"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("KafkaCluster", "ClusterUnavailable"):
-        from clusterctl.testing import cluster
+        from clusterctl.testing import kafka_cluster
 
-        return getattr(cluster, name)
+        return getattr(kafka_cluster, name)
     if name == "Drill":
         from clusterctl.testing.drill import Drill
 

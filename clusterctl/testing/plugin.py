@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from clusterctl.testing.cluster import KafkaCluster
     from clusterctl.testing.drill import Drill
+    from clusterctl.testing.kafka_cluster import KafkaCluster
 
 CONFIG_MARK = "clusterctl"
 ENGINE_MARK = "clusterctl_engine"
@@ -100,7 +100,7 @@ def _cluster_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
     """A running ZooKeeper + Kafka cluster for the session (engine kafka if its image exists, else tansu)."""
     from clusterctl.errors import ClusterctlError
-    from clusterctl.testing.cluster import ClusterUnavailable, KafkaCluster
+    from clusterctl.testing.kafka_cluster import ClusterUnavailable, KafkaCluster
 
     settings = _cluster_settings(request)
     timeout = float(request.config.getini("clusterctl_timeout") or 300)
@@ -145,8 +145,8 @@ def _ours(item: pytest.Item, name: str) -> Any:
     value = getattr(item, "funcargs", {}).get(name)
     if value is None:
         return None
-    from clusterctl.testing.cluster import KafkaCluster
     from clusterctl.testing.drill import Drill
+    from clusterctl.testing.kafka_cluster import KafkaCluster
 
     return value if isinstance(value, KafkaCluster | Drill) else None
 
