@@ -3,6 +3,8 @@ Kafka's own start-up rules (no Docker), and booted on real Kafka (real_kafka, te
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from clusterctl.spec.model import parse_spec
 from clusterctl.spec.profiles import CONSOLE_IMAGE, PROFILES
 
 pytestmark = pytest.mark.usefixtures("built_kafka_3_7")
+PROOF_DIST = os.environ.get("CLUSTERCTL_KAFKA_DIST")  # read before built_kafka_3_7 hides it from the renders
 
 CASES: dict[str, tuple[dict[str, Any], str, int]] = {  # spec, broker contract, nodes with a config file
     "default-zk": ({"profile": "default"}, "cp-kafka", 6),
@@ -183,3 +186,55 @@ def test_zookeeper_mode_keeps_the_profiles_manager() -> None:
         assert spec.manager_kind == "cmak" and spec.kafka_manager_image == PROFILES["default"].kafka_manager
     console = yaml.safe_load(render_compose(parse_spec({"name": "lab", "profile": "offline"})))["services"]
     assert "--zookeeper" in console["kafka-manager"]["command"]
+
+
+# real Kafka: each registry profile's derived configs boot 3 brokers that survive kill-leader (test-only spec:
+# subnet 10.87.0.0/24, ZooKeeper 27181-27183, brokers 27092-27094)
+PROOF_BASE: dict[str, Any] = {
+    "network": {"subnet": "10.87.0.0/24"},
+    "kafka": {"brokers": 3, "host_port": 27092, "defaults": {"heap": "384m"}},
+    "kafka_manager": {"enabled": False},
+}
+PROOF: dict[str, dict[str, Any]] = {
+    "default-zk": {"profile": "default", "zookeeper": {"client_port": 27181}},
+    "default-kraft": {"profile": "default", "kafka": {"mode": "kraft"}},
+    "wurstmeister": {"profile": "wurstmeister", "zookeeper": {"client_port": 27181}},
+}
+
+
+@pytest.mark.real_kafka
+@pytest.mark.docker
+@pytest.mark.parametrize("case", sorted(PROOF))
+def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_path: Path) -> None:
+    import json
+
+    from _profile_proof import SUBSTITUTIONS, boot, down
+    from _runtime_helpers import cli, render
+
+    from clusterctl.images import build as images
+    from clusterctl.spec import kafkadist
+
+    assert PROOF_DIST is not None  # real_kafka tests are skipped without it
+    dist = Path(PROOF_DIST)
+    images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
+    data = {"name": f"proof-{case}", **PROOF_BASE, **PROOF[case]}
+    data["kafka"] = {**PROOF_BASE["kafka"], **PROOF[case].get("kafka", {})}
+    spec_path = tmp_path / "clusterctl.yaml"
+    spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    compose_file = render(spec_path)
+    spec = parse_spec(data)
+    proof, nodes, healthy_s = boot(compose_file, dist, kafkadist.resolve_offline_image(), spec.kafka.jmx_port)
+    try:
+        assert {n.contract for n in nodes if n.role != "zookeeper"} == {CASES[case][1]}
+        res = cli(spec_path, "scenario", "run", "kill-leader", "--json", "--report-dir", str(tmp_path / "drill"),
+                  timeout=600)  # fmt: skip
+        out = json.loads(res.stdout)
+        assert res.returncode == 0 and out["ok"], f"{out.get('error')} / {res.stderr[-2000:]}"
+        v, fault = out["verify"], out["faults"][0]
+        assert v["lost_count"] == 0 and v["acked"] > 1000
+        assert fault["detected_s"] is not None
+        print(f"\n{case}: {len(nodes)} nodes from derived configs healthy after {healthy_s}s; kill-leader: "
+              f"new leader after {fault['detected_s']}s ({fault['detected_by']}), {v['acked']} acked, 0 lost; "
+              f"substituted: {'; '.join(SUBSTITUTIONS)}")  # fmt: skip
+    finally:
+        down(proof)
