@@ -17,6 +17,7 @@ from clusterctl.compose.environment import CLUSTER_ID_VAR
 from clusterctl.compose.render import ENV_FILE, existing_cluster_id, render, render_compose
 from clusterctl.errors import SpecError
 from clusterctl.spec.model import ClusterSpec, parse_spec
+from clusterctl.spec.profiles import CONSOLE_IMAGE
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -77,7 +78,10 @@ def test_kraft_rendering_passes_docker_compose_config(case: str, tmp_path: Path)
     model = json.loads(proc.stdout)
     svc = model["services"]
     assert not [s for s in svc if s.startswith("zk")], "kraft mode renders no ZooKeeper"
-    assert "kafka-manager" not in svc
+    # the console is kraft mode's kafka-manager (CMAK reads ZooKeeper): no ZooKeeper flag, nothing to wait for
+    manager = svc["kafka-manager"]
+    assert manager["image"] == CONSOLE_IMAGE and "depends_on" not in manager
+    assert "--zookeeper" not in manager["command"] and "--bootstrap-server" in manager["command"]
     cluster_id = existing_cluster_id(tmp_path / "out")
     assert cluster_id is not None and len(cluster_id) == 22
     voters = spec.topology.controller_quorum_voters
@@ -134,7 +138,7 @@ def test_zookeeper_mode_unchanged_by_kraft_fields() -> None:
         ({"kafka": {"mode": "kraft"}, "kraft": {"controllers": 4}}, "kraft.controllers=4: an even quorum"),
         ({"kafka": {"mode": "kraft"}, "kraft": {"controllers": 7}}, "kraft.controllers=7: more than 5 voters"),
         ({"kafka": {"mode": "kraft"}, "zookeeper": {"nodes": 5}}, "kafka.mode=kraft has no ZooKeeper"),
-        ({"kafka": {"mode": "kraft"}, "kafka_manager": {"enabled": True}}, "kafka_manager (CMAK) reads ZooKeeper"),
+        ({"kafka": {"mode": "kraft"}, "kafka_manager": {"kind": "cmak"}}, "kafka_manager.kind=cmak reads ZooKeeper"),
         (
             {"kafka": {"mode": "kraft", "defaults": {"zookeeper_session_timeout_ms": 9000}}},
             "zookeeper_session_timeout_ms is a ZooKeeper-mode setting",

@@ -123,8 +123,10 @@ def _console_context(spec: ClusterSpec, zk_services: list[str]) -> dict[str, Any
     # tansu advertises only the host address: reach it like the spark workers do, through a loopback relay
     relays = " ".join(f"{listen}={target}" for listen, target in spec.topology.spark_kafka_relays()) if tansu else ""
     bootstrap = spec.topology.bootstrap_servers if relays else spec.topology.internal_bootstrap_servers
+    # kraft mode has no ZooKeeper: the console's ZooKeeper page says so, its Kafka pages need none
+    zookeeper = ["--zookeeper", spec.topology.internal_zk_connect] if zk_services else []
     command = ["python3", "-m", "clusterctl.console", "--host", "0.0.0.0", "--port", str(CONSOLE_PORT),
-               "--bootstrap-server", bootstrap, "--zookeeper", spec.topology.internal_zk_connect,
+               "--bootstrap-server", bootstrap, *zookeeper,
                "--cluster", spec.name, "--exposed-on", spec.publish.bind_address]  # fmt: skip
     env = {CONSOLE_TOKEN_VAR: f"${{{CONSOLE_TOKEN_VAR}:?missing: run clusterctl render to create .env}}"}
     if relays:
@@ -205,7 +207,7 @@ def _brokers(spec: ClusterSpec, depends_on: list[str]) -> list[dict[str, Any]]:
         else:
             env = kafka_env(spec, i)
             vols = [(f"{svc}-data", profile.kafka_volume_mount)]
-            check = _tcp_check(svc, spec.kafka.internal_port)  # the wurstmeister flavour binds INTERNAL to kafkaN
+            check = _tcp_check(svc, spec.kafka.internal_port)
             depends = depends_on
             if spec.kafka.jmx_port is not None and profile.broker_flavor == "wurstmeister":
                 command = ["bash", "-c", f"JMX_PORT={spec.kafka.jmx_port} exec {profile.broker_start_command}"]

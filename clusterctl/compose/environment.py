@@ -70,15 +70,6 @@ def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_LISTENERS": spec.topology.broker_listeners(broker_id),
         "KAFKA_ADVERTISED_LISTENERS": spec.topology.broker_advertised_listeners(broker_id),
     }
-    if profile.broker_flavor == "wurstmeister":
-        # start-kafka.sh adds the INTERNAL listener itself (INTERNAL://kafkaN:<internal_port>, listened on and
-        # advertised); declaring it in KAFKA_LISTENERS too would make it append a second, broken one.
-        host_port = spec.topology.broker_host_port(broker_id)
-        env["KAFKA_LISTENERS"] = f"EXTERNAL://0.0.0.0:{host_port}"
-        env["KAFKA_ADVERTISED_LISTENERS"] = f"EXTERNAL://{spec.topology.host}:{host_port}"
-        env["KAFKA_PROTOCOL_NAME"] = "INTERNAL"
-        env["KAFKA_HOST_NAME"] = spec.topology.broker_service(broker_id)
-        env["KAFKA_PORT"] = str(spec.kafka.internal_port)
     protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT" + (",CONTROLLER:PLAINTEXT" if spec.kraft_mode else "")
     env |= {
         "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": protocols,

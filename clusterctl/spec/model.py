@@ -57,16 +57,6 @@ class ClusterSpec(_Model):
             )
         return v
 
-    @model_validator(mode="before")
-    @classmethod
-    def _kraft_has_no_cmak(cls, data: object) -> object:
-        """CMAK reads ZooKeeper: in kraft mode kafka_manager defaults to disabled."""
-        if isinstance(data, dict):
-            kafka = data.get("kafka")
-            if isinstance(kafka, dict) and kafka.get("mode") == "kraft" and "kafka_manager" not in data:
-                data = {**data, "kafka_manager": {"enabled": False}}
-        return data
-
     @model_validator(mode="after")
     def _cross_checks(self) -> ClusterSpec:
         self._check_mode()
@@ -145,9 +135,10 @@ class ClusterSpec(_Model):
                 "kafka.defaults.zookeeper_session_timeout_ms is a ZooKeeper-mode setting; in kraft mode "
                 "kraft.broker_session_timeout_ms decides when a silent broker is fenced"
             )
-        if self.kafka_manager.enabled:
+        if self.kafka_manager.enabled and self.manager_kind == "cmak":
             raise ValueError(
-                "kafka_manager (CMAK) reads ZooKeeper, which kraft mode has none of: set it enabled: false"
+                "kafka_manager.kind=cmak reads ZooKeeper, which kraft mode has none of: "
+                "use kind console (the default in kraft mode) or enabled: false"
             )
         if self.image_profile.broker_flavor != "cp":
             raise ValueError(
@@ -276,8 +267,12 @@ class ClusterSpec(_Model):
 
     @property
     def manager_kind(self) -> ManagerKind:
-        """What runs as the kafka-manager service: CMAK or clusterctl's console."""
-        return self.kafka_manager.kind or self.image_profile.manager_kind
+        """What runs as the kafka-manager service: CMAK or clusterctl's console.
+
+        KRaft mode defaults to the console in every profile: CMAK reads ZooKeeper, the console's Kafka pages
+        need none.
+        """
+        return self.kafka_manager.kind or ("console" if self.kraft_mode else self.image_profile.manager_kind)
 
     @property
     def kafka_manager_image(self) -> str | None:

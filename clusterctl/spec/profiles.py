@@ -63,12 +63,13 @@ def ours(name: str) -> bool:
     return name in TARGETS.values() or is_kafka_image(name)
 
 
-# How configuration reaches the broker image:
+# How configuration reaches the broker image (clusterctl/compose/contracts.py derives the file each one writes):
 #   "cp"           Confluent cp-kafka's contract (also clusterctl/kafka): KAFKA_X_Y -> x.y, and KAFKA_JMX_PORT is
 #                  exported as JMX_PORT for the broker process only.
-#   "wurstmeister" wurstmeister/kafka's start-kafka.sh: it reads a global JMX_PORT (so the compose command sets
-#                  it inline for the broker process only) and appends a broken "INTERNAL://:" listener unless
-#                  the inter-broker listener is declared through KAFKA_PROTOCOL_NAME/KAFKA_HOST_NAME/KAFKA_PORT.
+#   "wurstmeister" wurstmeister/kafka's start-kafka.sh (since 2018 it derives no listener itself): it copies
+#                  every KAFKA_* variable verbatim into the distribution's server.properties (KAFKA_FOO_BAR ->
+#                  foo.bar, no escapes), so the INTERNAL and EXTERNAL listeners are rendered exactly as for cp;
+#                  it reads a global JMX_PORT, so the compose command sets it inline for the broker process only.
 BrokerFlavor = Literal["cp", "wurstmeister"]
 
 
@@ -80,7 +81,7 @@ class ImageProfile:
     kafka: str
     tansu: str
     kafka_manager: str | None  # None: the profile has no CMAK image
-    manager_kind: ManagerKind = "cmak"  # kafka_manager.kind when the spec does not say
+    manager_kind: ManagerKind = "cmak"  # kafka_manager.kind when the spec does not say (kraft mode: console)
     spark: str = PUBLISHED_SPARK_IMAGE  # master and workers (spark.enabled); the image has /opt/spark
     broker_flavor: BrokerFlavor = "cp"
     kafka_data_dir: str = "/var/lib/kafka/data"
@@ -103,11 +104,13 @@ PROFILES: dict[str, ImageProfile] = {
     ),
     "wurstmeister": ImageProfile(
         name="wurstmeister",
-        description="the seed's images: wurstmeister/kafka, sheepkiller/kafka-manager (ZooKeeper: zookeeper:3.8)",
+        description="the seed's broker image wurstmeister/kafka (Kafka 2.8.1, ZK mode) with zookeeper:3.8 and CMAK "
+        "3 (hlebalbau/kafka-manager, as in default: the seed's sheepkiller/kafka-manager is 1.3.1.8 from 2016 "
+        "and knows Kafka up to 0.9)",
         zookeeper="zookeeper:3.8",
         kafka="wurstmeister/kafka:2.13-2.8.1",
         tansu="ghcr.io/tansu-io/tansu:0.6.0",
-        kafka_manager="sheepkiller/kafka-manager:latest",
+        kafka_manager="hlebalbau/kafka-manager:stable",
         broker_flavor="wurstmeister",
         kafka_data_dir="/kafka/kafka-logs",
         kafka_volume_mount="/kafka",

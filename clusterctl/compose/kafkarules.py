@@ -1,0 +1,149 @@
+"""Kafka's and ZooKeeper's own start-up rules, applied to derived config files (clusterctl.compose.contracts).
+
+Each rule is one that KafkaConfig / QuorumPeerConfig enforces when the server starts (it refuses to start, or
+starts into a cluster that cannot form), plus reachability on the compose network: what a broker advertises
+for inter-broker traffic must be its own service name, so the other containers reach it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from clusterctl.compose.contracts import NodeConfig
+
+PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+def listeners(value: str) -> list[tuple[str, str, int]]:
+    """NAME://host:port entries as (NAME, host, port); a port that is not a number is -1."""
+    out = []
+    for entry in filter(None, (e.strip() for e in value.split(","))):
+        name, _, rest = entry.partition("://")
+        host, _, port = rest.rpartition(":")
+        out.append((name.upper(), host, int(port) if port.isdigit() else -1))
+    return out
+
+
+def _protocol_map(props: dict[str, str]) -> dict[str, str]:
+    raw = props.get("listener.security.protocol.map")
+    if raw is None:  # Kafka's default maps every protocol name to itself
+        return {p: p for p in PROTOCOLS}
+    return dict(tuple(part.split(":", 1)) for part in raw.split(",") if ":" in part)  # type: ignore[misc]
+
+
+def check_listeners(node: NodeConfig) -> list[str]:
+    """Listener names, protocols, advertised listeners and the inter-broker listener of one Kafka node."""
+    p, who = node.properties, node.service
+    problems: list[str] = []
+    own = listeners(p.get("listeners", ""))
+    names = [n for n, _, _ in own]
+    if not own:
+        problems.append(f"{who}: no listeners")
+    problems += [f"{who}: listener name {n} appears twice" for n, c in Counter(names).items() if c > 1]
+    problems += [f"{who}: listener {n}://{h}:{port} has no valid port" for n, h, port in own if port <= 0]
+    ports = Counter(port for _, _, port in own)
+    problems += [f"{who}: port {port} is used by two listeners" for port, c in ports.items() if c > 1]
+    pmap = _protocol_map(p)
+    problems += [f"{who}: listener {n} has no security protocol" for n in names if pmap.get(n) not in PROTOCOLS]
+    roles = set(p.get("process.roles", "broker").split(","))
+    controller_names = set(filter(None, p.get("controller.listener.names", "").upper().split(",")))
+    if "broker" not in roles:
+        return problems
+    advertised = listeners(p.get("advertised.listeners", p.get("listeners", "")))
+    adv_names = [n for n, _, _ in advertised]
+    problems += [f"{who}: advertised listener {n} is not a listener" for n in adv_names if n not in names]
+    problems += [f"{who}: advertises the non-routable 0.0.0.0 ({n})" for n, h, _ in advertised if h == "0.0.0.0"]
+    problems += [f"{who}: advertises controller listener {n}" for n in adv_names if n in controller_names]
+    inter = p.get("inter.broker.listener.name", "PLAINTEXT").upper()
+    if inter not in adv_names:
+        problems.append(f"{who}: inter.broker.listener.name {inter} is not an advertised listener")
+    else:
+        _, host, port = next(a for a in advertised if a[0] == inter)
+        if host != who:
+            problems.append(f"{who}: advertises {inter} as {host!r}, which other containers cannot reach as {who}")
+        if port not in [lp for n, _, lp in own if n == inter]:
+            problems.append(f"{who}: advertises {inter} on port {port}, but listens on another")
+    return problems
+
+
+def check_kraft(nodes: list[NodeConfig]) -> list[str]:
+    """process.roles, node.id, controller listener and quorum voters across every KRaft node."""
+    problems: list[str] = []
+    voters_seen = {n.properties.get("controller.quorum.voters") for n in nodes}
+    if len(voters_seen) != 1 or None in voters_seen:
+        problems.append(f"controller.quorum.voters differ or are missing: {sorted(map(str, voters_seen))}")
+    ids = [n.properties.get("node.id") for n in nodes]
+    problems += [f"node.id {i} is used twice" for i, c in Counter(ids).items() if c > 1]
+    controllers = {}
+    for n in nodes:
+        p, who = n.properties, n.service
+        roles = set(p.get("process.roles", "").split(","))
+        if not roles or not roles <= {"broker", "controller"} or roles == {""}:
+            problems.append(f"{who}: process.roles {p.get('process.roles')!r} is not broker and/or controller")
+        if "zookeeper.connect" in p:
+            problems.append(f"{who}: KRaft node with zookeeper.connect")
+        cnames = set(filter(None, p.get("controller.listener.names", "").upper().split(",")))
+        if not cnames:
+            problems.append(f"{who}: controller.listener.names is not set")
+        pmap = _protocol_map(p)
+        problems += [f"{who}: controller listener {c} has no security protocol" for c in cnames if c not in pmap]
+        own = {name: port for name, _, port in listeners(p.get("listeners", ""))}
+        if "controller" in roles:
+            missing = cnames - set(own)
+            problems += [f"{who}: controller listener {c} is not in listeners" for c in sorted(missing)]
+            controllers[p.get("node.id")] = (who, {own[c] for c in cnames & set(own)})
+        elif cnames & set(own):
+            problems.append(f"{who}: a broker-only node listens on controller listener {sorted(cnames & set(own))}")
+    for voter in filter(None, (next(iter(voters_seen)) or "").split(",")):
+        vid, _, address = voter.partition("@")
+        host, _, port = address.rpartition(":")
+        if vid not in controllers:
+            problems.append(f"voter {voter}: node {vid} is not a controller")
+            continue
+        service, ports = controllers[vid]
+        if host != service or not port.isdigit() or int(port) not in ports:
+            problems.append(f"voter {voter}: controller {vid} is {service} listening on {sorted(ports)}")
+    problems += [f"controller {i} is not a voter" for i in controllers if f"{i}@" not in (next(iter(voters_seen)) or "")]
+    return problems
+
+
+def check_zookeeper(zk: list[NodeConfig], brokers: list[NodeConfig]) -> list[str]:
+    """zoo.cfg ensemble and myid of every node, and every broker's zookeeper.connect against it."""
+    problems: list[str] = []
+    servers = [{k: v for k, v in n.properties.items() if k.startswith("server.")} for n in zk]
+    if any(s != servers[0] for s in servers):
+        problems.append("zoo.cfg server lists differ between ZooKeeper nodes")
+    clients: set[str] = set()
+    for node, ensemble in zip(zk, servers, strict=True):
+        own = ensemble.get(f"server.{node.myid}", "")
+        if not own.startswith(f"{node.service}:"):
+            problems.append(f"{node.service}: myid {node.myid} names {own or 'no server line'}")
+        standalone = node.properties.get("standaloneEnabled") == "true"
+        if len(ensemble) > 1 and standalone:
+            problems.append(f"{node.service}: standaloneEnabled=true in a {len(ensemble)}-node ensemble")
+    for line in servers[0].values() if servers else []:
+        host = line.split(":", 1)[0]
+        client_port = line.rpartition(";")[2] if ";" in line else ""
+        clients.add(f"{host}:{client_port}")
+    for b in brokers:
+        connect = b.properties.get("zookeeper.connect", "")
+        hosts = set(connect.split("/", 1)[0].split(",")) if connect else set()
+        if not hosts or not hosts <= clients:
+            problems.append(f"{b.service}: zookeeper.connect {connect!r} is not the ensemble's {sorted(clients)}")
+    return problems
+
+
+def check_cluster(nodes: list[NodeConfig]) -> list[str]:
+    """Every start-up rule over one rendered cluster's derived configs; [] when all hold."""
+    zk = [n for n in nodes if n.role == "zookeeper"]
+    kafka = [n for n in nodes if n.role in ("broker", "controller")]
+    problems = [msg for n in kafka for msg in check_listeners(n)]
+    kraft = [n for n in kafka if "process.roles" in n.properties]
+    if kraft:
+        problems += check_kraft(kafka)
+    else:
+        problems += check_zookeeper(zk, kafka)
+        ids = [n.properties.get("broker.id") for n in kafka]
+        problems += [f"broker.id {i} is used twice" for i, c in Counter(ids).items() if c > 1]
+        problems += [f"{n.service}: no fixed broker.id" for n, i in zip(kafka, ids, strict=True) if i in (None, "-1")]
+    return problems

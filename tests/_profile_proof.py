@@ -1,0 +1,115 @@
+"""Boot a registry profile's cluster on real Kafka from exactly the config files its images would write.
+
+The profile's compose file is rendered by the real CLI, `docker compose config` resolves it (the KRaft cluster
+id from .env), clusterctl.compose.contracts derives every node's server.properties / zoo.cfg from that
+environment, and a proof compose file (next to the rendered one, which stays as rendered) runs each node on
+the offline images with its derived file mounted:
+
+- brokers and controllers: clusterctl/kafka:<dist>, `kafka-server-start.sh /proof/server.properties`
+  (KRaft: `kafka-storage.sh format` with CLUSTER_ID first, as cp-kafka's `ensure` does);
+- ZooKeeper: clusterctl/zookeeper:3.8.0 with the derived zoo.cfg mounted as /conf/zoo.cfg (the entrypoint
+  writes myid from ZOO_MY_ID, as the official image does).
+
+Substituted because it cannot apply here (SUBSTITUTIONS): the image (no pull), so the Kafka version (the
+distribution's; wurstmeister's script edits Kafka 2.8.1's config/server.properties, here the distribution's
+own), the user (root instead of the images' appuser/kafka user) and the start command (the images' launch
+scripts end in the same `kafka-server-start.sh <file>`; JMX_PORT and KAFKA_HEAP_OPTS reach it as they do).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clusterctl.compose.contracts import NodeConfig, derive
+from clusterctl.compose.kafkarules import check_cluster
+
+SUBSTITUTIONS = (
+    "image: clusterctl/kafka:<dist> and clusterctl/zookeeper:3.8.0 instead of the registry images",
+    "Kafka version: the distribution's (wurstmeister: its config/server.properties is the base the script edits)",
+    "user: root in the container instead of the images' own user",
+    "start: kafka-server-start.sh on the derived file (+ kafka-storage.sh format in KRaft), as the images end",
+)
+PROPS_IN_CONTAINER = "/proof/server.properties"
+
+
+def dist_server_properties(dist: Path) -> str:
+    """config/server.properties of a Kafka distribution (tarball or directory)."""
+    if dist.is_dir():
+        return (dist / "config" / "server.properties").read_text()
+    with tarfile.open(dist) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("/config/server.properties"))
+        data = tar.extractfile(member)
+        assert data is not None
+        return data.read().decode()
+
+
+def _kafka_command(node: NodeConfig, jmx_port: int | None) -> list[str]:
+    start = f"exec kafka-server-start.sh {PROPS_IN_CONTAINER}"
+    if jmx_port is not None and node.role == "broker":
+        start = f"JMX_PORT={jmx_port} {start}"
+    if "process.roles" in node.properties:
+        start = f'kafka-storage.sh format --ignore-formatted -t "$$CLUSTER_ID" -c {PROPS_IN_CONTAINER} && {start}'
+    return ["bash", "-c", start]
+
+
+def proof_compose(
+    resolved: dict[str, Any], nodes: list[NodeConfig], out: Path, kafka_image: str, jmx: int | None
+) -> Path:
+    """The resolved compose model with every node on the offline images and its derived file mounted."""
+    services = resolved["services"]
+    services.pop("kafka-manager", None)
+    for node in nodes:
+        svc = services[node.service]
+        host_file = out / f"{node.service}.{'zoo.cfg' if node.role == 'zookeeper' else 'properties'}"
+        host_file.write_text(node.text)
+        volumes = [v for v in svc.get("volumes", []) if v.get("type") == "volume"]
+        if node.role == "zookeeper":
+            svc["image"] = "clusterctl/zookeeper:3.8.0"
+            target = "/conf/zoo.cfg"
+        else:
+            svc["image"] = kafka_image
+            svc["command"] = _kafka_command(node, jmx)
+            svc["user"] = "root"
+            target = PROPS_IN_CONTAINER
+        svc["volumes"] = [*volumes, {"type": "bind", "source": str(host_file), "target": target, "read_only": True}]
+        svc["pull_policy"] = "never"
+    path = out / "proof-compose.json"
+    path.write_text(json.dumps(resolved))
+    return path
+
+
+def boot(compose_file: Path, dist: Path, kafka_image: str, jmx: int | None) -> tuple[Path, list[NodeConfig], float]:
+    """Derive, check, write the proof compose file and bring it up; (proof file, nodes, seconds to healthy)."""
+    resolved = json.loads(
+        subprocess.run(
+            ["docker", "compose", "-f", str(compose_file), "config", "--format", "json"],
+            capture_output=True, text=True, check=True, timeout=60,
+        ).stdout
+    )  # fmt: skip
+    nodes = derive(yaml.safe_dump(resolved), dist_server_properties(dist))
+    assert check_cluster(nodes) == [], check_cluster(nodes)
+    out = compose_file.parent / "proof"
+    out.mkdir(exist_ok=True)
+    proof = proof_compose(resolved, nodes, out, kafka_image, jmx)
+    start = time.monotonic()
+    up = subprocess.run(
+        ["docker", "compose", "-f", str(proof), "up", "-d", "--wait", "--wait-timeout", "240"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    if up.returncode != 0:
+        logs = subprocess.run(["docker", "compose", "-f", str(proof), "logs", "--tail", "30"],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        raise AssertionError(f"proof cluster not healthy: {up.stderr[-2000:]}\n{logs.stdout[-6000:]}")
+    return proof, nodes, round(time.monotonic() - start, 1)
+
+
+def down(proof: Path) -> None:
+    subprocess.run(["docker", "compose", "-f", str(proof), "down", "--volumes", "--timeout", "30"],
+                   capture_output=True, text=True, timeout=300)  # fmt: skip
