@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# The main job (`make demo`): a fresh offline cluster end to end, then torn down again.
-#   init → render → up (waits until healthy) → status → zk status/tree → topic create/describe →
+# The main job (`make demo`): a fresh cluster end to end, then torn down again.
+#   init → render → up (pulls first, then waits until healthy) → status → zk status/tree → topic create/describe →
 #   produce → consume in a group → group lag → perf produce/consume → zk-node-loss drill → a broker drill
-#   (short-pause; kill-leader on real Kafka), each with an HTML report → down --volumes
-# With CLUSTERCTL_KAFKA_DIST set (and the kafka image built by setup), the brokers are Apache Kafka;
-# otherwise the broker is tansu (Kafka protocol, one broker, RF 1).
+#   (kill-leader on real Kafka; short-pause on tansu), each with an HTML report → down --volumes
+# The profile is `init`'s choice: CLUSTERCTL_PROFILE if set, else the registry profile (zookeeper:3.8, cp-kafka,
+# CMAK) when a registry serves its images, else offline: Apache Kafka with CLUSTERCTL_KAFKA_DIST set (and the
+# kafka image built by setup), otherwise tansu (Kafka protocol, one broker, RF 1). The first line says which, and why.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-CTL="$REPO/.venv/bin/clusterctl"
+VENV="${CLUSTERCTL_VENV:-$REPO/.venv}"
+CTL="$VENV/bin/clusterctl"
+PY="$VENV/bin/python"
 DIR="${CLUSTERCTL_DEMO_DIR:-$REPO/.demo}"
 mkdir -p "$DIR"
 cd "$DIR"
@@ -20,13 +23,24 @@ step() {
 cleanup() { "$CTL" down --volumes >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-engine=(--engine tansu)
-if [[ -n "${CLUSTERCTL_KAFKA_DIST:-}" ]]; then
-    engine=(--engine kafka)
-fi
-
 started=$SECONDS
-step init demo --profile offline --force "${engine[@]}"
+# init chooses the profile (probe or CLUSTERCTL_PROFILE); the demo then picks the engine for it
+choice_err="$DIR/.choice.err"
+if ! choice=$("$CTL" init demo --force --output "$DIR/.choice.yaml" --json 2>"$choice_err"); then
+    cat "$choice_err" >&2
+    exit 2
+fi
+read -r profile kengine reason < <("$PY" -c '
+import json, os, sys
+from clusterctl.spec.initfile import demo_engine
+r = json.loads(sys.argv[1])
+print(r["profile"], demo_engine(r["profile"], os.environ.get("CLUSTERCTL_KAFKA_DIST")), r["profile_reason"])
+' "$choice")
+rm -f "$DIR/.choice.yaml" "$choice_err"
+printf 'demo: profile %s, engine %s: %s\n' "$profile" "$kengine" "$reason" >&2
+engine=(--engine "$kengine")
+
+step init demo --profile "$profile" --force "${engine[@]}"
 step render
 step up --timeout 300
 step status

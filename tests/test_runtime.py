@@ -52,6 +52,14 @@ def test_up_healthy_status_logs_down(spec_path: Path) -> None:
     print(f"clusterctl up → healthy (3 ZK + tansu): {up['seconds_to_healthy']}s ({wall:.1f}s wall)")
     assert up["zk_serving"] == 3 and up["zk_leader"] in (1, 2, 3)
     assert up["broker_reachable"] is True
+    assert up["pulled"] == []  # offline: nothing is pulled
+
+    # the data volumes carry the profile and the image user; compose adopted the ones `up` created
+    zk_data = docker.from_env().volumes.get(f"{load_spec(spec_path).topology.project}_zk1-data")
+    labels = zk_data.attrs["Labels"]
+    assert labels["io.clusterctl.profile"] == "offline"
+    assert labels["io.clusterctl.image-user"] == "zookeeper (chowns at start)"
+    assert labels["com.docker.compose.project"] == load_spec(spec_path).topology.project
 
     # up twice is harmless and quick
     res = cli(spec_path, "up", "--json")

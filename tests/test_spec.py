@@ -221,7 +221,9 @@ def test_init_writes_commented_valid_spec(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "c.yaml"
-    code, stdout, _ = run_main(monkeypatch, capsys, "init", "lab1", "--output", str(out), "--brokers", "4", "--json")
+    code, stdout, _ = run_main(
+        monkeypatch, capsys, "init", "lab1", "--output", str(out), "--brokers", "4", "--profile", "default", "--json"
+    )
     assert code == 0
     result = yaml.safe_load(stdout)
     spec = load_spec(out)

@@ -13,8 +13,9 @@ from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.output import Column, emit, info
 
 if TYPE_CHECKING:
-    from clusterctl.runtime.cluster import Cluster
+    from clusterctl.runtime.cluster import Cluster, UpResult
     from clusterctl.runtime.health import HealthReport
+    from clusterctl.spec.model import ClusterSpec
 
 # `cluster describe` (data plane): cluster id, controller and brokers as the cluster itself reports them
 cluster_app = typer.Typer(name="cluster", help="What the running cluster reports about itself.", no_args_is_help=True)
@@ -44,8 +45,14 @@ def cmd_cluster_describe(bootstrap_server: BootstrapOpt = None, as_json: JsonOpt
 def cmd_init(
     name: Annotated[str, typer.Argument(help="cluster name (compose project, container prefix)")] = "kafka-lab",
     profile: Annotated[
-        str, typer.Option("--profile", help="image profile: default | wurstmeister | offline")
-    ] = "default",
+        str | None,
+        typer.Option(
+            "--profile",
+            help="image profile: default | wurstmeister | offline (default: $CLUSTERCTL_PROFILE, else default when "
+            "a registry answers, else offline)",
+            show_default=False,
+        ),
+    ] = None,
     engine: Annotated[
         str | None,
         typer.Option(
@@ -73,7 +80,10 @@ def cmd_init(
     if output is not None and not output.strip():
         raise UsageError("--output must not be empty")
     path = Path(output) if output is not None else state.spec_path
-    result = init_spec(path, name, profile, engine, brokers, zk_nodes, subnet, force)
+    reason = None
+    if profile is None:
+        profile, reason = _auto_profile()
+    result = init_spec(path, name, profile, engine, brokers, zk_nodes, subnet, force, profile_reason=reason)
     for note in result.notes:
         info(note)
     if as_json:
@@ -94,6 +104,22 @@ def cmd_init(
             Column("kafka-manager", lambda r: r.spec["kafka_manager"]["enabled"]),
         ],
     )
+
+
+def _auto_profile() -> tuple[str, str]:
+    """$CLUSTERCTL_PROFILE, else a fast registry probe through the Docker engine decides (spec.initfile)."""
+    import os
+
+    from clusterctl.spec.initfile import PROFILE_ENV, choose_profile
+
+    def probe(image: str) -> tuple[bool, str]:
+        from clusterctl.runtime.pull import probe_registry
+
+        answer = probe_registry(image)
+        return answer.reachable, answer.reason
+
+    choice = choose_profile(os.environ.get(PROFILE_ENV), probe)
+    return choice.profile, choice.reason
 
 
 def cmd_render(
@@ -137,16 +163,27 @@ def cmd_render(
 
 def cmd_up(
     timeout: Annotated[
-        float, typer.Option("--timeout", help="seconds to wait for a healthy cluster", callback=seconds_option())
+        float,
+        typer.Option(
+            "--timeout",
+            help="seconds to wait for a healthy cluster (counted after the pull)",
+            callback=seconds_option(),
+        ),
     ] = 180.0,
     keep_on_failure: Annotated[
         bool, typer.Option("--keep-on-failure", help="leave containers running when the cluster does not get healthy")
     ] = False,
+    pull: Annotated[
+        str,
+        typer.Option("--pull", help="registry images: never | missing | always (the offline profile never pulls)"),
+    ] = "missing",
     as_json: JsonOpt = False,
 ) -> None:
-    """Start the rendered cluster and wait until it is really healthy (quorum + leader, brokers, controller)."""
+    """Pull missing images, start the rendered cluster and wait until it is really healthy."""
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if pull not in ("never", "missing", "always"):
+        raise UsageError(f"--pull must be never, missing or always, got {pull!r}")
     from clusterctl.cli.spinner import spinner
 
     cluster = _cluster()
@@ -154,28 +191,46 @@ def cmd_up(
     with spinner() as progress:
         task = progress.add_task(f"starting {cluster.project}", total=None)
 
+        def pulling(image: str, done: int, total: int | None) -> None:
+            size = f"{done / 1e6:.0f}/{total / 1e6:.0f} MB" if total else f"{done / 1e6:.0f} MB"
+            progress.update(task, description=f"pulling {image}: {size}", completed=done, total=total)
+
         def show(report: "HealthReport", elapsed: float) -> None:
             waiting = ", ".join(report.missing[:4]) + (" ..." if len(report.missing) > 4 else "")
-            progress.update(task, description=f"waiting for: {waiting}" if waiting else "healthy")
+            progress.update(task, description=f"waiting for: {waiting}" if waiting else "healthy", total=None)
 
-        result = cluster.up(timeout, keep_on_failure=keep_on_failure, on_report=show)
+        result = cluster.up(timeout, keep_on_failure=keep_on_failure, on_report=show, pull=pull, on_pull=pulling)
     if as_json:
         emit(result, as_json=True)
         return
+    emit(
+        result,
+        as_json=False,
+        kv=_up_fields(spec, result),
+        title="cluster up (KRaft)" if spec.kraft_mode else "cluster up",
+    )
+    if result.manager:
+        info(result.manager)
+
+
+def _up_fields(spec: "ClusterSpec", result: "UpResult") -> list[Column]:
     fields = [Column("Cluster", "project"), Column("Healthy after", lambda r: f"{r.seconds_to_healthy:.1f}s")]
+    if result.pulled:
+        fields.append(Column("Pulled first", lambda r: f"{', '.join(r.pulled)} in {r.pull_seconds:.1f}s"))
     if spec.kraft_mode:
         fields += [
             Column("Controller quorum", lambda r: f"voters {r.quorum_voters}, leader {r.controller}"),
             Column("Brokers unfenced", "brokers_registered"),
         ]
-        emit(result, as_json=False, kv=fields, title="cluster up (KRaft)")
-        return
-    fields.append(Column("ZooKeeper", lambda r: f"{r.zk_serving}/{r.zk_nodes} serving, leader zk{r.zk_leader}"))
-    if spec.kafka.engine == "kafka":
-        fields += [Column("Brokers registered", "brokers_registered"), Column("Controller", "controller")]
     else:
-        fields.append(Column("Broker (tansu)", lambda r: f"answers on {spec.topology.bootstrap_servers}"))
-    emit(result, as_json=False, kv=fields, title="cluster up")
+        fields.append(Column("ZooKeeper", lambda r: f"{r.zk_serving}/{r.zk_nodes} serving, leader zk{r.zk_leader}"))
+        if spec.kafka.engine == "kafka":
+            fields += [Column("Brokers registered", "brokers_registered"), Column("Controller", "controller")]
+        else:
+            fields.append(Column("Broker (tansu)", lambda r: f"answers on {spec.topology.bootstrap_servers}"))
+    if result.manager_url:
+        fields.append(Column(f"kafka-manager ({spec.manager_kind})", "manager_url"))
+    return fields
 
 
 def cmd_down(
@@ -240,6 +295,8 @@ def cmd_status(as_json: JsonOpt = False) -> None:
     for line in result.summary:
         style = "bold red" if line.startswith(("quorum lost", "split brain")) else ""
         emit(Text(line, style=style), as_json=False)
+    if result.manager_url:
+        emit(Text(f"kafka-manager ({result.manager}): {result.manager_url}"), as_json=False)
 
 
 QUORUM_COLUMNS = [

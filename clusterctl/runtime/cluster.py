@@ -22,8 +22,9 @@ from pathlib import Path
 from docker.models.containers import Container
 
 from clusterctl.errors import ClusterctlError, NotFoundError
-from clusterctl.runtime import compose, health
+from clusterctl.runtime import cmak, compose, health, volumes
 from clusterctl.runtime import docker as dk
+from clusterctl.runtime import pull as pulling
 from clusterctl.runtime.status import ClusterStatus, ServiceStatus, cluster_status
 from clusterctl.spec import profiles
 from clusterctl.spec.model import ClusterSpec
@@ -46,6 +47,10 @@ class UpResult:
     broker_reachable: bool | None = None
     mode: str = "zookeeper"
     quorum_voters: list[int] = field(default_factory=list)  # kraft: voters the quorum reports
+    pulled: list[str] = field(default_factory=list)  # images pulled before the health clock started
+    pull_seconds: float = 0.0
+    manager_url: str | None = None  # kafka-manager's web UI (CMAK or the console) on the host
+    manager: str | None = None  # CMAK: what registering the cluster did
 
 
 @dataclass
@@ -108,6 +113,48 @@ class Cluster:
             what = f"image{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
             raise NotFoundError(f"{what} not present locally", hint=hint)
 
+    def pull(self, policy: str = "missing", on_pull: pulling.OnPull | None = None) -> pulling.PullResult:
+        """Pull the registry images `policy` asks for (none offline), in the compose file's order; then every
+        image must be present. Nothing is started here; a failed pull is one line (exit 3 or 4)."""
+        images = list(compose.file_images(self.spec, self.root).values())
+        todo = pulling.plan(self.spec.profile, images, policy, present=lambda i: dk.image_labels(i) is not None)
+        t0 = time.monotonic()
+        pulling.pull(todo, on_pull)
+        result = pulling.PullResult(policy, todo, [i for i in dict.fromkeys(images) if i not in todo])
+        result.seconds = round(time.monotonic() - t0, 1)
+        missing = dk.missing_images(list(dict.fromkeys(images)))
+        if missing:
+            ours = [m for m in missing if profiles.ours(m)]
+            hint = f"run `{profiles.build_hint(ours)}`" if ours else "run `clusterctl up --pull missing`"
+            what = f"image{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+            raise NotFoundError(f"{what} not present locally (--pull {policy}); nothing was started", hint=hint)
+        return result
+
+    @property
+    def manager_url(self) -> str | None:
+        """Where kafka-manager (CMAK or the console) answers on the host, when the spec enables one."""
+        if not self.spec.kafka_manager.enabled:
+            return None
+        return f"http://{self.spec.topology.host}:{self.spec.kafka_manager.port}"
+
+    def register_manager(self, timeout: float = 120.0) -> str | None:
+        """CMAK (ZooKeeper mode): add this cluster unless CMAK lists it already; what happened, one line.
+
+        A CMAK that does not answer leaves the (healthy) cluster running and says so."""
+        spec = self.spec
+        if self.manager_url is None or spec.manager_kind != "cmak" or spec.kraft_mode:
+            return None
+        try:
+            reg = cmak.register(
+                self.manager_url, spec.name, spec.topology.internal_zk_connect,
+                profiles.kafka_version_of(spec.broker_image), timeout=timeout,
+            )  # fmt: skip
+        except ClusterctlError as exc:
+            return f"cluster {spec.name} not registered in CMAK: {exc.message}"
+        if not reg.added:
+            return f"cluster {spec.name} already in CMAK (left as it is)"
+        return f"cluster {spec.name} added to CMAK (zkHosts {reg.zk_hosts}, kafkaVersion {reg.kafka_version})"
+
     # ------------------------------------------------------------------ up / wait / status
 
     def up(
@@ -117,18 +164,26 @@ class Cluster:
         keep_on_failure: bool = False,
         on_report: OnReport | None = None,
         started: float | None = None,
+        pull: str = "missing",
+        on_pull: pulling.OnPull | None = None,
+        manager_timeout: float = 120.0,
     ) -> UpResult:
-        """`compose up -d`, then wait until really healthy; a failed first start is torn down again.
+        """Pull (`pull`: never | missing | always), check the data volumes, `compose up -d`, then wait until
+        really healthy; a failed first start is torn down again. CMAK gets the cluster registered.
 
-        `started` (a time.monotonic() reading) counts `timeout` from an earlier moment.
+        The `timeout` clock starts after the pull, unless `started` (a time.monotonic() reading) counts it
+        from an earlier moment.
         """
         self.check_rendered()
         self.check_images()
+        new_volumes = volumes.check(self.spec, self.root)  # volumes of another profile/user: refused first
+        pulled = self.pull(pull, on_pull)
         existed = bool(dk.project_containers(self.project))
         had_volumes = bool(dk.project_volumes(self.project))
+        volumes.create(self.spec, new_volumes)  # labelled with the profile and image user; compose adopts them
         started = time.monotonic() if started is None else started
         try:
-            compose.up(self.spec, pull="never" if self.spec.profile == "offline" else "missing", root=self.root)
+            compose.up(self.spec, pull="never", root=self.root)
             # the time `compose up` took counts: the timeout is from the start, not from the first health check
             report = self.wait_healthy(timeout, on_report=on_report, started=started)
         except (ClusterctlError, KeyboardInterrupt) as exc:
@@ -141,7 +196,11 @@ class Cluster:
             elif isinstance(exc, ClusterctlError) and not keep_on_failure:
                 exc.message += " (containers that were already running are left as they were)"
             raise
-        return self._up_result(report, time.monotonic() - started)
+        result = self._up_result(report, time.monotonic() - started)
+        result.pulled, result.pull_seconds = pulled.pulled, pulled.seconds
+        result.manager_url = self.manager_url
+        result.manager = self.register_manager(manager_timeout)
+        return result
 
     def _up_result(self, report: health.HealthReport, seconds: float) -> UpResult:
         return UpResult(
@@ -169,8 +228,11 @@ class Cluster:
         return health.check(self.spec)
 
     def status(self) -> ClusterStatus:
-        """Containers, ZooKeeper Mode per node, quorum, broker registrations and controller."""
-        return cluster_status(self.spec)
+        """Containers, ZooKeeper Mode per node, quorum, broker registrations, controller, manager URL."""
+        result = cluster_status(self.spec)
+        if self.manager_url is not None:
+            result.manager, result.manager_url = self.spec.manager_kind, self.manager_url
+        return result
 
     # ------------------------------------------------------------------ containers
 

@@ -40,6 +40,8 @@ class ClusterStatus:
     mode: str = "zookeeper"
     controllers: list[Any] | None = None  # kraft: kraft.QuorumMember rows (voters and observers)
     brokers: list[Any] | None = None  # kraft: kraft.BrokerFencing rows
+    manager: str | None = None  # kafka-manager kind (cmak | console), when enabled
+    manager_url: str | None = None  # where its web UI answers on the host
 
 
 def cluster_status(spec: ClusterSpec) -> ClusterStatus:

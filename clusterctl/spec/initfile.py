@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,9 @@ from clusterctl.spec.model import ClusterSpec, parse_spec
 from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
 
 SPEC_TEMPLATE = "clusterctl.yaml.j2"
+PROFILE_ENV = "CLUSTERCTL_PROFILE"
+REGISTRY_PROFILE = "default"
+FALLBACK_PROFILE = "offline"
 
 
 @dataclass
@@ -29,6 +33,38 @@ class InitResult:
     engine: str
     notes: list[str] = field(default_factory=list)
     spec: dict[str, Any] = field(default_factory=dict)
+    profile_reason: str | None = None  # why this profile, when init chose it
+
+
+@dataclass
+class ProfileChoice:
+    profile: str
+    reason: str
+
+
+# probe(image) -> (a registry serves it, what the engine said)
+RegistryProbe = Callable[[str], tuple[bool, str]]
+
+
+def choose_profile(env_profile: str | None, probe: RegistryProbe) -> ProfileChoice:
+    """The profile when none is asked for: $CLUSTERCTL_PROFILE if set, else the registry profile when a registry
+    serves its first image (a fast manifest probe), else the offline profile."""
+    if env_profile:
+        if env_profile not in PROFILES:
+            raise UsageError(f"{PROFILE_ENV} must be one of {', '.join(PROFILES)}, got {env_profile!r}")
+        return ProfileChoice(env_profile, f"{PROFILE_ENV}={env_profile}")
+    image = PROFILES[REGISTRY_PROFILE].zookeeper
+    ok, said = probe(image)
+    if ok:
+        return ProfileChoice(REGISTRY_PROFILE, f"a registry serves {image}: published images can be pulled")
+    return ProfileChoice(FALLBACK_PROFILE, f"no registry serves {image} ({said}): images built here, no pull")
+
+
+def demo_engine(profile: str, kafka_dist: str | None) -> str:
+    """The demo's broker engine: Kafka with a registry profile or a Kafka distribution, else tansu."""
+    if profile != FALLBACK_PROFILE or kafka_dist:
+        return "kafka"
+    return "tansu"
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -121,6 +157,7 @@ def init_spec(
     zk_nodes: int | None = None,
     subnet: str | None = None,
     force: bool = False,
+    profile_reason: str | None = None,
 ) -> InitResult:
     """Validate the chosen values, render the commented spec, check it parses back identically, write it."""
     if profile not in PROFILES:
@@ -130,6 +167,8 @@ def init_spec(
     if path.exists() and not path.is_file():
         raise UsageError(f"{path} exists and is not a file")
     chosen, notes = choose_engine(profile, engine, brokers)
+    if profile_reason:
+        notes = [f"profile {profile}: {profile_reason}", *notes]
     spec = parse_spec(build_spec_data(name, profile, chosen, brokers, zk_nodes, subnet), source="init")
     text = render_spec_text(spec, notes)
     if parse_spec(yaml.safe_load(text), source="init") != spec:  # the comments template must not drift
@@ -152,4 +191,7 @@ def init_spec(
         if isinstance(exc, OSError):
             raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
-    return InitResult(path=str(path), profile=profile, engine=chosen, notes=notes, spec=spec.model_dump(mode="json"))
+    return InitResult(
+        path=str(path), profile=profile, engine=chosen, notes=notes, spec=spec.model_dump(mode="json"),
+        profile_reason=profile_reason,
+    )  # fmt: skip
