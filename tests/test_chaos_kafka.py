@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _runtime_helpers import cli, cli_json
@@ -22,20 +23,59 @@ from clusterctl.zookeeper import client as zk
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 
 
-@pytest.mark.parametrize("scenario", ["kill-leader", "preferred-election-after-restart", "graceful-stop"])
-def test_drill_loses_no_acknowledged_write(real_kafka: RealKafka, tmp_path: Path, scenario: str) -> None:
-    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--report-dir", str(tmp_path), "--json",
-              timeout=900)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    data = json.loads(res.stdout)
-    assert data["ok"] and data["verify"]["lost_count"] == 0 and data["verify"]["reordered_count"] == 0
-    assert data["verify"]["acked"] > 0 and data["expect"] == "no-loss" and data["loss_settings"] == []
+def new_leader_bound_s(real_kafka: RealKafka) -> float:
+    """A dead broker's partitions get a new leader once its ZooKeeper session expires: the spec's timeout + 5 s."""
+    return real_kafka.spec.kafka.defaults.zookeeper_session_timeout_ms / 1000 + 5
+
+
+def run_drill(real_kafka: RealKafka, report_dir: Path, scenario: str) -> dict[str, Any]:
+    """`scenario run NAME --repeat 1 --json`: exit 0, a passing verdict, and a ledger that saw writes acknowledged."""
+    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--repeat", "1", "--report-dir", str(report_dir),
+              "--json", timeout=900)  # fmt: skip
+    assert res.returncode == 0, f"{scenario}: {res.stdout[-2000:]} / {res.stderr[-2000:]}"
+    data: dict[str, Any] = json.loads(res.stdout)
+    assert data["ok"] is True and data["scenario"] == scenario and all(s["ok"] for s in data["steps"])
+    assert data["verify"]["acked"] > 1000 and data["load"]["failed"] == 0, data["load"]
+    return data
+
+
+@pytest.mark.parametrize(
+    ("scenario", "broker"),
+    [("kill-leader", None), ("preferred-election-after-restart", 2), ("graceful-stop", 2), ("pause-broker", 3),
+     ("network-partition", 1)],
+)  # fmt: skip
+def test_drill_loses_no_acknowledged_write(
+    real_kafka: RealKafka, tmp_path: Path, scenario: str, broker: int | None
+) -> None:
+    """Each no-loss drill whose fault takes a broker away: 0 lost, and its partitions get a new leader in time."""
+    data = run_drill(real_kafka, tmp_path, scenario)
+    v = data["verify"]
+    assert v["lost_count"] == 0 and v["reordered_count"] == 0 and data["expect"] == "no-loss"
+    assert data["loss_settings"] == []
     assert data["bounds"] == {"zookeeper.session.timeout.ms": "6000", "replica.lag.time.max.ms": "10000"}
     fault = data["faults"][0]
     assert fault["detected_s"] is not None
+    if broker is not None:
+        assert fault["broker"] == broker, fault
     led = [p for p in fault["partitions"] if p["led_by_target"]]
-    assert led and all(p["time_to_new_leader_s"] is not None for p in led)
-    print(f"\n{scenario}: {json.dumps(fault)}")
+    new_leader = [p["time_to_new_leader_s"] for p in led]
+    assert led and all(t is not None and 0 <= t <= new_leader_bound_s(real_kafka) for t in new_leader), fault
+    print(f"\n{scenario}: acked {v['acked']}, lost 0, detected {fault['detected_s']} s by {fault['detected_by']}, "
+          f"new leader {new_leader} s (bound {new_leader_bound_s(real_kafka)} s)")  # fmt: skip
+
+
+def test_rolling_restart_loses_no_acknowledged_write(real_kafka: RealKafka, tmp_path: Path) -> None:
+    """Every broker restarted in turn under acks=all load: nothing lost, every broker back in the end."""
+    data = run_drill(real_kafka, tmp_path, "rolling-restart")
+    v = data["verify"]
+    assert v["lost_count"] == 0 and v["reordered_count"] == 0 and data["expect"] == "no-loss"
+    # one restart per broker, in order, each on the timeline with its partitions' failover
+    assert [(f["action"], f["broker"]) for f in data["faults"]] == [("restart-broker", b) for b in (1, 2, 3)]
+    new_leader = [p["time_to_new_leader_s"] for f in data["faults"] for p in f["partitions"] if p["led_by_target"]]
+    assert new_leader and all(t is not None and 0 <= t <= new_leader_bound_s(real_kafka) for t in new_leader)
+    with zk.zk_client(real_kafka.spec.topology.zk_connect) as c:
+        assert zk.registered_brokers(c) == [1, 2, 3]
+    print(f"\nrolling-restart: acked {v['acked']}, lost 0, new leader {new_leader} s")
 
 
 @pytest.mark.parametrize(
@@ -46,12 +86,15 @@ def test_negative_control_loses_acknowledged_writes(
     real_kafka: RealKafka, tmp_path: Path, scenario: str, setting: str
 ) -> None:
     """The verifier catches a real loss: the run passes only because lost > 0, and says which setting allowed it."""
-    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--report-dir", str(tmp_path), "--json",
-              timeout=900)  # fmt: skip
+    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--repeat", "1", "--report-dir", str(tmp_path),
+              "--json", timeout=900)  # fmt: skip
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     v = data["verify"]
-    assert data["ok"] and data["expect"] == "loss" and v["lost_count"] > 0, v
+    assert data["ok"] and data["expect"] == "loss" and v["lost_count"] > 0 and v["acked"] > 1000, v
+    fault = [f for f in data["faults"] if f["action"] == "kill-leader"][-1]
+    led = [p for p in fault["partitions"] if p["led_by_target"] and p["partition"] == 0]
+    assert led and led[0]["time_to_new_leader_s"] is not None, fault
     assert any(s.startswith(setting) for s in data["loss_settings"])
     lost = [p for p in v["partitions"] if p["lost"]]
     assert lost and all(p["lost_offsets"] for p in lost)

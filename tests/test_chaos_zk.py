@@ -115,11 +115,13 @@ def test_broker_container_faults(cluster: Path) -> None:
     wait_for(lambda: cli(cluster, "topic", "list").returncode == 0, 30, "broker answers", interval=0.5)
     topic = f"kl-{uuid.uuid4().hex[:6]}"
     assert cli(cluster, "topic", "create", topic, "--partitions", "2").returncode == 0
+    # a partition the topic lacks is not found (3), asked while its broker answers (once killed: unreachable, 4)
+    res = cli(cluster, "chaos", "kill-leader", topic, "5")
+    assert res.returncode == 3 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "no partition 5" in res.stderr and state(name) == "running"
     out = cli_json(cluster, "chaos", "kill-leader", topic, "1")
     assert out[0]["action"] == "kill-leader" and out[0]["container"] == name and state(name) == "exited"
     assert out[0]["note"] == f"leader of {topic}-1 was broker 111 (the spec's broker 1)"
-    res = cli(cluster, "chaos", "kill-leader", topic, "5")
-    assert res.returncode != 0 and len(res.stderr.strip().splitlines()) == 1
     assert cli_json(cluster, "chaos", "start-broker", "1")[0]["after"] == "running"
 
     # rolling restart: one broker at a time, each step waits for full ISR again
@@ -200,24 +202,25 @@ def test_failed_repeat_is_one_json_document(cluster: Path, tmp_path: Path) -> No
     wait_for(lambda: cli(cluster, "topic", "list").returncode == 0, 30, "broker answers", interval=0.5)
     res = cli(cluster, "scenario", "run", str(scenario), "--repeat", "2", "--report-dir", str(tmp_path / "r"), "--json",
               timeout=180)  # fmt: skip
-    assert res.returncode != 0
+    assert res.returncode == 6, res.stderr  # a drill failed
     data = json.loads(res.stdout)  # exactly one document
     assert data["error"].startswith("2 of 2 runs failed (hint: see ") and data["exit_code"] == res.returncode
     assert data["result"]["passed"] == 0 and [r["lost"] for r in data["result"]["runs"]] == [0, 0]
 
 
 def test_fault_errors_are_one_line(cluster: Path) -> None:
-    for args, expected in [
-        (("chaos", "kill-broker", "7"), "error: unknown broker id 7; the spec has brokers 1"),
-        (("chaos", "kill-zk", "9"), "error: unknown ZooKeeper id 9; the spec has nodes 1,2,3"),
+    for args, code, expected in [
+        (("chaos", "kill-broker", "7"), 3, "error: unknown broker id 7; the spec has brokers 1"),
+        (("chaos", "kill-zk", "9"), 3, "error: unknown ZooKeeper id 9; the spec has nodes 1,2,3"),
         (
             ("chaos", "partition-node", "nope", "--for", "1"),
+            3,
             "error: unknown node 'nope'; the spec has zk1, zk2, zk3, kafka1",
         ),
-        (("chaos", "pause-broker", "1", "--for", "0"), "error: --for must be positive, got 0.0"),
+        (("chaos", "pause-broker", "1", "--for", "0"), 2, "error: --for must be positive, got 0.0"),
     ]:
         res = cli(cluster, *args)
-        assert res.returncode != 0 and res.stderr.strip().splitlines() == [expected], res.stderr
+        assert res.returncode == code and res.stderr.strip().splitlines() == [expected], (args, res.stderr)
 
 
 def test_zk_node_loss_scenario_end_to_end(cluster: Path, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clusterctl import cli
-from clusterctl.errors import ClusterctlError
+from clusterctl.errors import NotFoundError
 from clusterctl.kafka import groups
 from clusterctl.testing.tansu import TansuBroker
 
@@ -189,6 +189,40 @@ def test_fuzz_topic_create_describe_delete(
         check_contract(args, invoke(args))
 
 
+@settings(FUZZ, max_examples=int(25 * SCALE))
+@given(
+    suffix=st.text(alphabet=LEGAL, min_size=1, max_size=12),
+    partitions=st.integers(1, 4),
+    config=st.sampled_from([[], ["-c", "retention.ms=1000"], ["-c", "cleanup.policy=compact"]]),
+    as_json=st.booleans(),
+)
+def test_fuzz_legal_topic_is_created_described_deleted(
+    work: Path, tansu_broker: TansuBroker, suffix: str, partitions: int, config: list[str], as_json: bool
+) -> None:
+    """A legal name with legal settings succeeds at every step, and the topic really exists, then really vanishes."""
+    name = f"fz-{uuid.uuid4().hex[:6]}-{suffix}"  # unique: no two cases collide on '.' vs '_'
+    bs = ["-b", tansu_broker.bootstrap]
+    js = ["--json"] if as_json else []
+    steps = [
+        ["topic", "create", name, "-p", str(partitions), "-r", "1", *config, *bs, *js],
+        ["topic", "describe", name, *bs, "--json"],
+        ["topic", "delete", name, "--yes", *bs, *js],
+    ]
+    created = invoke(steps[0])
+    check_contract(steps[0], created)
+    assert created.code == 0, f"{steps[0]}: {created.err}"
+    assert name in _topic_names(tansu_broker.bootstrap)
+    described = invoke(steps[1])
+    check_contract(steps[1], described)
+    assert described.code == 0, f"{steps[1]}: {described.err}"
+    (desc,) = json.loads(described.out)
+    assert desc["name"] == name and len(desc["partitions"]) == partitions, desc
+    deleted = invoke(steps[2])
+    check_contract(steps[2], deleted)
+    assert deleted.code == 0, f"{steps[2]}: {deleted.err}"
+    assert name not in _topic_names(tansu_broker.bootstrap)
+
+
 @settings(FUZZ, max_examples=int(50 * SCALE))
 @given(
     stdin=st.one_of(
@@ -285,7 +319,8 @@ def test_fuzz_addresses(work: Path, command: list[str], address: str, timeout: s
         else:
             assert "quorum lost: 0/" in res.out, args
         return
-    assert res.code != 0, args  # nothing listens on any generated address
+    # nothing listens on any generated address: a bad address (2), unreachable (4) or timed out (5)
+    assert res.code in (2, 4, 5), f"{args}: {res.code} {res.err}"
 
 
 @settings(FUZZ, max_examples=int(40 * SCALE))
@@ -310,9 +345,14 @@ def test_fuzz_output_paths_leave_nothing_behind(work: Path, output: str, command
         res = invoke(args)
     check_contract(args, res)
     after = _snapshot(case)
-    assert {k: v for k, v in after.items() if k in before} == before or res.code == 0, args  # nothing lost
+    # nothing it does not own is lost or changed, failing or not (init without --force overwrites nothing)
+    assert {k: v for k, v in after.items() if k in before} == before, f"{args}: changed {_changed(before, after)}"
     if res.code != 0:
         assert after == before, f"{args}: left {set(after) - set(before)}"
+    else:  # what is new is its output (and the directories leading to it), nothing else
+        target = (case / output).resolve()
+        strays = [k for k in set(after) - set(before) if not _owned(case / k, target)]
+        assert not strays, f"{args}: wrote {strays} outside {target}"
     assert (case / "notes.txt").read_text() == "user data" and spec.is_file()
 
 
@@ -364,10 +404,27 @@ def _printed_records(out: str, as_json: bool, table: bool) -> int:
 
 
 def _committed(bootstrap: str, group: str) -> int:
+    """Offsets the group committed; a group that never committed is not found (0); any other error fails."""
     try:
         return sum(max(o.committed or 0, 0) for o in groups.describe_group(bootstrap, group).offsets)
-    except ClusterctlError:  # the group never committed anything
+    except NotFoundError:
         return 0
+
+
+def _topic_names(bootstrap: str) -> set[str]:
+    res = invoke(["topic", "list", "-b", bootstrap, "--json"])
+    assert res.code == 0, res.err
+    return {t["name"] for t in json.loads(res.out)}
+
+
+def _changed(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
+    return sorted(k for k, v in before.items() if after.get(k) != v)
+
+
+def _owned(path: Path, target: Path) -> bool:
+    """`path` is the output `target`, inside it, or a directory created on the way to it."""
+    p = path.resolve()
+    return p == target or target in p.parents or (p.is_dir() and p in target.parents)
 
 
 @contextlib.contextmanager

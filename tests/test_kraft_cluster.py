@@ -97,7 +97,8 @@ def test_zk_commands_say_there_is_no_zookeeper(kraft_cluster: Path) -> None:
 
 
 def _scenario(spec_path: Path, name: str) -> dict[str, Any]:
-    res = cli(spec_path, "scenario", "run", name, "--json", "--report-dir", str(spec_path.parent / name), timeout=600)
+    report_dir = str(spec_path.parent / name)
+    res = cli(spec_path, "scenario", "run", name, "--repeat", "1", "--json", "--report-dir", report_dir, timeout=600)
     out = json.loads(res.stdout)
     assert res.returncode == 0, f"{name}: {out.get('error')} / {res.stderr[-2000:]}"
     return dict(out)
@@ -110,6 +111,11 @@ def test_kill_leader_loses_nothing(kraft_cluster: Path) -> None:
     fault = out["faults"][0]
     print(f"\nkraft kill-leader: detected {fault['detected_s']}s by {fault['detected_by']}, {v['acked']} acked, 0 lost")
     assert fault["detected_s"] is not None and fault["detected_s"] < 30
+    # a SIGKILLed broker is fenced once it misses heartbeats for broker.session.timeout.ms: then its partitions move
+    bound = load_spec(kraft_cluster).kraft.broker_session_timeout_ms / 1000 + 5
+    new_leader = [p["time_to_new_leader_s"] for p in fault["partitions"] if p["led_by_target"]]
+    assert new_leader and all(t is not None and 0 <= t <= bound for t in new_leader), (new_leader, bound)
+    print(f"kraft kill-leader: new leader after {new_leader} s (bound {bound} s)")
     report = json.loads((kraft_cluster.parent / "kill-leader" / "report.json").read_text())
     fenced = [e for e in report["timeline"]["events"] if e["kind"] == "fenced"]
     assert any(e["value"] == [fault["broker"]] for e in fenced), "the killed broker shows as fenced on the timeline"
@@ -126,6 +132,23 @@ def test_kill_controller_loses_nothing(kraft_cluster: Path) -> None:
     after = cli_json(kraft_cluster, "quorum")
     assert after["leader_id"] in (101, 102, 103)
     assert {m["node_id"] for m in after["members"] if m["role"] != "observer"} == {101, 102, 103}
+
+
+def test_kill_controller_quorum_loses_nothing(kraft_cluster: Path) -> None:
+    """A majority of the voters SIGKILLed under load: the quorum is lost, the brokers keep serving their last
+    metadata (writes go on), and the quorum re-forms when they start."""
+    out = _scenario(kraft_cluster, "kill-controller-quorum")
+    v = out["verify"]
+    assert out["ok"] and out["expect"] == "no-loss" and v["lost_count"] == 0 and v["acked"] > 1000, v
+    assert out["load"]["failed"] == 0, out["load"]
+    killed = [f["target"] for f in out["faults"] if f["action"] == "kill-controller-quorum"]
+    assert len(killed) == 2 and set(killed) < {"controller 101", "controller 102", "controller 103"}, out["faults"]
+    # the observer saw the quorum go (no leader) and come back after the heal
+    quorum = [f for f in out["faults"] if f["action"] == "kill-controller-quorum"]
+    assert [f["quorum_lost_s"] is not None for f in quorum][-1] and all(f["quorum_ok_after_heal_s"] for f in quorum)
+    after = cli_json(kraft_cluster, "quorum")
+    assert after["leader_id"] in (101, 102, 103)
+    print(f"\nkraft kill-controller-quorum: {v['acked']} acked, 0 lost, killed {killed}, faults {out['faults']}")
 
 
 def test_down_and_up_keep_topics_and_data(kraft_cluster: Path) -> None:

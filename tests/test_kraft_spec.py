@@ -240,4 +240,4 @@ def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
         text=True,
         timeout=30,
     )
-    assert missing.returncode != 0 and "CLUSTER_ID is required" in missing.stderr
+    assert missing.returncode == 1 and "CLUSTER_ID is required" in missing.stderr  # bash's ${VAR:?} exits 1

@@ -156,7 +156,7 @@ def test_consume_short_of_n_exits_nonzero(bootstrap: str, unique_name: str) -> N
 )
 def test_bad_input_is_one_line(bootstrap: str, unique_name: str, args: list[str], message: str) -> None:
     proc = run_cli("perf", "produce", unique_name, "-n", "10", "-b", bootstrap, *args)
-    assert proc.returncode != 0
+    assert proc.returncode == 2, proc.stderr  # bad input
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr
     # refused before anything was created

@@ -78,4 +78,4 @@ def test_plan_validation_errors_are_one_line(bootstrap: str, unique_name: str, t
         assert r.returncode == 2 and len(lines) == 1 and expected in lines[0], (args, r.stderr)
 
     r = run("reassign", "no-such-topic", "--generate", "--brokers", str(me), "-b", bootstrap)
-    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "unknown topic" in r.stderr
+    assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1 and "unknown topic" in r.stderr, r.stderr

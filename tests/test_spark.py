@@ -18,10 +18,16 @@ from confluent_kafka import Producer
 from clusterctl.chaos.ledger import LedgerEntry, LedgerWriter, encode_value, parse_seq
 from clusterctl.kafka.admin import create_topic
 from clusterctl.kafka.connection import producer_config
-from clusterctl.spark.options import KafkaOptions
-from clusterctl.spark.runner import error_line, run_job
-from clusterctl.spark.source import cap_offsets
 from clusterctl.testing.tansu import free_port
+
+# the data source is built on PySpark's Python Data Source API: without the spark extra there is nothing to test
+SPARK_EXTRA = "needs the spark extra (pip install 'clusterctl[spark]'): {} is not installed"
+pytest.importorskip("pyspark", reason=SPARK_EXTRA.format("pyspark"))
+pytest.importorskip("pyarrow", reason=SPARK_EXTRA.format("pyarrow"))
+
+from clusterctl.spark.options import KafkaOptions  # noqa: E402
+from clusterctl.spark.runner import error_line, run_job  # noqa: E402
+from clusterctl.spark.source import cap_offsets  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.tansu]
 
