@@ -33,6 +33,7 @@ from clusterctl.compose.context import (
 )
 from clusterctl.compose.environment import CLUSTER_ID_VAR
 from clusterctl.errors import ClusterctlError
+from clusterctl.templating import text_environment
 from clusterctl.spec.model import ClusterSpec
 
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
@@ -71,16 +72,7 @@ def _q(value: Any) -> str:
 
 
 def _environment(templates_dir: Path) -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters["q"] = _q
-    return env
+    return text_environment(templates_dir, {"q": _q})
 
 
 def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> str:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import yaml
 
 from clusterctl import TEMPLATES_DIR
@@ -19,6 +18,7 @@ from clusterctl.errors import SpecError, UsageError
 from clusterctl.spec import kafkadist
 from clusterctl.spec.model import ClusterSpec, parse_spec
 from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
+from clusterctl.templating import text_environment
 
 SPEC_TEMPLATE = "clusterctl.yaml.j2"
 PROFILE_ENV = "CLUSTERCTL_PROFILE"
@@ -129,15 +129,7 @@ def build_spec_data(
 
 
 def render_spec_text(spec: ClusterSpec, notes: list[str], templates_dir: Path | None = None) -> str:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir or TEMPLATES_DIR)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters["y"] = _yaml_scalar
+    env = text_environment(templates_dir or TEMPLATES_DIR, {"y": _yaml_scalar})
     return env.get_template(SPEC_TEMPLATE).render(s=spec, d=spec.kafka.defaults, notes=notes)
 
 
