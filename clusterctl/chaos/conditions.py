@@ -177,7 +177,9 @@ def check_kraft_condition(
         if c.controller_quorum == "ok":
             return (seen if v.leader_id is not None else None), seen
         return (seen if v.leader_id is not None and len(caught_up) == n else None), seen
-    live, err = kraft.metadata_brokers(bootstrap)
+    from clusterctl.kafka.brokers import metadata_brokers
+
+    live, err = metadata_brokers(bootstrap)
     if live is None:
         return None, f"metadata unanswered ({err})"
     seen = f"unfenced brokers {live}"

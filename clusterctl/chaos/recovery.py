@@ -116,10 +116,10 @@ def _missing_for_heal(spec: ClusterSpec) -> tuple[list[str], list[int]]:
     elif spec.kafka.engine == "kafka":
         missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
     else:
-        from clusterctl.runtime.health import tansu_metadata_ok
+        from clusterctl.kafka.brokers import metadata_brokers
 
-        ok, err = tansu_metadata_ok(spec.topology.bootstrap_servers)
-        if not ok:
+        ids, err = metadata_brokers(spec.topology.bootstrap_servers)
+        if not ids:
             missing.append(f"broker metadata ({err or 'no answer'})")
     return missing, serving
 

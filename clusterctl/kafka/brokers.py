@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from clusterctl.kafka.connection import admin_config
+from clusterctl.kafka.settings import LIBRDKAFKA_LOGGER
 
 
 @dataclass
@@ -57,3 +58,14 @@ def metadata_per_broker(
 def unknown_topic(t: Any) -> bool:
     """True when a metadata answer's topic entry says the topic does not exist."""
     return t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> tuple[list[int] | None, str | None]:
+    """(broker ids in a Metadata response, None) or (None, why): the metadata round trip `up` waits for."""
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}
+    conf["logger"] = LIBRDKAFKA_LOGGER  # refused connections while a broker starts are expected, not news
+    try:
+        md = AdminClient(conf).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        return None, str(exc.args[0]) if exc.args else "metadata request failed"
+    return sorted(int(b) for b in md.brokers), None

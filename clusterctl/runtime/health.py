@@ -6,22 +6,15 @@ metadata round trip.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.runtime.docker import container_states
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
 from clusterctl.zookeeper import client as zk
-
-# librdkafka's connection-refused lines while a broker starts are expected, not news
-_QUIET = logging.getLogger("clusterctl.runtime.health.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 @dataclass
@@ -43,20 +36,6 @@ class HealthReport:
         return not self.missing
 
 
-def tansu_metadata_ok(bootstrap: str, timeout: float = 2.0) -> tuple[bool, str | None]:
-    """True when a Kafka-protocol broker answers a metadata request."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "logger": _QUIET}
-    admin = AdminClient(conf)
-    try:
-        md = admin.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        return False, str(exc.args[0]) if exc.args else "metadata request failed"
-    return bool(md.brokers), None
-
-
 def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
     """Probe everything `up` waits for; never raises for an unhealthy cluster."""
     if spec.kraft_mode:
@@ -76,7 +55,10 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
     if len(summary.leaders) != 1 and summary.serving >= summary.needed:
         report.missing.append(f"zk leader ({len(summary.leaders)} leaders)")
     if spec.kafka.engine == "tansu":
-        ok, err = tansu_metadata_ok(spec.topology.bootstrap_servers)
+        from clusterctl.kafka.brokers import metadata_brokers
+
+        ids, err = metadata_brokers(spec.topology.bootstrap_servers)
+        ok = bool(ids)
         report.broker_reachable = ok
         if not ok:
             report.missing.append(f"broker metadata on {spec.topology.bootstrap_servers} ({err or 'no brokers'})")

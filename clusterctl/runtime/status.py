@@ -8,7 +8,6 @@ from typing import Any
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.runtime import docker as dk
-from clusterctl.runtime import health
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.zookeeper import client as zk
 
@@ -66,7 +65,9 @@ def cluster_status(spec: ClusterSpec) -> ClusterStatus:
     if all(c.state == "missing" for c in containers):
         lines = [f"cluster {spec.name} is not running: no containers (start it with `clusterctl up`)"]
     elif spec.kafka.engine == "tansu":
-        reachable, _ = health.tansu_metadata_ok(spec.topology.bootstrap_servers)
+        from clusterctl.kafka.brokers import metadata_brokers
+
+        reachable = bool(metadata_brokers(spec.topology.bootstrap_servers)[0])
         lines.append(
             f"broker (tansu) {'answers' if reachable else 'does not answer'} on {spec.topology.bootstrap_servers}"
         )
@@ -133,7 +134,9 @@ def _status_kraft(spec: ClusterSpec) -> ClusterStatus:
             )
     except ClusterctlError as exc:
         result.summary.append(f"controller quorum: unknown ({exc.message})")
-    live, err = kraft.metadata_brokers(spec.topology.bootstrap_servers)
+    from clusterctl.kafka.brokers import metadata_brokers
+
+    live, err = metadata_brokers(spec.topology.bootstrap_servers)
     result.brokers = kraft.fencing(spec, info, live)
     if live is None:
         result.summary.append(f"brokers: metadata unanswered ({err})")

@@ -11,18 +11,12 @@ combined mode); a registered broker missing from metadata is fenced.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.kafka.kraft.describe_quorum import QuorumInfo, describe_quorum
 from clusterctl.spec.model import ClusterSpec
-
-_QUIET = logging.getLogger("clusterctl.kafka.kraft.quorum.rdkafka")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 @dataclass
@@ -117,19 +111,6 @@ def quorum_view(spec: ClusterSpec, timeout: float = 2.0) -> QuorumView:
     return view(spec, describe(spec, timeout))
 
 
-def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> tuple[list[int] | None, str | None]:
-    """(broker ids in a Metadata response, None) or (None, why): the metadata round trip `up` waits for."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000), "logger": _QUIET}
-    try:
-        md = AdminClient(conf).list_topics(timeout=timeout)
-    except KafkaException as exc:
-        return None, str(exc.args[0]) if exc.args else "metadata request failed"
-    return sorted(int(b) for b in md.brokers), None
-
-
 def fencing(spec: ClusterSpec, info: QuorumInfo | None, live: list[int] | None) -> list[BrokerFencing]:
     """Per spec broker: registered (known to the quorum) and fenced (not in metadata)."""
     known = {r.node_id for r in info.voters + info.observers} if info is not None else None
@@ -173,6 +154,8 @@ def check(spec: ClusterSpec, timeout: float = 2.0) -> KRaftHealth:
         absent = [c for c in spec.topology.controller_ids if c not in voters]
         if absent:
             missing.append(f"voters {','.join(map(str, absent))} in the quorum")
+    from clusterctl.kafka.brokers import metadata_brokers
+
     live, err = metadata_brokers(spec.topology.bootstrap_servers, timeout)
     if live is None:
         missing.append(f"metadata round trip on {spec.topology.bootstrap_servers} ({err})")
