@@ -84,7 +84,7 @@ def find_container(name: str) -> Container | None:
 # seconds instead, with backoff. cgroup v2 runc waits by itself and then reports a timeout; that is retried too.
 FREEZE_TIMEOUT_S = 15.0
 FREEZE_ERRORS = ("unable to freeze", "waiting for the cgroup to freeze")
-FREEZE_COUNTS = {"pauses": 0, "retries": 0, "failed": 0}  # this process's totals (the pytest plugin prints them)
+FREEZE_COUNTS = {"pauses": 0, "retries": 0, "failed": 0}  # this process's totals, for tests and measurements
 
 
 def kill(c: Container) -> None:
