@@ -70,3 +70,10 @@ class VerificationError(ClusterctlError):
     """A drill or check found a violated invariant (e.g. an acknowledged write was lost)."""
 
     exit_code = 6
+
+
+class FaultNotAppliedError(ClusterctlError):
+    """A fault could not be applied (the engine refused it, e.g. a container too busy to freeze); whatever part of
+    it had been applied was undone, so the cluster is as it was. Not a failed drill: nothing was tested."""
+
+    exit_code = 75  # sysexits' EX_TEMPFAIL: nothing happened, trying again may work

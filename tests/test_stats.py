@@ -203,3 +203,21 @@ def test_an_ack_without_offset_is_read_not_malformed(tmp_path: Path) -> None:
     assert [e.offset for e in entries] == [7, -1]
     v = verify(entries, [NS(topic="t", partition=0, offset=8, key="p0", value=encode_value(3))])
     assert v.lost_count == 1 and v.moved_count == 0 and v.partitions[0].lost_offsets == "7"
+
+
+def test_report_says_fault_not_applied_apart_from_a_failure() -> None:
+    """A fault the engine refused is its own verdict, with the freeze retries seen; not a failed drill."""
+    from clusterctl.chaos.results import verdict_of
+
+    assert [verdict_of(False, False, True), verdict_of(False, False, False), verdict_of(False, True, True)] == [
+        "FAULT NOT APPLIED", "FAIL", "INTERRUPTED",
+    ]  # fmt: skip
+    error = "step 3 (fault pause-followers) fault not applied: pause broker 3 (kafka3) not applied: unable to freeze"
+    result = ScenarioResult(
+        "acks1-leader-isolated", None, "lab", "t", False, T0, T0 + 30,
+        [StepResult(3, "fault", "fault pause-followers", False, T0, 15.0, error)],
+        error=error, timeline=_timeline(False), fault_not_applied=True, freeze_retries=7, verdict="FAULT NOT APPLIED",
+    )  # fmt: skip
+    page = render_html(result)
+    assert '<span class="FAULT-NOT-APPLIED">FAULT NOT APPLIED</span>' in page and ">FAIL<" not in page
+    assert "freeze retries: 7" in page and "nothing was tested" in page

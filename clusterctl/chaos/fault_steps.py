@@ -7,11 +7,11 @@ set of brokers the run paused, so metadata requests avoid them.
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 from clusterctl.chaos.conditions import Conditions
 from clusterctl.chaos.scenario import Fault
+from clusterctl.chaos.timeline import HEAL_ACTIONS
 from clusterctl.errors import ClusterctlError
 from clusterctl.spec.model import ClusterSpec
 
@@ -25,6 +25,7 @@ class FaultSteps:
     observer: Any
     cond: Conditions
     paused: set[int]
+    freeze_retries: int
     detached: list[Any]
     background: list[tuple[threading.Thread, threading.Event]]
 
@@ -86,60 +87,65 @@ class FaultSteps:
         else:
             fn = getattr(faults, a.replace("-", "_"))
             r = fn(spec, f.broker if a.endswith("-broker") else f.zk)
-        self.observer.mark(r.action, r.target, heal=a.startswith("start-"), note=r.note, t=r.started)
+        self._mark(r, heal=a.startswith("start-"))
         return f"{r.action} {r.target} ({r.container}): {r.before} -> {r.after}" + (f"; {r.note}" if r.note else "")
 
     def _timed_fault(self, f: Fault) -> str:
+        """Start a fault that heals itself after `for` seconds in the background; return once it is applied.
+
+        A fault that could not be applied fails the step with its own error (FaultNotAppliedError stays one).
+        """
         from clusterctl.chaos import faults
+        from clusterctl.runtime.docker import FREEZE_TIMEOUT_S
 
         stop = threading.Event()
-        errors: list[str] = []
+        errors: list[ClusterctlError] = []
         seconds = float(f.for_ or 0)
+        applied = threading.Event()
 
-        started = threading.Event()
-
-        def paused(rs: list[Any]) -> None:
+        def on_applied(rs: list[Any]) -> None:
             self._on_paused(rs)
-            started.set()
+            applied.set()
 
         def body() -> None:
             try:
                 if f.action == "pause-broker":
-                    self.paused.add(f.broker or 0)
-                    res = faults.pause_broker(self.spec, f.broker or 0, seconds, stop)
-                    self.paused.discard(f.broker or 0)
+                    res = faults.pause_broker(self.spec, f.broker or 0, seconds, stop, on_applied=on_applied)
                 elif f.action == "pause-followers":
                     res = faults.pause_followers(
                         self.spec, self._live_bootstrap(), f.topic or self.topic, f.partition, seconds, stop,
-                        on_paused=paused,
+                        on_paused=on_applied,
                     )  # fmt: skip
-                    self.paused.difference_update(_broker_ids(res))
                 else:
-                    res = faults.partition_node(self.spec, f.node or "", seconds, stop)
+                    res = faults.partition_node(self.spec, f.node or "", seconds, stop, on_applied=on_applied)
+                self.paused.difference_update(_broker_ids(res))
                 for r in res:
-                    if r.action == "unpause" or f.action != "pause-followers":
+                    if r.action in HEAL_ACTIONS:
                         self.observer.mark(r.action, r.target, note=r.note, t=r.started)
             except ClusterctlError as exc:
-                errors.append(str(exc))
+                errors.append(exc)
             finally:
-                started.set()
+                applied.set()
 
         t = threading.Thread(target=body, name=f"fault-{f.action}", daemon=True)
         t.start()
         self.background.append((t, stop))
-        if f.action == "pause-followers":
-            started.wait(10.0)  # the pauses are marked, the step's detail names them
-        else:
-            time.sleep(0.5)
+        # each pause may retry a busy container's freeze for FREEZE_TIMEOUT_S; the step waits for the outcome
+        applied.wait(3 * FREEZE_TIMEOUT_S + 30)
         if errors:
-            raise ClusterctlError(errors[0])
+            raise errors[0]
         target = {"pause-broker": f"broker {f.broker}", "pause-followers": f"followers of partition {f.partition}"}
         return f"{f.action} {target.get(f.action, str(f.node))} for {seconds:g}s (heals itself)"
 
     def _on_paused(self, res: list[Any]) -> None:
         for r in res:
-            self.observer.mark(r.action, r.target, note=r.note, t=r.started)
+            self._mark(r)
         self.paused.update(_broker_ids(res))
+
+    def _mark(self, r: Any, heal: bool | None = None) -> None:
+        """Put a fault on the timeline and count the engine's refusals before it took (freeze retries)."""
+        self.freeze_retries += r.retries
+        self.observer.mark(r.action, r.target, heal=heal, note=r.note, t=r.started)
 
     def _live_bootstrap(self) -> str:
         """The bootstrap list without the brokers this run paused (a paused broker never answers)."""

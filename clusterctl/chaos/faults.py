@@ -11,7 +11,6 @@ network.py cuts a node off its network. Both are re-exported here, so `faults.X`
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -34,7 +33,7 @@ from clusterctl.chaos.targets import (
     state_of,
     zk_target,
 )
-from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.errors import ClusterctlError, FaultNotAppliedError, NotFoundError, UsageError
 from clusterctl.runtime import docker as dk
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
@@ -55,16 +54,21 @@ __all__ = [
 ]
 
 
-def _act(action: str, target: str, name: str, need: tuple[str, ...], fn: Callable[[Container], None]) -> FaultResult:
+def _act(
+    action: str, target: str, name: str, need: tuple[str, ...], fn: Callable[[Container], int | None]
+) -> FaultResult:
+    """Check the container's state, act on it; an engine's refusal is FaultNotAppliedError (nothing was done)."""
     c = _container(name)
     before = _require(c, target, *need)
     started = time.time()
     t0 = time.monotonic()
     try:
-        fn(c)
+        retries = fn(c) or 0
     except APIError as exc:
-        raise ClusterctlError(f"{action} {target} ({name}) failed: {exc.explanation or exc}") from None
-    return FaultResult(action, target, name, before, state_of(c), started, round(time.monotonic() - t0, 3))
+        raise FaultNotAppliedError(f"{action} {target} ({name}) not applied: {exc.explanation or exc}") from None
+    res = FaultResult(action, target, name, before, state_of(c), started, round(time.monotonic() - t0, 3))
+    res.retries = retries
+    return res
 
 
 def kill(action: str, target: str, name: str) -> FaultResult:
@@ -86,8 +90,45 @@ def restart(action: str, target: str, name: str, grace_s: int) -> FaultResult:
 
 
 def pause(target: str, name: str) -> FaultResult:
-    """SIGSTOP every process of the container (docker pause: the cgroup freezer; a busy one is asked again)."""
-    return _act("pause", target, name, ("running",), dk.pause)
+    """SIGSTOP every process of the container (docker pause: the cgroup freezer; a busy one is asked again for
+    seconds, and `retries` counts the refusals)."""
+    res = _act("pause", target, name, ("running",), dk.pause)
+    if res.retries:
+        res.note = f"frozen after {res.retries} freeze {'retry' if res.retries == 1 else 'retries'}"
+    return res
+
+
+def pause_all(targets: list[tuple[str, str]]) -> list[FaultResult]:
+    """Pause each (target, container) in turn, all or none: when one cannot be paused (or on Ctrl-C), those
+    already paused are unpaused again, and FaultNotAppliedError names what was undone."""
+    out: list[FaultResult] = []
+    try:
+        for target, name in targets:
+            out.append(pause(target, name))
+    except BaseException as exc:
+        _, undone = _unpause_each(out)
+        if not isinstance(exc, ClusterctlError):
+            raise
+        if not out and isinstance(exc, FaultNotAppliedError):
+            raise
+        raise FaultNotAppliedError(
+            f"{exc.message}" + (f"; undone: {', '.join(undone)}" if undone else ""), hint=exc.hint
+        ) from None
+    return out
+
+
+def _unpause_each(paused: list[FaultResult]) -> tuple[list[FaultResult], list[str]]:
+    """Unpause every container of `paused` that is still paused: the unpauses, and one phrase per container."""
+    done: list[FaultResult] = []
+    said = []
+    for r in paused:
+        try:
+            if container_state(r.container) == "paused":
+                done.append(unpause(r.target, r.container))
+                said.append(f"{r.target} unpaused")
+        except ClusterctlError as exc:
+            said.append(f"{r.target} NOT unpaused ({exc.message})")
+    return done, said
 
 
 def unpause(target: str, name: str) -> FaultResult:
@@ -233,24 +274,25 @@ def pause_followers(
     if not followers:
         raise UsageError(f"{topic}-{partition} has no followers to pause (replication factor 1)")
     targets = [broker_target(spec, spec_broker(spec, b)) for b in followers]
-    out: list[FaultResult] = []
-    try:
-        for target, name in targets:
-            r = pause(target, name)
-            r.action = "pause-follower"
-            r.note = f"follower of {topic}-{partition} (leader: broker {leader})"
-            out.append(r)
+    out = pause_all(targets)
+    for r in out:
+        r.action = "pause-follower"
+        r.note = f"follower of {topic}-{partition} (leader: broker {leader})" + (f"; {r.note}" if r.note else "")
+    if seconds is None:
         if on_paused is not None:
             on_paused(list(out))
-        if seconds is None:
-            return out
+        return out
+    paused = list(out)
+    try:
+        if on_paused is not None:
+            on_paused(list(out))
         _sleep(seconds, stop_event)
-    finally:
-        if seconds is not None or len(out) < len(targets):
-            for r in list(out):
-                if r.action == "pause-follower":
-                    with contextlib.suppress(ClusterctlError):
-                        out.append(unpause(r.target, r.container))
+    finally:  # every follower is asked, also when one of them fails
+        healed, said = _unpause_each(paused)
+        out += healed
+        problems = [p for p in said if " NOT " in p]
+        if problems:
+            raise ClusterctlError(f"healing pause-followers: {'; '.join(problems)}")
     return out
 
 
@@ -266,18 +308,30 @@ def kill_leader(spec: ClusterSpec, bootstrap: str, topic: str, partition: int) -
 
 
 def pause_for(
-    spec: ClusterSpec, target: str, name: str, seconds: float, stop_event: threading.Event | None = None
+    spec: ClusterSpec,
+    target: str,
+    name: str,
+    seconds: float,
+    stop_event: threading.Event | None = None,
+    on_applied: Callable[[list[FaultResult]], None] | None = None,
 ) -> list[FaultResult]:
-    """Pause a container for `seconds`, then unpause (also on Ctrl-C or error)."""
+    """Pause a container for `seconds`, then unpause (also on Ctrl-C or error); `on_applied` sees the pause."""
     if seconds <= 0:
         raise UsageError(f"--for must be positive, got {seconds}")
     out = [pause(target, name)]
     with _always(lambda: unpause(target, name), out):
+        if on_applied is not None:
+            on_applied(list(out))
         _sleep(seconds, stop_event)
     return out
 
 
 def pause_broker(
-    spec: ClusterSpec, broker_id: int, seconds: float, stop_event: threading.Event | None = None
+    spec: ClusterSpec,
+    broker_id: int,
+    seconds: float,
+    stop_event: threading.Event | None = None,
+    on_applied: Callable[[list[FaultResult]], None] | None = None,
 ) -> list[FaultResult]:
-    return pause_for(spec, *broker_target(spec, broker_id), seconds=seconds, stop_event=stop_event)
+    target, name = broker_target(spec, broker_id)
+    return pause_for(spec, target, name, seconds=seconds, stop_event=stop_event, on_applied=on_applied)

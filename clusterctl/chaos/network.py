@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from docker.errors import APIError, NotFound
 
 from clusterctl.chaos.targets import FaultResult, _always, _container, _require, _sleep, node_target
-from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.errors import ClusterctlError, FaultNotAppliedError, UsageError
 from clusterctl.spec.model import ClusterSpec
 
 
@@ -50,7 +51,7 @@ def disconnect(spec: ClusterSpec, name: str) -> tuple[FaultResult, Detached]:
     try:
         _docker().networks.get(spec.topology.network_name).disconnect(c)  # type: ignore[attr-defined]
     except (APIError, NotFound) as exc:
-        raise ClusterctlError(f"disconnecting {target} from {spec.topology.network_name} failed: {exc}") from None
+        raise FaultNotAppliedError(f"disconnecting {target} from {spec.topology.network_name} failed: {exc}") from None
     res = FaultResult(
         "partition-node", target, cname, before, "disconnected", started, round(time.monotonic() - t0, 3),
         note=f"off {spec.topology.network_name} (was {ipv4})",
@@ -74,13 +75,20 @@ def reconnect(d: Detached) -> FaultResult:
 
 
 def partition_node(
-    spec: ClusterSpec, name: str, seconds: float, stop_event: threading.Event | None = None
+    spec: ClusterSpec,
+    name: str,
+    seconds: float,
+    stop_event: threading.Event | None = None,
+    on_applied: Callable[[list[FaultResult]], None] | None = None,
 ) -> list[FaultResult]:
-    """Disconnect a node from the cluster network for `seconds`, then reconnect it (also on error)."""
+    """Disconnect a node from the cluster network for `seconds`, then reconnect it (also on error); `on_applied`
+    sees the disconnect."""
     if seconds <= 0:
         raise UsageError(f"--for must be positive, got {seconds}")
     res, detached = disconnect(spec, name)
     out = [res]
     with _always(lambda: reconnect(detached), out):
+        if on_applied is not None:
+            on_applied(list(out))
         _sleep(seconds, stop_event)
     return out

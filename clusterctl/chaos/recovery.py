@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from clusterctl.chaos.faults import (
     Detached,
@@ -34,7 +35,17 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
     from clusterctl.runtime.cluster import Cluster
 
     cluster = Cluster(spec)
-    out: list[FaultResult] = [reconnect(d) for d in detached or []]
+    out: list[FaultResult] = []
+    problems: list[str] = []
+
+    def undo(fn: Callable[[], FaultResult]) -> None:  # every undo is tried, also after one fails
+        try:
+            out.append(fn())
+        except ClusterctlError as exc:
+            problems.append(exc.message)
+
+    for d in detached or []:
+        undo(partial(reconnect, d))
     for service, target in (
         [(spec.topology.zk_service(i), f"zk {i}") for i in spec.topology.zk_ids]
         + [(spec.topology.controller_service(i), f"controller {i}") for i in spec.topology.dedicated_controller_ids]
@@ -46,13 +57,17 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
             continue
         st = state_of(c)
         if st == "paused":
-            out.append(unpause(target, name))
+            undo(partial(unpause, target, name))
         elif st in ("exited", "created"):
-            out.append(start("start", target, name))
+            undo(partial(start, "start", target, name))
         nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
         if spec.topology.network_name not in nets and st in ("running", "paused"):
             ip = spec.topology.static_ips()[_ip_key(target)]
-            out.append(reconnect(Detached(name, spec.topology.network_name, ip, [service])))
+            undo(partial(reconnect, Detached(name, spec.topology.network_name, ip, [service])))
+    if problems:
+        err = ClusterctlError("; ".join(problems))
+        err.result = out
+        raise err
     return out
 
 

@@ -199,7 +199,7 @@ def render_html(result: Any) -> str:
     return _render(
         "report.html.j2",
         r=result,
-        verdict="INTERRUPTED" if getattr(result, "interrupted", False) else "PASS" if result.ok else "FAIL",
+        verdict=getattr(result, "verdict", "") or ("PASS" if result.ok else "FAIL"),
         expect=getattr(result, "expect", "no-loss"),
         settings_text=_settings_text(settings),
         svg=timeline_svg(tl),

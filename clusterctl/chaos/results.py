@@ -47,6 +47,18 @@ class ScenarioResult:
     bounds: dict[str, str] = field(default_factory=dict)  # broker settings that bound failover times
     timeline: Timeline | None = None  # written to the JSON report, not printed
     interrupted: bool = False  # stopped by Ctrl-C: the steps after the interrupted one never ran
+    fault_not_applied: bool = False  # a fault step could not be applied: nothing was tested, nothing is left applied
+    freeze_retries: int = 0  # freezes the engine refused before a pause took (a busy container), over all steps
+    verdict: str = ""  # PASS | FAIL | INTERRUPTED | FAULT NOT APPLIED
+
+
+def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:
+    """The run's one-word verdict: a fault that could not be applied is not a failed drill."""
+    if interrupted:
+        return "INTERRUPTED"
+    if fault_not_applied:
+        return "FAULT NOT APPLIED"
+    return "PASS" if ok else "FAIL"
 
 
 class StepFailed(ClusterctlError):

@@ -18,7 +18,7 @@ from typing import Any
 
 from clusterctl.chaos.conditions import Conditions
 from clusterctl.chaos.fault_steps import FaultSteps
-from clusterctl.chaos.results import ScenarioResult, StepFailed, StepResult
+from clusterctl.chaos.results import ScenarioResult, StepFailed, StepResult, verdict_of
 from clusterctl.chaos.scenario import (
     Condition,
     CreateTopic,
@@ -31,8 +31,12 @@ from clusterctl.chaos.scenario import (
     Verify,
     WaitFor,
 )
-from clusterctl.errors import ClusterctlError, UsageError, VerificationError
+from clusterctl.errors import ClusterctlError, FaultNotAppliedError, UsageError, VerificationError
 from clusterctl.spec.model import ClusterSpec
+
+# a timed fault still applying when the run ends may retry a busy container's freeze for a while (each of its pauses up
+# to runtime.docker.FREEZE_TIMEOUT_S) before it sees the stop and heals itself
+BACKGROUND_JOIN_S = 60.0
 
 
 class Runner(FaultSteps):
@@ -63,6 +67,7 @@ class Runner(FaultSteps):
         self.verify_result: Any = None
         self.load_summary: Any = None
         self.paused: set[int] = set()  # brokers this run paused: metadata requests avoid them
+        self.freeze_retries = 0
         self.cond = Conditions(spec, self.bootstrap, self.topic, self._live_bootstrap)
 
     # -- checks before anything is touched
@@ -115,7 +120,7 @@ class Runner(FaultSteps):
         started = time.time()
         results: list[StepResult] = []
         error: str | None = None
-        interrupted = False
+        interrupted = not_applied = False
         try:
             for i, step in enumerate(steps, 1):
                 desc = step.describe()
@@ -126,7 +131,8 @@ class Runner(FaultSteps):
                     detail = self._run_step(step) or ""
                 except ClusterctlError as exc:
                     results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), str(exc)))
-                    error = f"step {i} ({desc}) failed: {exc}"
+                    not_applied = isinstance(exc, FaultNotAppliedError)
+                    error = f"step {i} ({desc}) {'fault not applied' if not_applied else 'failed'}: {exc}"
                     break
                 except KeyboardInterrupt:  # cleanup below still runs; the report says where it stopped
                     results.append(StepResult(i, step.kind, desc, False, t0, round(time.time() - t0, 3), "interrupted"))
@@ -136,7 +142,7 @@ class Runner(FaultSteps):
         finally:
             cleanup = self._cleanup()
             timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
-        if cleanup and (error is None or interrupted):
+        if cleanup and (error is None or interrupted or not_applied):
             error = cleanup if error is None else f"{error}; {cleanup}"
         ok = error is None and (self.verify_result is None or self._verdict_ok(self.verify_result))
         if error is None and not ok:
@@ -160,6 +166,9 @@ class Runner(FaultSteps):
             bounds=failover_bounds(self.spec),
             timeline=timeline,
             interrupted=interrupted,
+            fault_not_applied=not_applied,
+            freeze_retries=self.freeze_retries,
+            verdict=verdict_of(ok, interrupted, not_applied),
         )
 
     def _verdict_ok(self, v: Any) -> bool:
@@ -183,7 +192,7 @@ class Runner(FaultSteps):
         problems = []
         for thread, stop in self.background:
             stop.set()
-            thread.join(timeout=30)
+            thread.join(timeout=BACKGROUND_JOIN_S)
         if self.load is not None and self.load_summary is None:
             try:
                 self.load_summary = self.load.stop()
@@ -257,7 +266,7 @@ class Runner(FaultSteps):
 
         for thread, stop in self.background:
             stop.set()
-            thread.join(timeout=30)
+            thread.join(timeout=BACKGROUND_JOIN_S)
         self.background = []
         res = recovery.heal_all(self.spec, self.detached)
         self.detached = []

@@ -27,6 +27,7 @@ class FaultResult:
     started: float  # epoch seconds
     took_s: float
     note: str | None = None
+    retries: int = 0  # attempts the engine refused before the fault took (a busy container's freeze)
 
 
 def _container(name: str) -> Container:

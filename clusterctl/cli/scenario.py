@@ -49,13 +49,15 @@ def cmd_scenario_run(
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a scenario against the spec's cluster; write a JSON and an HTML report; exit 6 if it failed."""
+    """Run a scenario against the spec's cluster; write a JSON and an HTML report; exit 6 if it failed, 75 if a fault
+    could not be applied (nothing was tested; what had been applied is undone)."""
     from dataclasses import replace
 
     from clusterctl.chaos.report import write_reports
     from clusterctl.chaos.results import StepFailed
     from clusterctl.chaos.runner import Runner
     from clusterctl.chaos.scenario import load_scenario
+    from clusterctl.errors import FaultNotAppliedError
     from clusterctl.output import emit, info
 
     sc = load_scenario(file)
@@ -78,7 +80,8 @@ def cmd_scenario_run(
         stop.result = replace(result, timeline=None) if as_json else None  # type: ignore[attr-defined]
         raise stop
     if not result.ok:
-        err = StepFailed(result.error or "scenario failed", hint=f"see {html}")
+        cls = FaultNotAppliedError if result.fault_not_applied else StepFailed
+        err = cls(result.error or "scenario failed", hint=f"see {html}")
         err.result = replace(result, timeline=None) if as_json else None
         raise err
 
@@ -91,11 +94,13 @@ def _print_result(result: Any) -> None:
     emit(
         result.steps,
         as_json=False,
-        title=f"scenario {result.scenario}: {'PASS' if result.ok else 'FAIL'}"
+        title=f"scenario {result.scenario}: {result.verdict}"
         + (" (negative control: expects loss)" if result.expect == "loss" else ""),
         columns=[Column("#", "index", justify="right"), Column("Step", "description"), Column("Ok", "ok"),
                  Column("Took s", "took_s", justify="right"), Column("Detail", "detail")],
     )  # fmt: skip
+    if result.freeze_retries:
+        info(f"freeze retries: {result.freeze_retries} (a busy container's pause was asked again until it took)")
     if result.faults:
         emit(
             result.faults,
