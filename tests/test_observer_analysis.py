@@ -88,3 +88,12 @@ def test_write_gap_is_the_longest_wait_for_an_ack_after_the_fault() -> None:
     # acks only after the fault (the load started later): not a gap the fault caused
     (m,) = analyze(tl, {("drill", 0): [T0 + 1.0, T0 + 1.1]})
     assert m.partitions[0].write_gap_s is None
+
+
+def test_a_killed_controller_is_neither_a_broker_nor_a_zookeeper_node() -> None:
+    """A KRaft voter's marker ('controller 3') carries no ZooKeeper id; its detection comes from the quorum."""
+    tl = Timeline(T0 - 5, T0 + 10, ["drill"])
+    tl.markers = [Marker(T0, "kill-controller", "controller 3")]
+    tl.events = [Event(T0 + 1.5, "quorum", "controller", "quorum", "leader 1", 1)]
+    (m,) = analyze(tl)
+    assert (m.broker, m.zk, m.detected_s, m.detected_by) == (None, None, 1.5, "quorum")

@@ -80,7 +80,8 @@ def target_ids(m: Marker) -> tuple[int | None, int | None]:
     """(broker id, ZooKeeper id) a marker's target names, each None when it names none."""
     words = m.target.replace("-", " ").split()
     if len(words) == 2 and words[1].isdigit():
-        return (int(words[1]), None) if words[0] == "broker" else (None, int(words[1]))
+        n = int(words[1])
+        return {"broker": (n, None), "zk": (None, n), "zookeeper": (None, n)}.get(words[0], (None, None))
     if m.target.startswith("kafka") and m.target[5:].isdigit():
         return int(m.target[5:]), None
     if m.target.startswith("zk") and m.target[2:].isdigit():
