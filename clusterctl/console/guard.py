@@ -69,13 +69,13 @@ class Served:
         name, port = split
         return port in self.ports and (name in self.names or (self.any_ip and _is_ip(name)))
 
-    def allows_origin(self, origin: str) -> bool:
-        """An Origin (scheme://host[:port]) or a Referer URL naming this console."""
+    def allows_origin(self, origin: str, referer: bool = False) -> bool:
+        """An Origin (scheme://host[:port], nothing more) or a Referer URL naming this console."""
         try:
             parts = urlsplit(origin)
         except ValueError:
             return False
-        if parts.scheme not in ("http", "https"):
+        if parts.scheme not in ("http", "https") or (not referer and (parts.path or parts.query or parts.fragment)):
             return False
         return self.allows(parts.netloc, 443 if parts.scheme == "https" else 80)
 
@@ -128,7 +128,7 @@ class Guard:
                 return _plain(401, "401: wrong Authorization (only `Bearer <the console's token>` is accepted)")
         if scope["method"] not in SAFE_METHODS:
             for key in (b"origin", b"referer"):
-                if any(not self.allowed.allows_origin(v) for v in headers.get(key, [])):
+                if any(not self.allowed.allows_origin(v, key == b"referer") for v in headers.get(key, [])):
                     return _plain(403, f"403: cross-site request refused ({key.decode()} is not this console)")
         return None
 
