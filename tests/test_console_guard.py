@@ -101,6 +101,9 @@ def test_junk_bearer_token_is_401_not_a_csrf_bypass(bootstrap: str, unique_name:
         for auth in ("Bearer junk", "Bearer ", "Basic dXNlcjpwYXNz"):
             status, _, body = _http(url, "POST", "/actions/delete-topic", {"Host": host, "Authorization": auth}, form)
             assert status == 401 and "Authorization" in body, (auth, status, body[:200])
+        # a real 200 kB form post is refused before anyone reads it
+        status, _, _ = _http(url, "POST", "/actions/delete-topic", {"Host": host}, form + "&x=" + "y" * 200_000)
+        assert status == 413
     assert _topic_exists(unique_name, bootstrap)
     token = secrets.token_hex(32)
     with console("--bootstrap-server", bootstrap, "--host", "0.0.0.0", env={TOKEN_ENV: token}) as url:

@@ -188,3 +188,13 @@ def test_oversized_zk_paths_are_refused_small(site: Site, parts: int, part: str,
         reply = call(site.app, "GET", target, [("host", GOOD_HOSTS[1]), *_auth(site)])
         expected = 414 if len(target) > bounds.MAX_TARGET_CHARS else 400
         assert reply.status == expected and len(reply.body) < 20_000, (len(target), reply.status)
+
+
+@FUZZ
+@given(size=st.integers(bounds.MAX_BODY_BYTES + 1, 10**12), act=action,
+       extra=st.sampled_from([[], [("transfer-encoding", "chunked")]]))  # fmt: skip
+def test_oversized_or_unframed_bodies_are_refused(site: Site, size: int, act: str, extra: list) -> None:
+    with _case():
+        headers = [("host", GOOD_HOSTS[0]), *_auth(site), ("content-length", str(size)), *extra]
+        reply = call(site.app, "POST", f"/actions/{act}", headers, b"topic=x")  # only the claimed length is large
+        assert reply.status == (411 if extra else 413), (size, extra, reply.status)

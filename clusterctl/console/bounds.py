@@ -19,6 +19,7 @@ from clusterctl.errors import TimeoutError_, UsageError
 T = TypeVar("T")
 
 MAX_TARGET_CHARS = 8192  # a request's path and query string together (414 past it)
+MAX_BODY_BYTES = 64 * 1024  # a form post (413 past it; a body must say its Content-Length)
 MAX_ZK_PATH_CHARS = 1024
 MAX_ZK_DEPTH = 64
 CHILDREN_PER_PAGE = 500

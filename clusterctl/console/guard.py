@@ -8,6 +8,7 @@ check and the CSRF token, and an `Authorization` header is accepted only when it
 from __future__ import annotations
 
 import ipaddress
+import re
 import secrets
 import socket
 from collections.abc import Iterable
@@ -18,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from clusterctl.console.bounds import MAX_TARGET_CHARS
+from clusterctl.console.bounds import MAX_BODY_BYTES, MAX_TARGET_CHARS
 from clusterctl.errors import UsageError
 
 TOKEN_COOKIE = "clusterctl_console_token"
@@ -26,6 +27,7 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 MAX_HOST_CHARS = 255
+_DIGITS = re.compile(r"[0-9]{1,12}")
 
 
 def _split_authority(authority: str, default_port: int) -> tuple[str, int] | None:
@@ -126,6 +128,11 @@ class Guard:
             ok = self.token is not None and scheme.lower() == "bearer"
             if not (ok and secrets.compare_digest(given.strip().encode(), self.token.encode())):  # type: ignore[union-attr]
                 return _plain(401, "401: wrong Authorization (only `Bearer <the console's token>` is accepted)")
+        if headers.get(b"transfer-encoding"):
+            return _plain(411, "411: a request body needs a Content-Length")
+        lengths = headers.get(b"content-length", [])
+        if len(lengths) > 1 or (lengths and not (_DIGITS.fullmatch(lengths[0]) and int(lengths[0]) <= MAX_BODY_BYTES)):
+            return _plain(413, f"413: request body too large (the console takes up to {MAX_BODY_BYTES} bytes)")
         if scope["method"] not in SAFE_METHODS:
             for key in (b"origin", b"referer"):
                 if any(not self.allowed.allows_origin(v, key == b"referer") for v in headers.get(key, [])):
