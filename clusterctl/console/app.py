@@ -2,7 +2,9 @@
 
 Pages render from the shared Hub; `/live/<view>` streams the same fragment as server-sent events whenever it
 changes, so pages update without reload. Actions are POSTs behind a confirmation step and CSRF protection
-(asgi-csrf); with a token (any non-loopback bind) every request but /healthz needs it.
+(asgi-csrf); with a token (any non-loopback bind) every request but /healthz needs it. console.guard stands in
+front of it all (Host, Origin/Referer, Authorization, sizes); console.bounds keeps each page's work bounded and
+off the event loop.
 """
 
 from __future__ import annotations
