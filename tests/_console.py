@@ -37,15 +37,17 @@ def chromium() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def console(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[str]:
-    """`clusterctl ui ARGS --port <free>` until the block ends; yields its base URL."""
+def console(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, output: Path | None = None
+) -> Iterator[str]:
+    """`clusterctl ui ARGS --port <free>` until the block ends; yields its base URL (stdout+stderr kept in `output`)."""
     port = free_port()
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CLUSTERCTL_")} | (env or {})
     # stderr to a file, not a pipe nobody reads: a full pipe would block the console mid-request
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
+    with output.open("w+", encoding="utf-8") if output else tempfile.TemporaryFile(mode="w+", encoding="utf-8") as log:
         proc = subprocess.Popen(
             [str(CLUSTERCTL), "ui", *args, "--port", str(port)],
-            stdout=subprocess.DEVNULL,
+            stdout=log if output else subprocess.DEVNULL,
             stderr=log,
             text=True,
             env=full_env,

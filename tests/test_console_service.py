@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import stat
 import subprocess
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -85,6 +86,43 @@ def test_kafka_manager_service_starts_with_up_and_answers(cluster: Path, browser
         screenshot(page, tmp_path, "zookeeper")
     finally:
         page.close()
+
+
+def _status(url: str, host: str) -> int:
+    req = urllib.request.Request(url, headers={"Host": host})
+    try:
+        with urllib.request.urlopen(req, timeout=15) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def test_containerised_console_checks_host_and_bounds_znodes(cluster: Path) -> None:
+    from kazoo.client import KazooClient
+
+    base = f"http://127.0.0.1:{CONSOLE_PORT}"
+    # the published address by either loopback name; a re-pointed name (DNS rebinding) is refused
+    assert _status(f"{base}/topics", f"127.0.0.1:{CONSOLE_PORT}") == 200
+    assert _status(f"{base}/topics", f"localhost:{CONSOLE_PORT}") == 200
+    assert _status(f"{base}/topics", f"rebind.attacker.test:{CONSOLE_PORT}") == 421
+    root = f"/ctlui-{uuid.uuid4().hex[:6]}"
+    zk = KazooClient(hosts="127.0.0.1:24281")
+    zk.start(timeout=15)
+    try:
+        zk.create(root, b"x" * 900_000)  # near ZooKeeper's 1 MB record limit
+        tx = zk.transaction()
+        for i in range(1200):
+            tx.create(f"{root}/c{i:04d}")
+        tx.commit()
+        with urllib.request.urlopen(f"{base}/zk?path={root}", timeout=30) as resp:
+            body = resp.read().decode()
+        assert body.count('<li><a href="/zk?path=') == 500 and "700 more" in body
+        assert "showing the first 65,536 of 900,000 characters" in body and len(body) < 200_000
+        with urllib.request.urlopen(f"{base}/zk?path={root}&from=1000", timeout=30) as resp:
+            assert resp.read().decode().count('<li><a href="/zk?path=') == 200
+    finally:
+        zk.delete(root, recursive=True)
+        zk.stop()
 
 
 def test_drill_timeline_updates_while_the_scenario_runs(cluster: Path, browser: Any, tmp_path: Path) -> None:

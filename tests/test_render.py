@@ -384,11 +384,18 @@ def test_console_service_offline_default(tmp_path: Path) -> None:
 
 def test_console_service_on_tansu_relays_the_advertised_address() -> None:
     lan = {"publish": {"bind_address": "0.0.0.0"}}
-    spec = parse_spec({**TANSU, "kafka_manager": {"enabled": True, "port": 9100}, **lan})
+    names = ["myhost.lan", "console.example.com:443"]
+    spec = parse_spec({**TANSU, "kafka_manager": {"enabled": True, "port": 9100, "public_names": names}, **lan})
     m = services(render_compose(spec))["kafka-manager"]
-    cmd = dict(zip(m["command"][3::2], m["command"][4::2], strict=True))
+    pairs = list(zip(m["command"][3::2], m["command"][4::2], strict=True))
+    cmd = dict(pairs)
     # tansu advertises only 127.0.0.1:9092 (the bind is 0.0.0.0): the container relays it to kafka1
     assert cmd["--bootstrap-server"] == "127.0.0.1:9092" and cmd["--exposed-on"] == "0.0.0.0"
+    # the Host check inside the container knows the published port and the names browsers use
+    assert cmd["--public-port"] == "9100" and [v for k, v in pairs if k == "--public-name"] == names
+    for bad in ("evil/x", "a b", "x:70000", "a" * 300):
+        with pytest.raises(SpecError, match="public_names"):
+            parse_spec({**TANSU, "kafka_manager": {"enabled": True, "public_names": [bad]}})
     assert m["environment"]["KAFKA_LOOPBACK_RELAY"] == "127.0.0.1:9092=kafka1:9092"
     assert m["ports"] == ["0.0.0.0:9100:9000"]
     with pytest.raises(SpecError, match=r"kafka_manager\.kind=cmak needs kafka\.engine=kafka"):

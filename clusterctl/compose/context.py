@@ -127,7 +127,9 @@ def _console_context(spec: ClusterSpec, zk_services: list[str]) -> dict[str, Any
     zookeeper = ["--zookeeper", spec.topology.internal_zk_connect] if zk_services else []
     command = ["python3", "-m", "clusterctl.console", "--host", "0.0.0.0", "--port", str(CONSOLE_PORT),
                "--bootstrap-server", bootstrap, *zookeeper,
-               "--cluster", spec.name, "--exposed-on", spec.publish.bind_address]  # fmt: skip
+               "--cluster", spec.name, "--exposed-on", spec.publish.bind_address,
+               "--public-port", str(spec.kafka_manager.port),
+               *(a for n in spec.kafka_manager.public_names for a in ("--public-name", n))]  # fmt: skip
     env = {CONSOLE_TOKEN_VAR: f"${{{CONSOLE_TOKEN_VAR}:?missing: run clusterctl render to create .env}}"}
     if relays:
         env["KAFKA_LOOPBACK_RELAY"] = relays

@@ -30,12 +30,26 @@ def main(argv: list[str] | None = None) -> int:
         help="the address users reach this on (a container's published bind address); decides whether a token "
         f"is required (${TOKEN_ENV}); default --host",
     )
+    p.add_argument(
+        "--public-port",
+        type=int,
+        default=None,
+        help="the port users reach this on when not --port (a container's published port)",
+    )
+    p.add_argument(
+        "--public-name",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a name users reach this by besides its address (a reverse proxy's; repeatable)",
+    )
     args = p.parse_args(argv)
     try:
         token = check_token(args.exposed_on or args.host, os.environ.get(TOKEN_ENV))
         target = ConsoleTarget(args.bootstrap_server, args.zookeeper, args.cluster, args.reports_dir, args.read_only)
         print(f"clusterctl console for {args.cluster or args.bootstrap_server} on {args.host}:{args.port}", flush=True)
-        serve(target, Listen(args.host, args.port, token))
+        listen = Listen(args.host, args.port, token, args.exposed_on, args.public_port, tuple(args.public_name))
+        serve(target, listen)
     except ClusterctlError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

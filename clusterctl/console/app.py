@@ -2,7 +2,9 @@
 
 Pages render from the shared Hub; `/live/<view>` streams the same fragment as server-sent events whenever it
 changes, so pages update without reload. Actions are POSTs behind a confirmation step and CSRF protection
-(asgi-csrf); with a token (any non-loopback bind) every request but /healthz needs it.
+(asgi-csrf); with a token (any non-loopback bind) every request but /healthz needs it. console.guard stands in
+front of it all (Host, Origin/Referer, Authorization, sizes); console.bounds keeps each page's work bounded and
+off the event loop.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import urlencode
 
-from anyio import to_thread
 from asgi_csrf import asgi_csrf
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -32,14 +33,15 @@ from starlette.responses import (
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
+from clusterctl.console import bounds
 from clusterctl.console.data import ConsoleTarget, Hub
+from clusterctl.console.guard import Guard, Served, TokenGate
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.kafka import admin, elections
 
 HERE = Path(__file__).resolve().parent
-TOKEN_COOKIE = "clusterctl_console_token"
 LIVE_INTERVAL_S = 0.25  # how often a live stream re-renders its fragment (sources are cached, see data.py)
 KEEPALIVE_S = 15.0
 ACTIONS = ("create-topic", "delete-topic", "add-partitions", "elect")
@@ -163,7 +165,10 @@ class Pages:
         self.target = target
 
     async def live_page(self, request: Request, template: str, view: str, **ctx: Any) -> Response:
-        fragment = await to_thread.run_sync(self.console.render_fragment, view)
+        try:
+            fragment = await bounds.off_loop(self.console.render_fragment, view)
+        except ClusterctlError as exc:
+            fragment = f'<p class="error">{html.escape(_error(exc))}</p>'
         return self.console.page(request, template, live=view, fragment=fragment, **ctx)
 
     async def index(self, request: Request) -> Response:
@@ -190,14 +195,25 @@ class Pages:
         return await self.live_page(request, "group.html", f"group/{name}", title=f"Group {name}", name=name)
 
     async def zk_page(self, request: Request) -> Response:
-        path = request.query_params.get("path", "/") or "/"
+        ctx: dict[str, Any] = {"path": "/", "node": None, "children": [], "error": None}
         try:
-            node, children = await to_thread.run_sync(self.console.hub.znode, path)
-            error = None
+            ctx["path"] = bounds.zk_path(request.query_params.get("path", "/"))
+            start = bounds.page_start(request.query_params.get("from"))
+        except UsageError as exc:
+            ctx["error"] = _error(exc)
+            return self.console.page(request, "zk.html", 400, title="ZooKeeper", **ctx)
+        try:
+            ctx |= await bounds.off_loop(self._znode_ctx, ctx["path"], start)
         except ClusterctlError as exc:
-            node, children, error = None, [], _error(exc)
-        return self.console.page(request, "zk.html", title="ZooKeeper", path=path, node=node, children=children,
-                            error=error, pretty=_pretty)  # fmt: skip
+            ctx["error"] = _error(exc)
+        return self.console.page(request, "zk.html", title="ZooKeeper", **ctx)
+
+    def _znode_ctx(self, path: str, start: int) -> dict[str, Any]:
+        """One znode as the page shows it (blocking: a ZooKeeper session; bounded: one page of children)."""
+        node, children = self.console.hub.znode(path)
+        end = start + bounds.CHILDREN_PER_PAGE
+        return {"node": node, "children": children[start:end], "start": start, "total": len(children),
+                "next": end if end < len(children) else None, "data": bounds.shown(_pretty(node.data))}  # fmt: skip
 
     async def drills(self, request: Request) -> Response:
         return await self.live_page(request, "drills.html", "drills", title="Drills")
@@ -236,7 +252,7 @@ class Pages:
         if name not in ACTIONS:
             return PlainTextResponse("error: unknown action", status_code=404)
         if self.target.read_only:
-            return PlainTextResponse("error: this self.console is read-only (--read-only)", status_code=403)
+            return PlainTextResponse("error: this console is read-only (--read-only)", status_code=403)
         form = {k: str(v).strip() for k, v in (await request.form()).items() if k != "csrftoken"}
         confirmed = form.pop("confirmed", "") == "yes"
         back = _back(name, form)
@@ -245,7 +261,9 @@ class Pages:
             if not confirmed:
                 return self.console.page(request, "confirm.html", title="Confirm", action=name, form=form,
                                     summary=summary, back=back)  # fmt: skip
-            done = await to_thread.run_sync(_run_action, self.target.bootstrap, name, form)
+            done = await bounds.off_loop(_run_action, self.target.bootstrap, name, form,
+                                         timeout=bounds.ACTION_TIMEOUT_S,
+                                         note="; the action may still complete (reload to see)")  # fmt: skip
         except ClusterctlError as exc:
             return self.console.page(request, "confirm.html", 400, title="Error", action=name, form=form, summary=None,
                                 back=back, error=_error(exc))  # fmt: skip
@@ -256,8 +274,8 @@ class Pages:
         return PlainTextResponse("ok")
 
 
-def build_app(target: ConsoleTarget, token: str | None = None) -> ASGIApp:
-    """The ASGI app; `token` (when given) is required on every request except /healthz."""
+def build_app(target: ConsoleTarget, allowed: Served, token: str | None = None) -> ASGIApp:
+    """The ASGI app answering only to `allowed` names; `token` (when given) is needed by every request but /healthz."""
     pages = Pages(Console(target), target)
     routes = [
         Route("/", pages.index),
@@ -285,7 +303,7 @@ def build_app(target: ConsoleTarget, token: str | None = None) -> ASGIApp:
     )
     if token:
         app = TokenGate(app, token)
-    return app
+    return Guard(app, allowed, token)
 
 
 async def _stream(request: Request, console: Console, view: str) -> AsyncIterator[str]:
@@ -294,7 +312,10 @@ async def _stream(request: Request, console: Console, view: str) -> AsyncIterato
     idle = 0.0
     yield "retry: 1000\n\n"
     while not await request.is_disconnected():
-        body = await to_thread.run_sync(console.render_fragment, view)
+        try:
+            body = await bounds.off_loop(console.render_fragment, view)
+        except ClusterctlError as exc:  # the cluster is slow: say so, and try again next tick
+            body = f'<p class="error">{html.escape(_error(exc))}</p>'
         if body != last:
             last, idle = body, 0.0
             yield "".join(f"data: {line}\n" for line in body.splitlines() or [""]) + "\n"
@@ -397,36 +418,3 @@ def _back(name: str, form: dict[str, str]) -> str:
     if name == "create-topic" and topic:
         return f"/topics/{topic}"
     return "/topics"
-
-
-class TokenGate:
-    """Every request but /healthz carries the token: ?token= (then kept in a cookie), a cookie, or a Bearer header."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.token = token
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/healthz":
-            await self.app(scope, receive, send)
-            return
-        request = Request(scope)
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        given = (query.get("token") or [""])[0]
-        if given and secrets.compare_digest(given, self.token):
-            # drop it from the address bar and keep it in a cookie (HttpOnly, same-site only)
-            rest = {k: v for k, v in query.items() if k != "token"}
-            url = scope["path"] + (f"?{urlencode(rest, doseq=True)}" if rest else "")
-            redirect = RedirectResponse(url, status_code=303)
-            redirect.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict")
-            await redirect(scope, receive, send)
-            return
-        auth = request.headers.get("authorization", "")
-        candidates = [request.cookies.get(TOKEN_COOKIE, ""), auth.removeprefix("Bearer ") if auth else ""]
-        if any(c and secrets.compare_digest(c, self.token) for c in candidates):
-            await self.app(scope, receive, send)
-            return
-        resp = PlainTextResponse(
-            "401: this console needs its token (open the address `clusterctl ui --print-url` prints)", status_code=401
-        )
-        await resp(scope, receive, send)

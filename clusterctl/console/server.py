@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
+import re
 import socket
 from dataclasses import dataclass
 
 from clusterctl.console.data import ConsoleTarget
+from clusterctl.console.guard import Served, served
 from clusterctl.errors import ClusterctlError, UsageError
 
 TOKEN_ENV = "CLUSTERCTL_CONSOLE_TOKEN"
+LOG_ENV = "CLUSTERCTL_CONSOLE_LOG"  # uvicorn's log level; info or debug adds the request log (token redacted)
 MIN_TOKEN_CHARS = 32
 
 
@@ -40,15 +44,43 @@ def check_token(exposed_on: str, token: str | None) -> str | None:
 
 @dataclass
 class Listen:
+    """Where the console listens, where users reach it (a published port, proxy names) and its token."""
+
     host: str
     port: int
     token: str | None
+    exposed_on: str | None = None  # the address users reach it on when not `host` (a container's published bind)
+    public_port: int | None = None  # the port users reach it on when not `port` (a container's published port)
+    public_names: tuple[str, ...] = ()  # names a reverse proxy or tunnel reaches it by
+
+    @property
+    def address(self) -> str:
+        """The console's address, without its token (what may be printed to a log)."""
+        host = self.exposed_on or self.host
+        host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.public_port or self.port}/"
 
     @property
     def url(self) -> str:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
-        host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
+        """The address with its token (`--print-url`: the token is for the user who asked, on stdout)."""
+        return self.address + (f"?token={self.token}" if self.token else "")
+
+    def served(self) -> Served:
+        return served(self.exposed_on or self.host, self.port, self.public_port, self.public_names)
+
+
+_TOKEN_PARAM = re.compile(r"([?&]token=)[^&#\s\"]*", re.IGNORECASE)
+
+
+class RedactToken(logging.Filter):
+    """The request log never shows a `token=` query value (the address `--print-url` gives is a credential)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_TOKEN_PARAM.sub(r"\1REDACTED", a) if isinstance(a, str) else a for a in record.args)
+        record.msg = _TOKEN_PARAM.sub(r"\1REDACTED", str(record.msg))
+        return True
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -72,12 +104,15 @@ def serve(target: ConsoleTarget, listen: Listen) -> None:
 
     from clusterctl.console.app import build_app
 
+    allowed = listen.served()
     sock = bind(listen.host, listen.port)
+    level = os.environ.get(LOG_ENV, "warning").lower()
     config = uvicorn.Config(
-        build_app(target, listen.token),
-        log_level=os.environ.get("CLUSTERCTL_CONSOLE_LOG", "warning"),
-        access_log=False,
+        build_app(target, allowed, listen.token),
+        log_level=level,
+        access_log=level in ("info", "debug", "trace"),
         lifespan="off",
         timeout_graceful_shutdown=1,
     )
+    logging.getLogger("uvicorn.access").addFilter(RedactToken())  # after Config: it sets up uvicorn's loggers
     uvicorn.Server(config).run(sockets=[sock])

@@ -178,6 +178,10 @@ class KRaftSpec(_Model):
 KRAFT_NODE_ID_BASE = 100  # dedicated controller i has node.id 100+i; brokers keep ids 1..9
 
 
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+PUBLIC_NAME_RE = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*\.?|\[[0-9A-Fa-f:.]{{2,45}}\])(?::[0-9]{{1,5}})?")
+
+
 class KafkaManagerSpec(_Model):
     enabled: bool = True
     kind: ManagerKind | None = Field(
@@ -187,6 +191,21 @@ class KafkaManagerSpec(_Model):
     )
     port: int = Field(default=9000, description="host port of the web UI")
     ip: str | None = Field(default=None, description="static IP; default .30")
+    public_names: list[str] = Field(
+        default_factory=list,
+        max_length=16,
+        description="kind console: host names (or host:port) browsers reach it by besides publish.bind_address "
+        "and localhost, e.g. this machine's DNS name or a reverse proxy's; any other Host is refused (421)",
+    )
+
+    @field_validator("public_names")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            port = name.rpartition("]")[2].rpartition(":")[2] if ":" in name.rpartition("]")[2] else "0"
+            if len(name) > 260 or not PUBLIC_NAME_RE.fullmatch(name) or int(port or 0) > 65535:
+                raise ValueError(f"kafka_manager.public_names: {name[:80]!r} is not a host name or host:port")
+        return v
 
 
 SPARK_MASTER_PORT = 7077  # inside the spark-master container
