@@ -39,6 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterctl.errors import SpecError
+from clusterctl.spec import validate, yamlfile
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "scenarios"
 
@@ -68,8 +69,8 @@ class _M(BaseModel):
 
 class TopicSpec(_M):
     name: str | None = Field(default=None, description="default: drill-<scenario>-<run id>")
-    partitions: int = Field(default=3, ge=1)
-    replication_factor: int = Field(default=3, ge=1)
+    partitions: int = Field(default=3, ge=1, le=validate.MAX_PARTITIONS)
+    replication_factor: int = Field(default=3, ge=1, le=validate.MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=2, ge=1)
     unclean_leader_election: bool = Field(default=False, description="unclean.leader.election.enable (can lose data)")
 
@@ -321,7 +322,7 @@ def _first_error(exc: ValidationError) -> str:
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     """Validate a scenario document; any problem is one SpecError line naming the file."""
     try:
-        data = yaml.safe_load(text)
+        data = yamlfile.load_text(text, source)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -345,7 +346,11 @@ def load_scenario(path: str | Path) -> Scenario:
         p = SCENARIO_DIR / f"{path}.yaml"
     if not p.is_file():
         raise SpecError(f"scenario {path} not found", hint="clusterctl scenario list")
-    return parse_scenario(p.read_text(encoding="utf-8"), str(p))
+    try:
+        text = yamlfile.read_text(p)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{p}: cannot read ({exc})") from None
+    return parse_scenario(text, str(p))
 
 
 @dataclass

@@ -310,7 +310,10 @@ QUORUM_COLUMNS = [
 
 
 def cmd_quorum(
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for an answer")] = 3.0,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="seconds to wait for an answer (at most a day)", callback=seconds_option()),
+    ] = 3.0,
     as_json: JsonOpt = False,
 ) -> None:
     """KRaft: the controller quorum (describe-quorum): leader, epoch, voters and observers with their lag."""

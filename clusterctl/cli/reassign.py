@@ -22,7 +22,8 @@ def cmd_reassign(
         int | None, typer.Option("--throttle", help="replication throttle in B/s while moving; removed when done")
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="seconds to wait for completion", callback=seconds_option())
+        float,
+        typer.Option("--timeout", help="seconds to wait for completion (at most a day)", callback=seconds_option()),
     ] = 600,
     bootstrap_server: BootstrapOpt = None,
     zookeeper: ZkOpt = None,

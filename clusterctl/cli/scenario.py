@@ -212,7 +212,7 @@ def _run_repeated(
 def cmd_scenario_compare(
     file: FileArg,
     modes: Annotated[str, typer.Option("--modes", help="comma-separated: zookeeper, kraft")] = "zookeeper,kraft",
-    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode")] = 3,
+    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode (1 to 100)")] = 3,
     results: Annotated[
         Path, typer.Option("--results", help="JSON-lines file each run is appended to; the table covers all its rows")
     ] = Path("reports/compare.jsonl"),

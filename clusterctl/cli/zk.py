@@ -19,7 +19,10 @@ zk_app = typer.Typer(
 
 PathArg = Annotated[str, typer.Argument(help="znode path, e.g. /brokers/ids")]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="seconds to wait for a ZooKeeper session", callback=seconds_option())
+    float,
+    typer.Option(
+        "--timeout", help="seconds to wait for a ZooKeeper session (at most a day)", callback=seconds_option()
+    ),
 ]
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from clusterctl.spec import yamlfile
 from clusterctl import TEMPLATES_DIR
 from clusterctl.compose.context import (
     CONSOLE_TOKEN_VAR,
@@ -31,6 +32,7 @@ from clusterctl.compose.context import (
 )
 from clusterctl.compose.environment import CLUSTER_ID_VAR
 from clusterctl.compose.writer import ENV_FILE, STAGING_PREFIX, RenderError, merge_env, read_env, write_all
+from clusterctl.errors import SpecError
 from clusterctl.templating import text_environment
 from clusterctl.spec.model import ClusterSpec
 
@@ -73,9 +75,11 @@ def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> st
     """The compose file text (deterministic for a given spec)."""
     try:
         text = _environment(templates_dir).get_template(COMPOSE_TEMPLATE).render(**build_context(spec))
-        yaml.safe_load(text)
+        yamlfile.load_text(text, f"rendered {COMPOSE_FILE}")
     except jinja2.TemplateError as exc:
         raise RenderError(f"template {COMPOSE_TEMPLATE}: {' '.join(str(exc).split())}") from None
+    except SpecError as exc:
+        raise RenderError(exc.message) from None
     except yaml.YAMLError as exc:
         raise RenderError(f"rendered {COMPOSE_FILE} is not valid YAML ({' '.join(str(exc).split())[:200]})") from None
     return text

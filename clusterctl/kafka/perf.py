@@ -21,6 +21,7 @@ from clusterctl.kafka.perf_produce import (
     ProduceResult,
     build_payloads,
     check_produce_args,
+    max_record_bytes,
     perf_producer_config,
     run_produce,
 )
@@ -76,10 +77,10 @@ def produce_test(
 
     if req.retention_bytes is not None and req.retention_bytes < 1:
         raise UsageError("--retention-bytes must be at least 1")
-    payloads = build_payloads(req.record_size, req.payload_file)
     conf = perf_producer_config("x:1", req.acks, req.compression, req.batch_size, req.linger_ms, req.extra_config)
     perf_native.check_config(conf)
     check_produce_args(req.num_records, req.throughput, req.engine)
+    payloads = build_payloads(req.record_size, req.payload_file, max_bytes=max_record_bytes(conf))
     where = target()
     plan = plan_topic(
         where.bootstrap,
