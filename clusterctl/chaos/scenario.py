@@ -150,7 +150,7 @@ class Condition(_M):
 
 
 class WaitFor(Condition):
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=60.0, gt=0, le=validate.MAX_SECONDS)
 
 
 class CreateTopic(_M):
@@ -161,8 +161,10 @@ Acks = Literal["all", "1", "0"]
 
 
 class StartLoad(_M):
-    rate: float = Field(default=500.0, ge=0, description="records/s (0 = as fast as possible)")
-    value_size: int = Field(default=64, ge=8)
+    rate: float = Field(
+        default=500.0, ge=0, le=validate.MAX_THROUGHPUT, description="records/s (0 = as fast as possible)"
+    )
+    value_size: int = Field(default=64, ge=8, le=validate.MAX_MESSAGE_BYTES)
     acks: Acks = Field(default="all", description="all: every ISR member has it; 1: the leader alone; 0: none")
     idempotence: bool | None = Field(default=None, description="enable.idempotence (default: on with acks=all)")
 
@@ -194,8 +196,12 @@ class Fault(_M):
     node: str | None = None
     topic: str | None = None
     partition: int = 0
-    for_: float | None = Field(default=None, alias="for", gt=0, description="pause/partition: heal after S seconds")
-    timeout: float = Field(default=300.0, gt=0, description="rolling-restart: per-broker ISR wait")
+    for_: float | None = Field(
+        default=None, alias="for", gt=0, le=validate.MAX_SECONDS, description="pause/partition: heal after S seconds"
+    )
+    timeout: float = Field(
+        default=300.0, gt=0, le=validate.MAX_SECONDS, description="rolling-restart: per-broker ISR wait"
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -215,7 +221,7 @@ class Fault(_M):
 
 class Heal(_M):
     wait: bool = Field(default=True, description="wait until healed brokers are registered and ZK nodes serve")
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0, le=validate.MAX_SECONDS)
 
 
 class Elect(_M):
@@ -226,7 +232,7 @@ class Elect(_M):
 
 
 class Verify(_M):
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0, le=validate.MAX_SECONDS)
 
 
 KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
@@ -303,8 +309,12 @@ def _parse_step(index: int, raw: Any) -> Step:
         raise ValueError(f"step {index}: unknown step {kind!r} (one of {', '.join(STEP_MODELS)})")
     model = STEP_MODELS[kind]
     if model is None:
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"step {index} (sleep): expected seconds >= 0, got {value!r}")
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ValueError(f"step {index} (sleep): expected seconds, got a {type(value).__name__}")
+        if not value >= 0:  # nan included
+            raise ValueError(f"step {index} (sleep): expected seconds >= 0, got {value}")
+        if value > validate.MAX_SECONDS:
+            raise ValueError(f"step {index} (sleep): at most {validate.MAX_SECONDS:g} seconds (a day), got {value}")
         return Step(kind, float(value))
     try:
         return Step(kind, model.model_validate(value or {}))
