@@ -166,3 +166,12 @@ def test_env_that_is_not_a_file_is_refused_before_anything_changes(tmp_path: Pat
     with pytest.raises(RenderError, match=r"\.env"):
         render(parse_spec({**CONSOLE, "kafka": {"brokers": 4}}), out, validate=False)
     assert (out / COMPOSE_FILE).read_bytes() == compose_before
+
+
+def test_directory_compose_cannot_open_is_rendered_unvalidated(tmp_path: Path) -> None:
+    """The check runs in the staging directory inside the target; compose cannot open a path with control
+    characters, so such a render is written and reported as not validated (it used to be exit 70)."""
+    out = tmp_path / "\x01odd"
+    result = render(parse_spec(CONSOLE), out)
+    assert not result.validated_by_compose and (out / COMPOSE_FILE).is_file()
+    _no_staging_left(tmp_path)

@@ -120,11 +120,14 @@ def compose_config_check(compose_file: Path) -> bool:
     """`docker compose -f FILE config -q` (engine-less validation); False when compose v2 is absent."""
     if not shutil.which("docker"):
         return False
+    if not str(compose_file.resolve()).isprintable():  # compose cannot open a path with control characters
+        return False
     try:
         proc = subprocess.run(
             ["docker", "compose", "-f", str(compose_file.resolve()), "config", "-q"],
             capture_output=True,
             text=True,
+            errors="replace",  # it may quote a path that is not UTF-8
             timeout=60,
             cwd=compose_file.parent,
         )
