@@ -220,6 +220,9 @@ PAST: list[tuple[list[str], int]] = [
     (["consume", "t", *NOWHERE, "--max-messages"], validate.MAX_RECORDS),
     (["consume", "t", *NOWHERE, "--timeout"], int(validate.MAX_SECONDS)),
     (["chaos", "pause-broker", "1", "--for"], int(validate.MAX_SECONDS)),
+    (["logs", "--tail"], validate.MAX_LOG_LINES),
+    (["zk", "tree", "/", "--zookeeper", "127.0.0.1:1", "--depth"], validate.MAX_TREE_DEPTH),
+    (["scenario", "compare", "kill-leader", "--repeat"], validate.MAX_REPEAT),
 ]
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -174,4 +176,37 @@ def test_directory_compose_cannot_open_is_rendered_unvalidated(tmp_path: Path) -
     out = tmp_path / "\x01odd"
     result = render(parse_spec(CONSOLE), out)
     assert not result.validated_by_compose and (out / COMPOSE_FILE).is_file()
+    _no_staging_left(tmp_path)
+
+
+def test_interrupt_during_the_compose_check_changes_nothing(tmp_path: Path, monkeypatch: Any) -> None:
+    out = tmp_path / "out"
+    render(parse_spec(CONSOLE), out, validate=False)
+    before = _snapshot(out)
+
+    def interrupted(compose_file: Path) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rendering, "compose_config_check", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        render(parse_spec({**CONSOLE, "kafka": {"brokers": 4}}), out)
+    assert _snapshot(out) == before
+    _no_staging_left(tmp_path)
+
+
+def test_invalid_spec_after_a_render_changes_nothing(tmp_path: Path) -> None:
+    """Through the CLI: a spec broken after a good render is refused (exit 2) and the rendering stays."""
+    spec = tmp_path / "clusterctl.yaml"
+    spec.write_text("name: lab\nprofile: offline\n")
+    cli = [str(Path(sys.executable).parent / "clusterctl"), "-s", str(spec), "render"]
+    first = subprocess.run(cli, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert first.returncode == 0, first.stderr
+    out = tmp_path / "compose" / "lab"
+    (out / ENV_FILE).write_text((out / ENV_FILE).read_text() + USER_LINES)
+    before = _snapshot(out)
+    for broken in ("name: lab\nprofile: offline\nkafka: {brokers: 99}\n", "name: lab\nprofile: [\n"):
+        spec.write_text(broken)
+        res = subprocess.run(cli, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+        assert res.returncode == 2 and res.stderr.count("error: ") == 1, res.stderr
+        assert _snapshot(out) == before
     _no_staging_left(tmp_path)

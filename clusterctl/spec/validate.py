@@ -28,6 +28,8 @@ MAX_MESSAGE_BYTES = 1_000_000  # the producer's message.max.bytes (librdkafka's 
 MAX_RECORDS = 1_000_000_000  # records a perf run sends or reads, messages a consume prints
 MAX_THROUGHPUT = 10_000_000  # records/s a perf producer is asked to hold
 MAX_SECONDS = 86_400.0  # any duration or timeout: one day
+MAX_LOG_LINES = 1_000_000  # `logs --tail`
+MAX_TREE_DEPTH = 64  # `zk tree --depth` (ZooKeeper paths are rarely ten deep)
 MAX_REPEAT = 100  # runs per mode of a scenario comparison
 MAX_CONSUMER_THREADS = 64  # consumers of one perf group (more than the partitions only sit idle)
 
