@@ -210,3 +210,14 @@ def test_invalid_spec_after_a_render_changes_nothing(tmp_path: Path) -> None:
         assert res.returncode == 2 and res.stderr.count("error: ") == 1, res.stderr
         assert _snapshot(out) == before
     _no_staging_left(tmp_path)
+
+
+def test_staging_left_by_a_killed_render_is_removed_by_the_next(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    render(parse_spec(CONSOLE), out, validate=False)
+    left = out / ".clusterctl-staging-killed"
+    left.mkdir(mode=0o700)
+    (left / ENV_FILE).write_text("CLUSTERCTL_CONSOLE_TOKEN=" + "0" * 64 + "\n")
+    render(parse_spec(CONSOLE), out, validate=False)
+    assert not left.exists()
+    _no_staging_left(tmp_path)

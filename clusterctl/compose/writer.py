@@ -117,12 +117,21 @@ def _commit(staging: Path, out_dir: Path, names: list[str], remove: list[str]) -
         raise
 
 
+def _sweep_leftovers(out_dir: Path) -> None:
+    """Staging directories a killed render (SIGKILL, power loss) left behind: they may hold a secret."""
+    with contextlib.suppress(OSError):
+        for p in out_dir.glob(f"{STAGING_PREFIX}*"):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+
+
 def write_all(
     out_dir: Path, files: dict[str, tuple[str, int]], remove: list[str], check: Callable[[Path], bool]
 ) -> bool:
     """Stage `files` (name -> (text, mode)), let `check(staging)` judge them, then move them into `out_dir`
     and drop `remove`. All or nothing; directories this call created are removed again on failure."""
     _refuse_foreign(out_dir, [*files, *remove])
+    _sweep_leftovers(out_dir)
     created = [p for p in [out_dir, *out_dir.parents] if not p.exists()]  # innermost first
     staging: Path | None = None
     try:
