@@ -72,7 +72,8 @@ def test_throttled_rate_holds(bootstrap: str, unique_name: str, engine: str) -> 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_oversized_records_are_counted_failures(bootstrap: str, unique_name: str, engine: str) -> None:
-    proc = run_cli("perf", "produce", unique_name, "-n", "20", "--record-size", "2000000", "--engine", engine,
+    """At the bound (message.max.bytes) the value fits but the record with its overhead does not: each fails."""
+    proc = run_cli("perf", "produce", unique_name, "-n", "20", "--record-size", "1000000", "--engine", engine,
                    "-b", bootstrap, "--json")  # fmt: skip
     assert proc.returncode == 1
     doc = json.loads(proc.stdout)  # --json failure: the error object, carrying the result
@@ -82,6 +83,9 @@ def test_oversized_records_are_counted_failures(bootstrap: str, unique_name: str
     assert r["errors"] == {"MSG_SIZE_TOO_LARGE": 20}
     err_lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert err_lines == ["error: 20 of 20 records failed (MSG_SIZE_TOO_LARGE: 20)"]
+    past = run_cli("perf", "produce", unique_name, "-n", "20", "--record-size", "1000001", "--engine", engine,
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert past.returncode == 2 and "--record-size" in json.loads(past.stdout)["error"]  # refused before allocating
 
 
 @pytest.mark.parametrize("engine", ENGINES)

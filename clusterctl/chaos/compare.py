@@ -22,6 +22,7 @@ from typing import Any
 
 from clusterctl.chaos.stats import main_fault
 from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.spec import validate
 from clusterctl.spec.model import ClusterSpec, parse_spec
 
 MODES = ("zookeeper", "kraft")
@@ -209,8 +210,7 @@ def compare(
     from clusterctl.compose import render
     from clusterctl.runtime import cluster
 
-    if repeat < 1:
-        raise UsageError(f"--repeat must be at least 1, got {repeat}")
+    validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     specs = [spec_for_mode(spec, m) for m in modes]
     for s in specs:
         if scenario.mode not in ("any", s.kafka.mode):

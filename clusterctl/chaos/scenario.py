@@ -39,6 +39,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterctl.errors import SpecError
+from clusterctl.spec import validate, yamlfile
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "scenarios"
 
@@ -68,8 +69,8 @@ class _M(BaseModel):
 
 class TopicSpec(_M):
     name: str | None = Field(default=None, description="default: drill-<scenario>-<run id>")
-    partitions: int = Field(default=3, ge=1)
-    replication_factor: int = Field(default=3, ge=1)
+    partitions: int = Field(default=3, ge=1, le=validate.MAX_PARTITIONS)
+    replication_factor: int = Field(default=3, ge=1, le=validate.MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=2, ge=1)
     unclean_leader_election: bool = Field(default=False, description="unclean.leader.election.enable (can lose data)")
 
@@ -149,7 +150,7 @@ class Condition(_M):
 
 
 class WaitFor(Condition):
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=60.0, gt=0, le=validate.MAX_SECONDS)
 
 
 class CreateTopic(_M):
@@ -160,8 +161,10 @@ Acks = Literal["all", "1", "0"]
 
 
 class StartLoad(_M):
-    rate: float = Field(default=500.0, ge=0, description="records/s (0 = as fast as possible)")
-    value_size: int = Field(default=64, ge=8)
+    rate: float = Field(
+        default=500.0, ge=0, le=validate.MAX_THROUGHPUT, description="records/s (0 = as fast as possible)"
+    )
+    value_size: int = Field(default=64, ge=8, le=validate.MAX_MESSAGE_BYTES)
     acks: Acks = Field(default="all", description="all: every ISR member has it; 1: the leader alone; 0: none")
     idempotence: bool | None = Field(default=None, description="enable.idempotence (default: on with acks=all)")
 
@@ -193,8 +196,12 @@ class Fault(_M):
     node: str | None = None
     topic: str | None = None
     partition: int = 0
-    for_: float | None = Field(default=None, alias="for", gt=0, description="pause/partition: heal after S seconds")
-    timeout: float = Field(default=300.0, gt=0, description="rolling-restart: per-broker ISR wait")
+    for_: float | None = Field(
+        default=None, alias="for", gt=0, le=validate.MAX_SECONDS, description="pause/partition: heal after S seconds"
+    )
+    timeout: float = Field(
+        default=300.0, gt=0, le=validate.MAX_SECONDS, description="rolling-restart: per-broker ISR wait"
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -214,7 +221,7 @@ class Fault(_M):
 
 class Heal(_M):
     wait: bool = Field(default=True, description="wait until healed brokers are registered and ZK nodes serve")
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0, le=validate.MAX_SECONDS)
 
 
 class Elect(_M):
@@ -225,7 +232,7 @@ class Elect(_M):
 
 
 class Verify(_M):
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0, le=validate.MAX_SECONDS)
 
 
 KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
@@ -302,8 +309,12 @@ def _parse_step(index: int, raw: Any) -> Step:
         raise ValueError(f"step {index}: unknown step {kind!r} (one of {', '.join(STEP_MODELS)})")
     model = STEP_MODELS[kind]
     if model is None:
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"step {index} (sleep): expected seconds >= 0, got {value!r}")
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ValueError(f"step {index} (sleep): expected seconds, got a {type(value).__name__}")
+        if not value >= 0:  # nan included
+            raise ValueError(f"step {index} (sleep): expected seconds >= 0, got {value}")
+        if value > validate.MAX_SECONDS:
+            raise ValueError(f"step {index} (sleep): at most {validate.MAX_SECONDS:g} seconds (a day), got {value}")
         return Step(kind, float(value))
     try:
         return Step(kind, model.model_validate(value or {}))
@@ -321,7 +332,7 @@ def _first_error(exc: ValidationError) -> str:
 def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     """Validate a scenario document; any problem is one SpecError line naming the file."""
     try:
-        data = yaml.safe_load(text)
+        data = yamlfile.load_text(text, source)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -345,7 +356,11 @@ def load_scenario(path: str | Path) -> Scenario:
         p = SCENARIO_DIR / f"{path}.yaml"
     if not p.is_file():
         raise SpecError(f"scenario {path} not found", hint="clusterctl scenario list")
-    return parse_scenario(p.read_text(encoding="utf-8"), str(p))
+    try:
+        text = yamlfile.read_text(p)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{p}: cannot read ({exc})") from None
+    return parse_scenario(text, str(p))
 
 
 @dataclass

@@ -13,7 +13,10 @@ chaos_app = typer.Typer(
 BrokerArg = Annotated[int, typer.Argument(help="broker id (1..N of the spec)")]
 ZkArg = Annotated[int, typer.Argument(help="ZooKeeper node id (1..N of the spec)")]
 ForOpt = Annotated[
-    float, typer.Option("--for", help="seconds until the fault heals itself", callback=seconds_option(allow_zero=True))
+    float,
+    typer.Option(
+        "--for", help="seconds until the fault heals itself (at most a day)", callback=seconds_option(allow_zero=True)
+    ),
 ]
 
 
@@ -164,7 +167,9 @@ def cmd_chaos_heal(
     wait: Annotated[
         bool, typer.Option("--wait/--no-wait", help="wait until brokers are registered and ZK nodes serve")
     ] = True,
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for that")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="seconds to wait for that (at most a day)", callback=seconds_option())
+    ] = 120.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Undo every fault: unpause, reconnect, start stopped containers; then wait until the cluster serves again."""
@@ -196,7 +201,11 @@ def cmd_chaos_heal(
 def cmd_chaos_rolling_restart(
     timeout: Annotated[
         float,
-        typer.Option("--timeout", help="seconds to wait for a full ISR after each broker", callback=seconds_option()),
+        typer.Option(
+            "--timeout",
+            help="seconds to wait for a full ISR after each broker (at most a day)",
+            callback=seconds_option(),
+        ),
     ] = 300,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,

@@ -11,6 +11,7 @@ import typer
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, seconds_option, state
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.output import Column, emit, info
+from clusterctl.spec import validate
 
 if TYPE_CHECKING:
     from clusterctl.runtime.cluster import Cluster, UpResult
@@ -310,7 +311,10 @@ QUORUM_COLUMNS = [
 
 
 def cmd_quorum(
-    timeout: Annotated[float, typer.Option("--timeout", help="seconds to wait for an answer")] = 3.0,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="seconds to wait for an answer (at most a day)", callback=seconds_option()),
+    ] = 3.0,
     as_json: JsonOpt = False,
 ) -> None:
     """KRaft: the controller quorum (describe-quorum): leader, epoch, voters and observers with their lag."""
@@ -339,15 +343,17 @@ def cmd_quorum(
 def cmd_logs(
     service: Annotated[str | None, typer.Argument(help="service (zk1, kafka2, ...); default: all")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="keep streaming new lines")] = False,
-    tail: Annotated[int | None, typer.Option("--tail", "-n", help="only the last N lines per service")] = None,
+    tail: Annotated[
+        int | None, typer.Option("--tail", "-n", help="only the last N lines per service (0 to 1000000)")
+    ] = None,
     timestamps: Annotated[bool, typer.Option("--timestamps", "-t", help="prefix lines with timestamps")] = False,
 ) -> None:
     """Container logs of one service or all (docker compose logs)."""
+    if tail is not None:
+        validate.at_most(tail, "--tail", validate.MAX_LOG_LINES, minimum=0)
     cluster = _cluster()
     if service is not None:
         cluster.container_name(service)  # NotFoundError naming the services
-    if tail is not None and tail < 0:
-        raise UsageError("--tail must be >= 0")
     args = ["--no-color", *(["--follow"] if follow else []), *(["--tail", str(tail)] if tail is not None else [])]
     rc = cluster.logs(service, *args, *(["--timestamps"] if timestamps else []))
     if rc != 0:

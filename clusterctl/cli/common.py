@@ -132,8 +132,13 @@ def _checked(check: Callable[..., object]) -> Callable[[object], object]:
 
 
 def seconds_option(allow_zero: bool = False) -> Callable[[object], object]:
-    """Callback for a duration option: finite, not negative (and not zero unless allowed)."""
+    """Callback for a duration option: finite, not negative (and not zero unless allowed), at most a day."""
     return _checked(lambda v: validate.seconds(v, "seconds", allow_zero=allow_zero))
+
+
+def finite_option() -> Callable[[object], object]:
+    """Callback for any other float option: nan and inf are refused (one line, exit 2)."""
+    return _checked(lambda v: validate.finite(float(v), "the value"))
 
 
 def bootstrap_servers(explicit: str | None) -> str:

@@ -7,6 +7,7 @@ import typer
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit, info, print_json
+from clusterctl.spec import validate
 
 if TYPE_CHECKING:
     from clusterctl.kafka import groups
@@ -89,7 +90,9 @@ def cmd_group_reset(
     topic: Annotated[str, typer.Option("--topic", "-t", help="topic whose offsets to reset (every partition)")],
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="reset to the earliest offset")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest", help="reset to the log-end offset")] = False,
-    to_offset: Annotated[int | None, typer.Option("--to-offset", help="reset to this offset (clamped)")] = None,
+    to_offset: Annotated[
+        int | None, typer.Option("--to-offset", help="reset to this offset (0 to 2^63-1, clamped to the log)")
+    ] = None,
     execute: Annotated[bool, typer.Option("--execute", help="apply the change (default: dry run)")] = False,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -100,6 +103,8 @@ def cmd_group_reset(
     chosen = [x for x in (to_earliest, to_latest, to_offset is not None) if x]
     if len(chosen) != 1:
         raise UsageError("give exactly one of --to-earliest, --to-latest, --to-offset N")
+    if to_offset is not None:
+        validate.offset(to_offset, "--to-offset")
     to: groups.ResetTarget = "earliest" if to_earliest else "latest" if to_latest else int(to_offset or 0)
     plan = groups.reset_offsets(bootstrap_servers(bootstrap_server), group, topic, to, execute=execute)
     title = f"{'reset' if plan.executed else 'dry run (use --execute to apply)'}: group {group} to {plan.to}"

@@ -9,6 +9,7 @@ from clusterctl.cli.common import (
     BootstrapOpt,
     JsonOpt,
     bootstrap_servers,
+    finite_option,
     get_spec,
     parse_kv,
     seconds_option,
@@ -95,18 +96,37 @@ def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
     return d.partitions, d.replication_factor, local
 
 
+RecordSizeOpt = Annotated[
+    int,
+    typer.Option(
+        "--record-size",
+        help="bytes per record value (0 to the producer's message.max.bytes: 1000000 unless --producer-prop sets it)",
+    ),
+]
+ThroughputOpt = Annotated[
+    float,
+    typer.Option(
+        "--throughput",
+        help="records/sec to hold (token bucket, at most 10000000); -1 = as fast as possible",
+        callback=finite_option(),
+    ),
+]
+
+LingerOpt = Annotated[
+    float | None, typer.Option("--linger-ms", help="producer linger.ms (default 5)", callback=finite_option())
+]
+
+
 @perf_app.command("produce")
 def cmd_perf_produce(
     topic: Annotated[str, typer.Argument(help="topic to produce to")],
-    num_records: Annotated[int, typer.Option("--num-records", "-n", help="records to send")],
-    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value")] = 100,
-    throughput: Annotated[
-        float, typer.Option("--throughput", help="records/sec to hold (token bucket); -1 = as fast as possible")
-    ] = -1,
+    num_records: Annotated[int, typer.Option("--num-records", "-n", help="records to send (1 to 1000000000)")],
+    record_size: RecordSizeOpt = 100,
+    throughput: ThroughputOpt = -1,
     acks: Annotated[str, typer.Option("--acks", help="0, 1 or all")] = "1",
     compression: Annotated[str, typer.Option("--compression", help="none, gzip, snappy, lz4 or zstd")] = "none",
     batch_size: Annotated[int | None, typer.Option("--batch-size", help="producer batch.size (bytes)")] = None,
-    linger_ms: Annotated[float | None, typer.Option("--linger-ms", help="producer linger.ms (default 5)")] = None,
+    linger_ms: LingerOpt = None,
     producer_prop: Annotated[
         list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
     ] = None,
@@ -117,11 +137,12 @@ def cmd_perf_produce(
         bool, typer.Option("--create-topic/--no-create-topic", help="create the topic if it does not exist")
     ] = True,
     partitions: Annotated[
-        int | None, typer.Option("--partitions", help="partitions of a created topic (default: spec, else 1)")
+        int | None,
+        typer.Option("--partitions", help="partitions of a created topic (1 to 4096; default: spec, else 1)"),
     ] = None,
     replication_factor: Annotated[
         int | None,
-        typer.Option("--replication-factor", help="RF of a created topic (default: spec, else 1)"),
+        typer.Option("--replication-factor", help="RF of a created topic (1 to 16; default: spec, else 1)"),
     ] = None,
     retention_bytes: Annotated[
         int | None,
@@ -146,7 +167,10 @@ def cmd_perf_produce(
         ),
     ] = "auto",
     reporting_interval: Annotated[
-        float, typer.Option("--reporting-interval", help="seconds between progress lines", callback=seconds_option())
+        float,
+        typer.Option(
+            "--reporting-interval", help="seconds between progress lines (at most a day)", callback=seconds_option()
+        ),
     ] = 5.0,
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -179,14 +203,16 @@ def cmd_perf_produce(
 @perf_app.command("consume")
 def cmd_perf_consume(
     topic: Annotated[str, typer.Argument(help="topic to consume from")],
-    messages: Annotated[int, typer.Option("--messages", "-n", help="records to consume")],
+    messages: Annotated[int, typer.Option("--messages", "-n", help="records to consume (1 to 1000000000)")],
     group: Annotated[
         str | None, typer.Option("--group", "-g", help="consumer group (default: perf-consumer-*)")
     ] = None,
-    threads: Annotated[int, typer.Option("--threads", help="consumers in the group, one thread each")] = 1,
+    threads: Annotated[int, typer.Option("--threads", help="consumers in the group, one thread each (1 to 64)")] = 1,
     timeout: Annotated[
         float,
-        typer.Option("--timeout", help="stop after this many seconds without a record", callback=seconds_option()),
+        typer.Option(
+            "--timeout", help="stop after this many seconds without a record (at most a day)", callback=seconds_option()
+        ),
     ] = 10.0,
     consumer_prop: Annotated[
         list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
@@ -198,6 +224,7 @@ def cmd_perf_consume(
     from clusterctl.kafka import perf_consume
 
     extra = parse_kv(consumer_prop, "--consumer-prop")
+    perf_consume.check_consume_args(messages, threads)
     servers = bootstrap_servers(bootstrap)
     from clusterctl.kafka.connection import check_topic
 

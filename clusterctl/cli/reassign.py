@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, ZkOpt, bootstrap_servers, seconds_option, zk_connect
+from clusterctl.spec import validate
 
 
 def cmd_reassign(
@@ -19,10 +20,12 @@ def cmd_reassign(
         bool, typer.Option("--verify", help="wait for running moves, then remove replication throttles")
     ] = False,
     throttle: Annotated[
-        int | None, typer.Option("--throttle", help="replication throttle in B/s while moving; removed when done")
+        int | None,
+        typer.Option("--throttle", help="replication throttle in B/s (1 to 2^63-1) while moving; removed when done"),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="seconds to wait for completion", callback=seconds_option())
+        float,
+        typer.Option("--timeout", help="seconds to wait for completion (at most a day)", callback=seconds_option()),
     ] = 600,
     bootstrap_server: BootstrapOpt = None,
     zookeeper: ZkOpt = None,
@@ -49,6 +52,8 @@ def cmd_reassign(
         raise UsageError("give exactly one of --plan FILE or --generate --brokers 1,2,3")
     if throttle is not None and not execute:
         raise UsageError("--throttle applies to --execute")
+    if throttle is not None:
+        validate.at_most(throttle, "--throttle", validate.INT64_MAX)
     if generate:
         if not brokers:
             raise UsageError("--generate needs --brokers 1,2,3")

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec
+from clusterctl.spec import validate
 
 scenario_app = typer.Typer(name="scenario", help="Failover drills described as YAML steps.", no_args_is_help=True)
 
@@ -217,7 +218,7 @@ def _run_repeated(
 def cmd_scenario_compare(
     file: FileArg,
     modes: Annotated[str, typer.Option("--modes", help="comma-separated: zookeeper, kraft")] = "zookeeper,kraft",
-    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode")] = 3,
+    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode (1 to 100)")] = 3,
     results: Annotated[
         Path, typer.Option("--results", help="JSON-lines file each run is appended to; the table covers all its rows")
     ] = Path("reports/compare.jsonl"),
@@ -237,8 +238,7 @@ def cmd_scenario_compare(
     wanted = [m.strip() for m in modes.split(",") if m.strip()]
     if not wanted or len(set(wanted)) != len(wanted) or any(m not in cmp.MODES for m in wanted):
         raise UsageError(f"--modes takes zookeeper and/or kraft (comma-separated, once each), got {modes!r}")
-    if repeat < 1:
-        raise UsageError(f"--repeat must be at least 1, got {repeat}")
+    validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     if not summary_only:
         cmp.compare(get_spec(), sc, wanted, repeat, results, report_dir, progress=info)
     runs = [r for r in cmp.load_runs(results, sc.name) if r.mode in wanted]

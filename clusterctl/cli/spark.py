@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.output import Column, emit, info
 
@@ -47,6 +47,30 @@ def cmd_spark_list(as_json: JsonOpt = False) -> None:
     )
 
 
+TriggerOpt = Annotated[
+    float,
+    typer.Option(
+        "--trigger",
+        help="micro-batch interval in seconds (0: back to back; at most a day)",
+        callback=seconds_option(allow_zero=True),
+    ),
+]
+UntilIdleOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--until-idle",
+        help="stop a streaming job after this many seconds without new input (at most a day)",
+        callback=seconds_option(),
+    ),
+]
+StreamTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout", help="stop a streaming job after this many seconds (at most a day)", callback=seconds_option()
+    ),
+]
+
+
 @spark_app.command("run")
 def cmd_spark_run(
     job: Annotated[str, typer.Argument(help="job name (see: clusterctl spark list)")],
@@ -62,16 +86,9 @@ def cmd_spark_run(
         Path | None,
         typer.Option("--checkpoint", help="checkpoint directory; rerun with the same one to resume (default: temp)"),
     ] = None,
-    trigger: Annotated[
-        float, typer.Option("--trigger", help="micro-batch interval in seconds (0: back to back)")
-    ] = 1.0,
-    until_idle: Annotated[
-        float | None,
-        typer.Option("--until-idle", help="stop a streaming job after this many seconds without new input"),
-    ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", help="stop a streaming job after this many seconds")
-    ] = None,
+    trigger: TriggerOpt = 1.0,
+    until_idle: UntilIdleOpt = None,
+    timeout: StreamTimeoutOpt = None,
     available_now: Annotated[
         bool,
         typer.Option(

@@ -123,13 +123,11 @@ def cmd_topic_create(
     name: Annotated[str, typer.Argument(help="topic name")],
     partitions: Annotated[
         int | None,
-        typer.Option("--partitions", "-p", help="default: spec's kafka.defaults.partitions, else 1; -1: broker's"),
+        typer.Option("--partitions", "-p", help="1 to 4096; default: spec's, else 1; -1: broker's"),
     ] = None,
     replication_factor: Annotated[
         int | None,
-        typer.Option(
-            "--replication-factor", "-r", help="default: spec's kafka.defaults.replication_factor, else 1; -1: broker's"
-        ),
+        typer.Option("--replication-factor", "-r", help="1 to 16; default: spec's, else 1; -1: broker's"),
     ] = None,
     config: Annotated[list[str] | None, typer.Option("--config", "-c", help="topic config k=v (repeatable)")] = None,
     if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="succeed if the topic exists")] = False,
@@ -212,7 +210,7 @@ def cmd_topic_delete(
 def cmd_topic_alter(
     name: Annotated[str, typer.Argument(help="topic name")],
     partitions: Annotated[
-        int | None, typer.Option("--partitions", "-p", help="new total partition count (can only grow)")
+        int | None, typer.Option("--partitions", "-p", help="new total partition count (can only grow; at most 4096)")
     ] = None,
     config: Annotated[list[str] | None, typer.Option("--config", "-c", help="set topic config k=v")] = None,
     delete_config: Annotated[
@@ -227,6 +225,9 @@ def cmd_topic_alter(
     configs = parse_kv(config)
     if partitions is None and not configs and not delete_config:
         raise UsageError("nothing to alter: give --partitions, --config k=v or --delete-config k")
+    validate.topic_name(name)
+    if partitions is not None:
+        validate.count(partitions, "--partitions")
     bs = bootstrap_servers(bootstrap_server)
     results = []
     if partitions is not None:
@@ -262,8 +263,10 @@ def cmd_topic_configs(
 # ---------------------------------------------------------------- produce / consume
 
 
-def _lines(file: Path | None) -> Iterator[str]:
-    """Input lines without their line ends; a line that is not UTF-8 is an InputError naming its number."""
+def _lines(file: Path | None) -> "Iterator[str | clients.Oversize]":
+    """Input lines (clients.read_lines: bounded); a line that is not UTF-8 is an InputError naming its number."""
+    from clusterctl.kafka import clients
+
     fh: BinaryIO
     if file is not None:
         try:
@@ -273,9 +276,12 @@ def _lines(file: Path | None) -> Iterator[str]:
     else:
         fh = sys.stdin.buffer
     with fh:
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in enumerate(clients.read_lines(fh), start=1):
+            if isinstance(raw, clients.Oversize):
+                yield raw
+                continue
             try:
-                yield raw.decode("utf-8").rstrip("\r\n")
+                yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(number, f"is not UTF-8 (byte {exc.start + 1} is {raw[exc.start]:#04x})") from None
 
@@ -295,7 +301,11 @@ def cmd_produce(
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Send one message per input line; print a delivery summary (non-zero exit if any failed)."""
+    """Send one message per input line; print a delivery summary (non-zero exit if any failed).
+
+    A line longer than the producer's message.max.bytes (1000000 bytes) is read no further and counts as not
+    delivered; the other lines still go.
+    """
     from rich.markup import escape
 
     from clusterctl.kafka import clients
@@ -359,9 +369,12 @@ def cmd_consume(
     group: Annotated[
         str | None, typer.Option("--group", "-g", help="consumer group (commits offsets); default: none, no commits")
     ] = None,
-    max_messages: Annotated[int | None, typer.Option("--max-messages", "-n", help="stop after N messages")] = None,
+    max_messages: Annotated[
+        int | None, typer.Option("--max-messages", "-n", help="stop after N messages (1 to 1000000000)")
+    ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="stop after this many idle seconds", callback=seconds_option())
+        float,
+        typer.Option("--timeout", help="stop after this many idle seconds (at most a day)", callback=seconds_option()),
     ] = 10.0,
     table: Annotated[bool, typer.Option("--table", help="print one table at the end instead of streaming")] = False,
     bootstrap_server: BootstrapOpt = None,
@@ -384,8 +397,8 @@ def cmd_consume(
                 start = validate.offset(int(offset))
             except ValueError:
                 raise UsageError(f"--offset must be a number, 'earliest' or 'latest', got {offset!r}") from None
-    if max_messages is not None and max_messages < 1:
-        raise UsageError("--max-messages must be at least 1")
+    if max_messages is not None:
+        validate.at_most(max_messages, "--max-messages", validate.MAX_RECORDS)
     validate.topic_name(topic)
     if partition is not None:
         validate.partition(partition)

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, seconds_option, zk_connect
-from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit, format_time
 from clusterctl.spec import validate
 
@@ -19,7 +18,10 @@ zk_app = typer.Typer(
 
 PathArg = Annotated[str, typer.Argument(help="znode path, e.g. /brokers/ids")]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="seconds to wait for a ZooKeeper session", callback=seconds_option())
+    float,
+    typer.Option(
+        "--timeout", help="seconds to wait for a ZooKeeper session (at most a day)", callback=seconds_option()
+    ),
 ]
 
 
@@ -117,7 +119,7 @@ def cmd_zk_get(path: PathArg, zookeeper: ZkOpt = None, as_json: JsonOpt = False,
 @zk_app.command("tree")
 def cmd_zk_tree(
     path: Annotated[str, typer.Argument(help="root of the walk")] = "/",
-    depth: Annotated[int, typer.Option("--depth", "-d", help="maximum depth below PATH")] = 10,
+    depth: Annotated[int, typer.Option("--depth", "-d", help="maximum depth below PATH (0 to 64)")] = 10,
     no_data: Annotated[bool, typer.Option("--no-data", help="names only")] = False,
     zookeeper: ZkOpt = None,
     as_json: JsonOpt = False,
@@ -127,8 +129,7 @@ def cmd_zk_tree(
 
     from clusterctl.zookeeper import client as zk
 
-    if depth < 0:
-        raise UsageError("--depth must be >= 0")
+    validate.at_most(depth, "--depth", validate.MAX_TREE_DEPTH, minimum=0)
     with zk.zk_client(zk_connect(zookeeper), timeout) as client:
         entries = zk.tree(client, path, depth, with_data=not no_data)
     if as_json:

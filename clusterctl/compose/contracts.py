@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import yaml
+from clusterctl.spec import yamlfile
 
 Contract = Literal["cp-kafka", "clusterctl-kafka", "wurstmeister", "zookeeper"]
 
@@ -224,7 +224,7 @@ def derive(compose_text: str, server_properties: str = KAFKA_281_SERVER_PROPERTI
 
     `server_properties` is the distribution's config/server.properties the wurstmeister script edits.
     """
-    services: dict[str, Any] = yaml.safe_load(compose_text)["services"]
+    services: dict[str, Any] = yamlfile.load_text(compose_text, "compose file")["services"]
     out: list[NodeConfig] = []
     for name, svc in services.items():
         role = svc.get("labels", {}).get("io.clusterctl.role")

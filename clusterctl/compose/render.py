@@ -1,8 +1,8 @@
 """Spec → compose/<name>/docker-compose.yml (+ .env with the CMAK secret or console token), written atomically.
 
-The template is filled from clusterctl.compose.context. A render is checked in a private staging
-directory, then each file is written beside its target and renamed into place, so a failed render
-leaves nothing half-written, and nothing that clusterctl did not write is ever deleted.
+The template is filled from clusterctl.compose.context; clusterctl.compose.writer stages, checks and moves
+the files into place all or nothing. Render owns its files and, in .env, only its keys: nothing that
+clusterctl did not write is ever deleted or rewritten, and a secret once minted is kept.
 """
 
 from __future__ import annotations
@@ -10,12 +10,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import os
 import re
 import secrets
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from clusterctl.spec import yamlfile
 from clusterctl import TEMPLATES_DIR
 from clusterctl.compose.context import (
     CONSOLE_TOKEN_VAR,
@@ -32,21 +31,18 @@ from clusterctl.compose.context import (
     summarize,
 )
 from clusterctl.compose.environment import CLUSTER_ID_VAR
-from clusterctl.errors import ClusterctlError
+from clusterctl.compose.writer import ENV_FILE, STAGING_PREFIX, RenderError, merge_env, read_env, write_all
+from clusterctl.errors import SpecError
 from clusterctl.templating import text_environment
 from clusterctl.spec.model import ClusterSpec
 
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
-ENV_FILE = ".env"
 
 _SECRET_RE = re.compile(rf"^{SECRET_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
 _TOKEN_RE = re.compile(rf"^{CONSOLE_TOKEN_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
 _CLUSTER_ID_RE = re.compile(rf"^{CLUSTER_ID_VAR}=([A-Za-z0-9_-]{{22}})\s*$", re.MULTILINE)
-
-
-class RenderError(ClusterctlError):
-    """The rendered output could not be produced or was rejected; nothing was written."""
+_OWNED = {SECRET_VAR: _SECRET_RE, CONSOLE_TOKEN_VAR: _TOKEN_RE, CLUSTER_ID_VAR: _CLUSTER_ID_RE}
 
 
 @dataclass
@@ -79,9 +75,11 @@ def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> st
     """The compose file text (deterministic for a given spec)."""
     try:
         text = _environment(templates_dir).get_template(COMPOSE_TEMPLATE).render(**build_context(spec))
-        yaml.safe_load(text)
+        yamlfile.load_text(text, f"rendered {COMPOSE_FILE}")
     except jinja2.TemplateError as exc:
         raise RenderError(f"template {COMPOSE_TEMPLATE}: {' '.join(str(exc).split())}") from None
+    except SpecError as exc:
+        raise RenderError(exc.message) from None
     except yaml.YAMLError as exc:
         raise RenderError(f"rendered {COMPOSE_FILE} is not valid YAML ({' '.join(str(exc).split())[:200]})") from None
     return text
@@ -118,22 +116,18 @@ def new_cluster_id() -> str:
             return text
 
 
-def _write(path: Path, text: str, mode: int = 0o644) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.chmod(path, mode)  # umask must not widen or narrow what we asked for
-
-
 def compose_config_check(compose_file: Path) -> bool:
     """`docker compose -f FILE config -q` (engine-less validation); False when compose v2 is absent."""
     if not shutil.which("docker"):
+        return False
+    if not str(compose_file.resolve()).isprintable():  # compose cannot open a path with control characters
         return False
     try:
         proc = subprocess.run(
             ["docker", "compose", "-f", str(compose_file.resolve()), "config", "-q"],
             capture_output=True,
             text=True,
+            errors="replace",  # it may quote a path that is not UTF-8
             timeout=60,
             cwd=compose_file.parent,
         )
@@ -174,19 +168,6 @@ def rendered_files(out_dir: Path) -> list[str] | None:
     return None
 
 
-def _atomic_write(path: Path, text: str, mode: int) -> None:
-    """Write beside `path`, then rename over it: readers see the old file or the new one, never half."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def render(
     spec: ClusterSpec,
     out_dir: Path | None = None,
@@ -194,12 +175,12 @@ def render(
     validate: bool = True,
     protect: Path | None = None,
 ) -> RenderResult:
-    """Render into `out_dir` (default compose/<name>), each file written atomically.
+    """Render into `out_dir` (default compose/<name>): all files or none (see clusterctl.compose.writer).
 
-    The output is checked (`docker compose config`) in a private staging directory first. Nothing is
-    deleted that clusterctl did not write: a non-empty directory that an earlier render did not
-    produce is refused, other files in a rendered directory are left alone, and `protect` (the spec
-    file) is never written over.
+    The output is checked (`docker compose config`) in the staging directory first. Nothing is deleted
+    that clusterctl did not write: a non-empty directory that an earlier render did not produce is
+    refused, other files in a rendered directory and the user's lines in .env are left alone, and
+    `protect` (the spec file) is never written over.
     """
     out_dir = Path(out_dir) if out_dir is not None else spec.topology.compose_dir
     if out_dir.exists() and not out_dir.is_dir():
@@ -208,21 +189,26 @@ def render(
     previous = _previous_render(out_dir)
     env_text, secret_state, cluster_id_state = _env_file(spec, out_dir)
     files: dict[str, tuple[str, int]] = {COMPOSE_FILE: (text, 0o644)}
-    if env_text:
+    if env_text is not None:
         files[ENV_FILE] = (env_text, 0o600)
+    manifest = {"cluster": spec.name, "files": sorted(files)}
+    files[MANIFEST_FILE] = (json.dumps(manifest, indent=2) + "\n", 0o644)
     if protect is not None:
-        for name in [*files, MANIFEST_FILE]:
+        for name in files:
             target = out_dir / name
             if target.exists() and target.resolve() == protect.resolve():
                 raise RenderError(f"rendering into {out_dir} would overwrite the spec file {protect}")
-    validated = _check_staged(files, validate)
-    _write_render(out_dir, spec.name, files, previous)
+    # written by an earlier render, not produced now; the user's .env is never removed
+    stale = sorted(set(previous) - set(files) - {ENV_FILE})
+    validated = write_all(
+        out_dir, files, stale, lambda staged: compose_config_check(staged / COMPOSE_FILE) if validate else False
+    )
     return RenderResult(
         cluster=spec.name,
         profile=spec.profile,
         engine=spec.kafka.engine,
         compose_file=str(out_dir / COMPOSE_FILE),
-        files=[str(out_dir / f) for f in files],
+        files=[str(out_dir / f) for f in files if f != MANIFEST_FILE],
         network=spec.topology.network_name,
         subnet=spec.network.subnet,
         gateway=spec.network.gateway_ip,
@@ -235,12 +221,13 @@ def render(
 
 
 def _previous_render(out_dir: Path) -> list[str]:
-    """The files an earlier render left in `out_dir` (none when it is new or empty); any other content is refused."""
+    """The files an earlier render left in `out_dir` (none when it is new, empty or holds only the user's .env);
+    any other content is refused."""
     try:
-        non_empty = out_dir.is_dir() and any(out_dir.iterdir())
+        entries = [p.name for p in out_dir.iterdir()] if out_dir.is_dir() else []
     except OSError as exc:
         raise RenderError(f"cannot read {out_dir}: {exc.strerror or exc}") from None
-    if not non_empty:
+    if not [e for e in entries if e != ENV_FILE and not e.startswith(STAGING_PREFIX)]:
         return []
     owned = rendered_files(out_dir)
     if owned is None:
@@ -251,54 +238,29 @@ def _previous_render(out_dir: Path) -> list[str]:
     return owned
 
 
-def _env_file(spec: ClusterSpec, out_dir: Path) -> tuple[str, str, str]:
-    """The .env text (empty: none), and whether its secret and its KRaft cluster id were kept, created or none."""
-    # one secret per kind: CMAK's application secret, or the console's access token
+def _kept_or_new(found: str | None, wanted: bool, make: Any) -> tuple[str | None, str]:
+    if found is not None:
+        return found, "kept"
+    return (make(), "created") if wanted else (None, "none")
+
+
+def _env_file(spec: ClusterSpec, out_dir: Path) -> tuple[str | None, str, str]:
+    """The new .env text (None: no .env is written), and whether its secret and KRaft cluster id were kept,
+    created or none. Only render's keys are set; a secret or id once minted is kept even while unused
+    (toggling the manager off and on keeps its token)."""
+    existing = read_env(out_dir)
+    found = {var: (m.group(1) if (m := rx.search(existing or "")) else None) for var, rx in _OWNED.items()}
     console = spec.kafka_manager.enabled and spec.manager_kind == "console"
     secret_var = CONSOLE_TOKEN_VAR if console else SECRET_VAR
-    secret = existing_console_token(out_dir) if console else existing_secret(out_dir)
-    secret_state = "kept" if secret else "none"
-    if spec.kafka_manager.enabled and secret is None:
-        secret, secret_state = secrets.token_hex(32), "created"
-    what = "console access token" if console else "CMAK application secret"
+    secret, secret_state = _kept_or_new(found[secret_var], spec.kafka_manager.enabled, lambda: secrets.token_hex(32))
     # kept across renders: a node whose storage was formatted with another id refuses to start
-    cluster_id = existing_cluster_id(out_dir)
-    cluster_id_state = "kept" if cluster_id else "none"
-    if spec.kraft_mode and cluster_id is None:
-        cluster_id, cluster_id_state = new_cluster_id(), "created"
-    env_lines = []
+    cluster_id, cluster_id_state = _kept_or_new(found[CLUSTER_ID_VAR], spec.kraft_mode, new_cluster_id)
+    what = "console access token" if console else "CMAK application secret"
+    values: dict[str, tuple[str, str]] = {}
     if secret is not None:
-        env_lines.append(f"# {what}, generated once for cluster {spec.name}\n{secret_var}={secret}\n")
+        values[secret_var] = (secret, f"{what}, generated once for cluster {spec.name}")
     if cluster_id is not None:
-        env_lines.append(f"# KRaft cluster id, generated once for cluster {spec.name}\n{CLUSTER_ID_VAR}={cluster_id}\n")
-    return "".join(env_lines), secret_state, cluster_id_state
-
-
-def _check_staged(files: dict[str, tuple[str, int]], validate: bool) -> bool:
-    """Write the files into a private staging directory and let `docker compose config` check them there."""
-    staging = Path(tempfile.mkdtemp(prefix="clusterctl-render-"))
-    try:
-        for name, (content, mode) in files.items():
-            _write(staging / name, content, mode)
-        return compose_config_check(staging / COMPOSE_FILE) if validate else False
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
-def _write_render(out_dir: Path, cluster: str, files: dict[str, tuple[str, int]], previous: list[str]) -> None:
-    """Write every file atomically, drop files of an earlier render not produced now, then the manifest."""
-    created = [p for p in [out_dir, *out_dir.parents] if not p.exists()]  # innermost first
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for name, (content, mode) in files.items():
-            _atomic_write(out_dir / name, content, mode)
-        for stale in sorted(set(previous) - set(files)):  # written by an earlier render, not produced now
-            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-                (out_dir / stale).unlink()
-        manifest = {"cluster": cluster, "files": sorted(files)}
-        _atomic_write(out_dir / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n", 0o644)
-    except OSError as exc:
-        for p in created:
-            with contextlib.suppress(OSError):
-                p.rmdir()
-        raise RenderError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
+        values[CLUSTER_ID_VAR] = (cluster_id, f"KRaft cluster id, generated once for cluster {spec.name}")
+    if not values:
+        return None, secret_state, cluster_id_state  # nothing of ours in it: a user's .env is not touched
+    return merge_env(existing, values), secret_state, cluster_id_state

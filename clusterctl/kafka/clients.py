@@ -7,7 +7,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -61,9 +61,11 @@ class ProduceSummary:
     bad_line: int | None = None
 
 
-def parse_line(line: str, key_separator: str | None, number: int | None = None) -> tuple[str | None, str]:
+def parse_line(
+    line: str | Oversize, key_separator: str | None, number: int | None = None
+) -> tuple[str | None, str | Oversize]:
     """Split `key<SEP>value` (no separator in the line: an InputError, as the console producer would fail)."""
-    if key_separator is None:
+    if key_separator is None or isinstance(line, Oversize):
         return None, line
     if not key_separator:
         raise UsageError("--key-separator must not be empty")
@@ -77,6 +79,33 @@ def parse_line(line: str, key_separator: str | None, number: int | None = None) 
 
 
 MAX_ERRORS_KEPT = 5
+
+
+@dataclass(frozen=True)
+class Oversize:
+    """An input line longer than the producer's message.max.bytes: read no further than that, only its size kept."""
+
+    size: int
+
+
+def read_lines(fh: BinaryIO, max_bytes: int = validate.MAX_MESSAGE_BYTES) -> Iterator[bytes | Oversize]:
+    """Lines without their line end, never holding more than `max_bytes` (+ the line end) of one line: a longer
+    line is skimmed in bounded chunks and comes out as `Oversize` (one endless line cannot fill the memory)."""
+    while True:
+        raw = fh.readline(max_bytes + 2)
+        if not raw:
+            return
+        line = raw.rstrip(b"\r\n")
+        if len(line) <= max_bytes:
+            yield line
+            continue
+        size = len(raw)
+        while not raw.endswith(b"\n"):
+            raw = fh.readline(65_536)
+            if not raw:
+                break
+            size += len(raw)
+        yield Oversize(size - (len(raw) - len(raw.rstrip(b"\r\n"))))
 
 
 @dataclass
@@ -105,7 +134,7 @@ class _Tally:
 def produce(
     bootstrap: str,
     topic: str,
-    records: Iterable[tuple[str | bytes | None, str | bytes]],
+    records: Iterable[tuple[str | bytes | None, str | bytes | Oversize]],
     *,
     acks: Acks | str = "all",
     partition: int | None = None,
@@ -168,11 +197,17 @@ def _send(
     topic: str,
     number: int,
     key: str | bytes | None,
-    value: str | bytes,
+    value: str | bytes | Oversize,
     kwargs: dict[str, Any],
     tally: _Tally,
 ) -> None:
     """Queue record `number`; a full local queue is drained (delivery reports served) and asked again."""
+    if isinstance(value, Oversize):  # never read whole: refused here as librdkafka would refuse it
+        tally.fail(
+            f"line {number}: message of {value.size} bytes is larger than the producer's message.max.bytes "
+            f"({validate.MAX_MESSAGE_BYTES}); not read past that"
+        )
+        return
     while True:
         try:
             producer.produce(topic, value=value, key=key, on_delivery=functools.partial(tally.report, number), **kwargs)

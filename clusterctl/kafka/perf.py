@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterctl.errors import UsageError
 from clusterctl.kafka import diskguard
 from clusterctl.kafka.latency import ProduceWindow
 from clusterctl.kafka.perf_produce import (
@@ -21,10 +20,12 @@ from clusterctl.kafka.perf_produce import (
     ProduceResult,
     build_payloads,
     check_produce_args,
+    max_record_bytes,
     perf_producer_config,
     run_produce,
 )
 from clusterctl.kafka.perf_topic import plan_topic, prepare_topic
+from clusterctl.spec import validate
 
 
 @dataclass
@@ -74,12 +75,12 @@ def produce_test(
     or capped (`notify` hears about it) and the records sent."""
     from clusterctl.kafka import perf_native
 
-    if req.retention_bytes is not None and req.retention_bytes < 1:
-        raise UsageError("--retention-bytes must be at least 1")
-    payloads = build_payloads(req.record_size, req.payload_file)
+    if req.retention_bytes is not None:
+        validate.at_most(req.retention_bytes, "--retention-bytes", validate.INT64_MAX)
     conf = perf_producer_config("x:1", req.acks, req.compression, req.batch_size, req.linger_ms, req.extra_config)
     perf_native.check_config(conf)
     check_produce_args(req.num_records, req.throughput, req.engine)
+    payloads = build_payloads(req.record_size, req.payload_file, max_bytes=max_record_bytes(conf))
     where = target()
     plan = plan_topic(
         where.bootstrap,

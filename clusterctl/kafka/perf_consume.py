@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from clusterctl.errors import UsageError
 from clusterctl.kafka.latency import MB
 from clusterctl.kafka.settings import JOIN_TIMEOUT_S, consumer_config
+from clusterctl.spec import validate
 
 
 @dataclass
@@ -134,6 +134,11 @@ class _GroupRun:
         )
 
 
+def check_consume_args(messages: int, threads: int) -> None:
+    validate.at_most(messages, "--messages", validate.MAX_RECORDS)
+    validate.at_most(threads, "--threads", validate.MAX_CONSUMER_THREADS)
+
+
 def run_consume(
     bootstrap: str,
     topic: str,
@@ -146,10 +151,7 @@ def run_consume(
     batch: int = 500,
 ) -> ConsumeResult:
     """T consumers in one group read until `messages` records arrived or `timeout` s passed with none."""
-    if messages < 1:
-        raise UsageError(f"--messages must be at least 1, got {messages}")
-    if threads < 1:
-        raise UsageError(f"--threads must be at least 1, got {threads}")
+    check_consume_args(messages, threads)
     from confluent_kafka import KafkaException
 
     from clusterctl.kafka.connection import kafka_error

@@ -28,6 +28,7 @@ from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.kafka.diskguard import DiskCheck
 from clusterctl.kafka.latency import MB, LatencyRecorder, ProduceWindow
 from clusterctl.kafka.settings import producer_config
+from clusterctl.spec import validate
 
 # confluent-kafka (and the asyncio it imports) loads only where it is used: the native engine and the topic
 # lookup talk to librdkafka directly, so an unthrottled `perf produce` starts sending ~60 ms sooner.
@@ -71,11 +72,24 @@ class ProduceResult:
     disk: DiskCheck | None = None
 
 
-def build_payloads(record_size: int, payload_file: Path | None = None, delimiter: str = "\n") -> list[bytes]:
-    """One random A-Z payload of `record_size` bytes (as Java's tool does), or the lines of `payload_file`."""
+def max_record_bytes(conf: dict[str, Any]) -> int:
+    """The producer's message.max.bytes: --producer-prop's, else librdkafka's default that clusterctl keeps."""
+    try:
+        return int(conf.get("message.max.bytes", validate.MAX_MESSAGE_BYTES))
+    except (TypeError, ValueError):
+        return validate.MAX_MESSAGE_BYTES  # librdkafka refuses the property itself, with its own message
+
+
+def build_payloads(
+    record_size: int,
+    payload_file: Path | None = None,
+    delimiter: str = "\n",
+    max_bytes: int = validate.MAX_MESSAGE_BYTES,
+) -> list[bytes]:
+    """One random A-Z payload of `record_size` bytes (as Java's tool does), or the lines of `payload_file`;
+    the size is checked against the producer's message.max.bytes before anything is allocated."""
     if payload_file is None:
-        if record_size < 0:
-            raise UsageError(f"--record-size must be at least 0, got {record_size}")
+        validate.at_most(record_size, "--record-size (the producer's message.max.bytes)", max_bytes, minimum=0)
         # os.urandom rather than numpy.random, whose import costs more than the whole payload
         return [bytes(np.frombuffer(os.urandom(record_size), dtype=np.uint8) % 26 + 65)]
     try:
@@ -196,10 +210,11 @@ def make_engine(
 
 
 def check_produce_args(num_records: int, throughput: float, engine: str) -> None:
-    if num_records < 1:
-        raise UsageError(f"--num-records must be at least 1, got {num_records}")
+    validate.at_most(num_records, "--num-records", validate.MAX_RECORDS)
+    validate.finite(throughput, "--throughput")
     if throughput == 0 or (throughput < 0 and throughput != -1):
         raise UsageError(f"--throughput must be positive or -1 (unthrottled), got {throughput:g}")
+    validate.at_most(throughput, "--throughput", validate.MAX_THROUGHPUT, minimum=-1)
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
 

@@ -7,9 +7,8 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from clusterctl.errors import ClusterctlError, NotFoundError, UnreachableError
+from clusterctl.spec import yamlfile
 from clusterctl.spec.model import ClusterSpec
 
 
@@ -78,7 +77,7 @@ def passthrough(spec: ClusterSpec, *args: str, root: Path | None = None) -> int:
 
 def file_images(spec: ClusterSpec, root: Path | None = None) -> dict[str, str]:
     """service -> image as written in the rendered compose file."""
-    data = yaml.safe_load(require_compose_file(spec, root).read_text()) or {}
+    data = yamlfile.load_file(require_compose_file(spec, root)) or {}
     services = data.get("services") or {}
     return {name: str(svc.get("image")) for name, svc in services.items() if isinstance(svc, dict) and svc.get("image")}
 

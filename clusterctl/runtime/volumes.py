@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 from docker.errors import NotFound
 
 from clusterctl.errors import UsageError
 from clusterctl.runtime import compose
 from clusterctl.runtime import docker as dk
+from clusterctl.spec import yamlfile
 from clusterctl.spec.model import ClusterSpec
 
 PROFILE_LABEL = "io.clusterctl.profile"
@@ -60,7 +60,7 @@ class VolumeClaim:
 
 def claims(spec: ClusterSpec, root: Any = None) -> list[VolumeClaim]:
     """Every named volume of the rendered compose file with the image that mounts it."""
-    data = yaml.safe_load(compose.require_compose_file(spec, root).read_text()) or {}
+    data = yamlfile.load_file(compose.require_compose_file(spec, root)) or {}
     declared: dict[str, Any] = data.get("volumes") or {}
     mounted: dict[str, str] = {}
     for svc in (data.get("services") or {}).values():

@@ -11,11 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import SpecError, UsageError
-from clusterctl.spec import kafkadist
+from clusterctl.spec import kafkadist, yamlfile
 from clusterctl.spec.model import ClusterSpec, parse_spec
 from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
 from clusterctl.templating import text_environment
@@ -163,7 +161,7 @@ def init_spec(
         notes = [f"profile {profile}: {profile_reason}", *notes]
     spec = parse_spec(build_spec_data(name, profile, chosen, brokers, zk_nodes, subnet), source="init")
     text = render_spec_text(spec, notes)
-    if parse_spec(yaml.safe_load(text), source="init") != spec:  # the comments template must not drift
+    if parse_spec(yamlfile.load_text(text, "init"), source="init") != spec:  # the comments template must not drift
         raise SpecError("init: the commented spec does not round-trip (template out of date)")
     created = [p for p in path.parents if not p.exists()]  # innermost first
     try:

@@ -14,6 +14,7 @@ from pydantic import ValidationError, field_validator, model_validator
 
 from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
+from clusterctl.spec import yamlfile
 from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
 from clusterctl.spec.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
 from clusterctl.spec.sections import (
@@ -343,7 +344,7 @@ def load_spec(path: Path | str = DEFAULT_SPEC_PATH) -> ClusterSpec:
     if not path.is_file():
         raise SpecError(f"spec file {path} not found", hint="run `clusterctl init` to write one")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlfile.load_file(path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

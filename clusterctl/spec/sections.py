@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from clusterctl.spec.profiles import ManagerKind
+from clusterctl.spec.validate import MAX_PARTITIONS
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 NETWORK_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
@@ -97,7 +98,7 @@ class BrokerDefaults(_Model):
 
     replication_factor: int = Field(default=3, ge=1)
     min_insync_replicas: int = Field(default=2, ge=1)
-    partitions: int = Field(default=3, ge=1)
+    partitions: int = Field(default=3, ge=1, le=MAX_PARTITIONS)
     retention_hours: int = Field(default=168, ge=1)
     retention_bytes: int = Field(default=1_073_741_824, description="per partition; -1 = unlimited")
     segment_bytes: int = Field(default=268_435_456, ge=1_048_576)

@@ -1,7 +1,8 @@
 """Checks on user-supplied values, refused up front with one line (before any request is sent).
 
 Addresses (bootstrap servers, ZooKeeper connect strings), Kafka topic names, partition/RF counts,
-timeouts and offsets. Each function returns the checked value or raises `UsageError`.
+timeouts and offsets. Each function returns the checked value or raises `UsageError`. Every number a user
+gives has a bound here (the one place), named in the option's --help.
 """
 
 from __future__ import annotations
@@ -19,9 +20,39 @@ _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
 _LABEL = r"[a-zA-Z0-9_]([a-zA-Z0-9_-]{0,61}[a-zA-Z0-9_])?"
 _HOST_RE = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*\.?")
 INT32_MAX = 2**31 - 1
-MAX_PARTITIONS = 100_000  # librdkafka's NewTopic/NewPartitions range
-MAX_REPLICATION_FACTOR = 2**15 - 1  # an int16 on the wire
+# a lab cluster has at most 9 brokers; 100000 partitions (librdkafka's limit) stall every later metadata call
+MAX_PARTITIONS = 4096
+MAX_REPLICATION_FACTOR = 16  # never more than the brokers; int16 on the wire, but no cluster here has more
 INT64_MAX = 2**63 - 1
+MAX_MESSAGE_BYTES = 1_000_000  # the producer's message.max.bytes (librdkafka's default, which clusterctl keeps)
+MAX_RECORDS = 1_000_000_000  # records a perf run sends or reads, messages a consume prints
+MAX_THROUGHPUT = 10_000_000  # records/s a perf producer is asked to hold
+MAX_SECONDS = 86_400.0  # any duration or timeout: one day
+MAX_LOG_LINES = 1_000_000  # `logs --tail`
+MAX_TREE_DEPTH = 64  # `zk tree --depth` (ZooKeeper paths are rarely ten deep)
+MAX_REPEAT = 100  # runs per mode of a scenario comparison
+MAX_CONSUMER_THREADS = 64  # consumers of one perf group (more than the partitions only sit idle)
+
+
+def finite(value: float, what: str) -> float:
+    """A float option's value: a finite number (nan and inf are refused)."""
+    if math.isnan(value) or math.isinf(value):
+        raise UsageError(f"{what} must be a finite number, got {value}")
+    return value
+
+
+def at_most(value: int | float, what: str, maximum: int | float, minimum: int | float = 1) -> int | float:
+    """A count or size within [minimum, maximum]."""
+    finite(float(value), what)
+    if value < minimum:
+        raise UsageError(f"{what} must be at least {_num(minimum)}, got {_num(value)}")
+    if value > maximum:
+        raise UsageError(f"{what} is too large: {_num(value)} (at most {_num(maximum)})")
+    return value
+
+
+def _num(value: int | float) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 def topic_name(name: str) -> str:
@@ -93,8 +124,8 @@ def zk_connect(value: str, what: str = "--zookeeper") -> str:
 
 
 def count(value: int, what: str, *, broker_default: bool = False, maximum: int = MAX_PARTITIONS) -> int:
-    """A partition count or replication factor: >= 1 (or -1 for the broker's default when allowed), at most what
-    the client library sends (librdkafka refuses more than 100000 partitions; a replication factor is an int16)."""
+    """A partition count or replication factor: >= 1 (or -1 for the broker's default when allowed), at most
+    MAX_PARTITIONS per topic (or MAX_REPLICATION_FACTOR)."""
     if broker_default and value == -1:
         return value
     if value < 1:
@@ -106,11 +137,13 @@ def count(value: int, what: str, *, broker_default: bool = False, maximum: int =
 
 
 def seconds(value: float, what: str, *, allow_zero: bool = True) -> float:
-    """A duration: finite and not negative (zero only when allowed)."""
+    """A duration: finite, not negative (zero only when allowed), at most MAX_SECONDS."""
     if math.isnan(value) or math.isinf(value):
         raise UsageError(f"{what} must be a finite number of seconds, got {value}")
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"{what} must be {'>= 0' if allow_zero else 'positive'}, got {value:g}")
+    if value > MAX_SECONDS:
+        raise UsageError(f"{what} is too long: {value:g} s (at most {MAX_SECONDS:g} s, a day)")
     return value
 
 

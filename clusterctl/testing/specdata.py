@@ -16,6 +16,7 @@ import yaml
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.runtime import docker as dk
+from clusterctl.spec import yamlfile
 from clusterctl.spec.model import ClusterSpec, parse_spec
 
 Engine = Literal["auto", "kafka", "tansu"]
@@ -51,7 +52,7 @@ def load(spec: str | Path | dict[str, Any] | ClusterSpec | None) -> dict[str, An
         return copy.deepcopy(spec)
     path = Path(spec)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yamlfile.load_file(path, f"spec file {path}")
     except (OSError, UnicodeDecodeError) as exc:
         raise ClusterctlError(f"spec file {path}: cannot read ({exc})") from None
     except yaml.YAMLError:

@@ -1,0 +1,251 @@
+"""Generated inputs at and past every documented bound (design.md test layer 6, issue 32).
+
+- YAML alias/nesting shapes (nested anchors of any width and depth, wrapped in lists or mappings, some
+  referring to themselves): the bounded loader accepts exactly what an independent count of the
+  expanded document allows, refuses the rest with one SpecError line, and never takes long;
+- the same documents as scenario files through the CLI: exit 2 with one error line, never 70;
+- file sizes around MAX_YAML_BYTES, counts and sizes around each bound in `validate`;
+- every float option with a non-finite spelling, and counts past their bound, through the CLI.
+
+The number of generated cases and their time are printed at the end of the module's run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import math
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from test_bounds import _float_options
+
+from clusterctl import cli
+from clusterctl.errors import SpecError, UsageError
+from clusterctl.spec import validate, yamlfile
+
+CASES = {"n": 0, "seconds": 0.0}
+FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+NOWHERE = ["-b", "127.0.0.1:1"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_count(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    line = f"fuzz bounds: {CASES['n']} generated cases in {CASES['seconds']:.1f}s"
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"\n{line}")
+
+
+@contextlib.contextmanager
+def case() -> Iterator[None]:
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        CASES["n"] += 1
+        CASES["seconds"] += time.monotonic() - started
+
+
+def run_cli(args: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli.run(args)
+    return code, err.getvalue()
+
+
+def one_line(code: int, err: str, shown: object) -> str:
+    assert "Traceback" not in err and code != cli.EX_SOFTWARE, (shown, err)
+    lines = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1, (shown, err)
+    return lines[0]
+
+
+# ---------------------------------------------------------------- YAML shapes
+
+
+@st.composite
+def alias_documents(draw: st.DrawFn) -> str:
+    """Nested anchors: level i holds `width` aliases of level i-1, in lists or mappings, wrapped `wrap` deep."""
+    levels, width = draw(st.integers(1, 10)), draw(st.integers(1, 12))
+    as_map = draw(st.booleans())
+
+    def collection(refs: list[str]) -> str:
+        if as_map:
+            return "{" + ", ".join(f"k{j}: {r}" for j, r in enumerate(refs)) + "}"
+        return "[" + ", ".join(refs) + "]"
+
+    items = [f"&a0 {collection(['lol'] * width)}"]
+    items += [f"&a{i} {collection([f'*a{i - 1}'] * width)}" for i in range(1, levels)]
+    if draw(st.integers(0, 9)) == 0:  # refer to itself: `&aN [... *aN]`
+        items.append(f"&self [x, *a{levels - 1}, *self]")
+    body = "[" + ", ".join(items) + "]"
+    wrap = draw(st.integers(0, 80))
+    opener, closer = draw(st.sampled_from([("[", "]"), ("{w: ", "}")]))
+    return opener * wrap + body + closer * wrap
+
+
+def expanded(data: Any) -> tuple[int, int] | None:
+    """(nodes, depth) of the document with aliases expanded, counted on PyYAML's shared objects; None: cyclic."""
+    memo: dict[int, tuple[int, int]] = {}
+    active: set[int] = set()
+
+    def walk(x: Any) -> tuple[int, int]:
+        if not isinstance(x, list | dict):
+            return 1, 1
+        if id(x) in active:
+            raise RecursionError
+        if id(x) in memo:
+            return memo[id(x)]
+        active.add(id(x))
+        kids = [walk(k) for pair in x.items() for k in pair] if isinstance(x, dict) else [walk(k) for k in x]
+        active.discard(id(x))
+        memo[id(x)] = (1 + sum(k[0] for k in kids), 1 + max((k[1] for k in kids), default=0))
+        return memo[id(x)]
+
+    try:
+        return walk(data)
+    except RecursionError:
+        return None
+
+
+@settings(FUZZ, max_examples=150)
+@given(doc=alias_documents())
+def test_alias_shapes_are_refused_exactly_past_the_bounds(doc: str) -> None:
+    with case():
+        reference = yaml.safe_load(doc)  # PyYAML shares aliased objects: cheap to count, not to expand
+        size = expanded(reference)
+        within = size is not None and size[0] <= yamlfile.MAX_YAML_NODES and size[1] <= yamlfile.MAX_YAML_DEPTH
+        event("cyclic" if size is None else "within" if within else "too many nodes or too deep")
+        started = time.monotonic()
+        if within:
+            assert yamlfile.load_text(doc, "doc") == reference
+        else:
+            with pytest.raises(SpecError, match=r"^doc: YAML .*; refused$"):
+                yamlfile.load_text(doc, "doc")
+        assert time.monotonic() - started < 2.0
+
+
+@settings(FUZZ, max_examples=25)
+@given(doc=alias_documents(), place=st.sampled_from(["sleep", "fault", "name"]))
+def test_alias_shapes_in_a_scenario_file_are_one_line(
+    tmp_path_factory: pytest.TempPathFactory, doc: str, place: str
+) -> None:
+    body = {
+        "sleep": f"name: x\nsteps:\n  - {{sleep: {doc}}}\n",
+        "fault": f"name: x\nsteps:\n  - {{fault: {{action: pause-broker, broker: {doc}}}}}\n",
+        "name": f"name: {doc}\nsteps:\n  - {{sleep: 1}}\n",
+    }[place]
+    path = tmp_path_factory.mktemp("sc") / "s.yaml"
+    path.write_text(body)
+    with case():
+        started = time.monotonic()
+        code, err = run_cli(["scenario", "validate", str(path)])
+        assert code == 2, err
+        one_line(code, err, doc[:200])
+        assert time.monotonic() - started < 5.0
+
+
+@settings(FUZZ, max_examples=20)
+@given(delta=st.integers(-64, 64), style=st.sampled_from(["comment", "scalar"]))
+def test_yaml_file_size_at_and_past_the_bound(tmp_path_factory: pytest.TempPathFactory, delta: int, style: str) -> None:
+    size = yamlfile.MAX_YAML_BYTES + delta
+    head = "a: 1\n#" if style == "comment" else "a: "
+    path = tmp_path_factory.mktemp("y") / "f.yaml"
+    path.write_bytes((head + "x" * (size - len(head))).encode())
+    with case():
+        assert len(path.read_bytes()) == size
+        if size <= yamlfile.MAX_YAML_BYTES:
+            assert yamlfile.load_file(path)["a"] in (1, "x" * (size - len(head)))
+        else:
+            with pytest.raises(SpecError, match="larger than 1024 KiB"):
+                yamlfile.load_file(path)
+
+
+# ---------------------------------------------------------------- counts and sizes
+
+
+BOUNDS: list[tuple[str, Callable[[int], object], int, int]] = [
+    ("partitions", lambda v: validate.count(v, "p"), 1, validate.MAX_PARTITIONS),
+    (
+        "rf",
+        lambda v: validate.count(v, "r", maximum=validate.MAX_REPLICATION_FACTOR),
+        1,
+        validate.MAX_REPLICATION_FACTOR,
+    ),
+    ("records", lambda v: validate.at_most(v, "n", validate.MAX_RECORDS), 1, validate.MAX_RECORDS),
+    ("threads", lambda v: validate.at_most(v, "t", validate.MAX_CONSUMER_THREADS), 1, validate.MAX_CONSUMER_THREADS),
+    ("repeat", lambda v: validate.at_most(v, "n", validate.MAX_REPEAT), 1, validate.MAX_REPEAT),
+    ("bytes", lambda v: validate.at_most(v, "s", validate.MAX_MESSAGE_BYTES, 0), 0, validate.MAX_MESSAGE_BYTES),
+    ("seconds", lambda v: validate.seconds(float(v), "s"), 0, int(validate.MAX_SECONDS)),
+]
+
+
+@settings(FUZZ, max_examples=120)
+@given(
+    bound=st.sampled_from(BOUNDS),
+    offset=st.one_of(st.integers(-3, 3), st.integers(-(2**40), 2**40)),
+    at=st.sampled_from(["low", "high"]),
+)
+def test_every_bound_holds_at_its_edges(
+    bound: tuple[str, Callable[[int], object], int, int], offset: int, at: str
+) -> None:
+    _name, check, low, high = bound
+    value = (low if at == "low" else high) + offset
+    with case():
+        if low <= value <= high:
+            check(value)
+        else:
+            with pytest.raises(UsageError):
+                check(value)
+
+
+PAST: list[tuple[list[str], int]] = [
+    (["topic", "create", "t", *NOWHERE, "-p"], validate.MAX_PARTITIONS),
+    (["topic", "create", "t", *NOWHERE, "-r"], validate.MAX_REPLICATION_FACTOR),
+    (["topic", "alter", "t", *NOWHERE, "-p"], validate.MAX_PARTITIONS),
+    (["perf", "produce", "t", "-n", "1", *NOWHERE, "--record-size"], validate.MAX_MESSAGE_BYTES),
+    (["perf", "produce", "t", *NOWHERE, "-n"], validate.MAX_RECORDS),
+    (["perf", "produce", "t", "-n", "1", *NOWHERE, "--throughput"], validate.MAX_THROUGHPUT),
+    (["perf", "consume", "t", "-n", "1", *NOWHERE, "--threads"], validate.MAX_CONSUMER_THREADS),
+    (["perf", "consume", "t", *NOWHERE, "-n"], validate.MAX_RECORDS),
+    (["consume", "t", *NOWHERE, "--max-messages"], validate.MAX_RECORDS),
+    (["consume", "t", *NOWHERE, "--timeout"], int(validate.MAX_SECONDS)),
+    (["chaos", "pause-broker", "1", "--for"], int(validate.MAX_SECONDS)),
+    (["logs", "--tail"], validate.MAX_LOG_LINES),
+    (["group", "reset", "g", "-t", "t", *NOWHERE, "--to-offset"], validate.INT64_MAX),
+    (["perf", "produce", "t", "-n", "1", *NOWHERE, "--retention-bytes"], validate.INT64_MAX),
+    (["zk", "tree", "/", "--zookeeper", "127.0.0.1:1", "--depth"], validate.MAX_TREE_DEPTH),
+    (["scenario", "compare", "kill-leader", "--repeat"], validate.MAX_REPEAT),
+]
+
+
+@settings(FUZZ, max_examples=40)
+@given(where=st.sampled_from(PAST), over=st.one_of(st.integers(1, 3), st.integers(4, 2**62)))
+def test_past_the_bound_through_the_cli_is_one_line_exit_2(where: tuple[list[str], int], over: int) -> None:
+    args, bound = where
+    with case():
+        code, err = run_cli([*args, str(bound + over)])
+        line = one_line(code, err, args)
+        assert code == 2 and str(bound) in line, (args, line)  # the bound is named
+
+
+NON_FINITE = st.sampled_from(["nan", "NaN", "-nan", "inf", "-inf", "Infinity", "-Infinity", "1e400", "-1e999"])
+
+
+@settings(FUZZ, max_examples=40)
+@given(option=st.sampled_from(_float_options()), value=NON_FINITE)
+def test_non_finite_floats_are_one_line_exit_2(option: tuple[list[str], str], value: str) -> None:
+    path, opt = option
+    assert math.isinf(float(value)) or math.isnan(float(value))
+    with case():
+        code, err = run_cli([*path, opt, value])
+        assert code == 2 and "finite" in one_line(code, err, (path, opt, value)), err
