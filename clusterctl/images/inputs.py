@@ -152,6 +152,7 @@ CONSOLE_CLUSTERCTL_FILES = (
     "zookeeper/client.py",
     "spec/kafkadist.py",
     "spec/validate.py",
+    "spec/yamlfile.py",
     "kafka/__init__.py",
     "kafka/admin.py",
     "kafka/brokers.py",
