@@ -11,7 +11,8 @@ the heal).
 
 With `--baseline DIR` (a checkout of other clusterctl code, e.g. `git worktree add /tmp/base main`) every run is
 made twice, alternating which code goes first, so both see the same machine load; each run is a child process
-with that checkout on PYTHONPATH. Needs the Docker lock on a shared machine:
+with that checkout on PYTHONPATH; `--baseline-image` gives the baseline runs another Kafka image (one built before
+an image change). Needs the Docker lock on a shared machine:
 
     flock /tmp/docker-tests.lock .venv/bin/python bench/up_time.py --mode zookeeper --runs 3
     .venv/bin/python bench/up_time.py --runs 5 --json
@@ -94,9 +95,11 @@ def _kth(values: list[float | None], k: int) -> float | None:
 # ---------------------------------------------------------------- one run
 
 
-def _spec_data(mode: str) -> dict[str, Any]:
+def _spec_data(mode: str, image: str | None = None) -> dict[str, Any]:
     kafka: dict[str, Any] = {"engine": "kafka", "brokers": 3, "mode": mode}
     data: dict[str, Any] = {"profile": "offline", "kafka": kafka, "kafka_manager": {"enabled": False}}
+    if image:
+        data["images"] = {"kafka": image}
     if mode == "kraft":
         data["kraft"] = {"controllers": 3}
     else:
@@ -115,7 +118,7 @@ def _up_milestones(cluster: Any, t0: float) -> dict[str, float]:
         logs[service] = _log_lines(c)
     jvm = [lines[0][0] if lines else None for lines in logs.values()]
     brokers = [logs[topo.broker_service(b)] for b in topo.broker_ids]
-    m: dict[str, float | None] = {"containers started": _latest(started), "JVMs logging": _latest(jvm)}
+    m: dict[str, float | None] = {"containers started": _latest(started), "first log line": _latest(jvm)}
     if spec.kraft_mode:
         voters = [logs[topo.controller_service(i)] for i in topo.dedicated_controller_ids]
         m["quorum leader"] = _kth([_first(v, KRAFT_LEADER) for v in voters], 1)
@@ -166,20 +169,20 @@ def _heal(cluster: Any) -> dict[str, float]:
     back = KRAFT_UNFENCED if spec.kraft_mode else KAFKA_STARTED
     m: dict[str, float | None] = {
         "container started": _ts(c.attrs["State"]["StartedAt"]),
-        "JVM logging": lines[0][0] if lines else None,
+        "first log line": lines[0][0] if lines else None,
         "broker back": _first(lines, back),
         "ISR full": done,
     }
     return {k: round(v - t0, 2) for k, v in m.items() if v is not None}
 
 
-def one_run(mode: str, code: str, heal: bool) -> Run:
+def one_run(mode: str, code: str, heal: bool, image: str | None = None) -> Run:
     from clusterctl.compose.render import render
     from clusterctl.runtime.cluster import Cluster
     from clusterctl.testing import specdata
 
     run = Run(mode, code)
-    spec, _ = specdata.isolated(_spec_data(mode), True)
+    spec, _ = specdata.isolated(_spec_data(mode, image), True)
     work = Path(tempfile.mkdtemp(prefix=f"{spec.name}-"))
     render(spec, out_dir=work / spec.topology.compose_dir)
     cluster = Cluster(spec, root=work)
@@ -197,10 +200,11 @@ def one_run(mode: str, code: str, heal: bool) -> Run:
     return run
 
 
-def child_run(mode: str, code: str, pythonpath: Path, heal: bool) -> Run:
+def child_run(mode: str, code: str, pythonpath: Path, heal: bool, image: str | None) -> Run:
     """One run in a child process with `pythonpath`'s clusterctl (this script's code, that checkout's package)."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     argv = [sys.executable, __file__, "--one", mode, "--code", code] + ([] if heal else ["--no-heal"])
+    argv += ["--image", image] if image else []
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         return Run(mode, code, error=(proc.stderr.strip().splitlines() or ["failed"])[-1])
@@ -266,23 +270,27 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--mode", choices=(*MODES, "both"), default="both")
     ap.add_argument("--baseline", type=Path, help="another clusterctl checkout, run alternately with this one")
+    ap.add_argument("--baseline-image", help="the Kafka image the baseline runs use (an image built before a change)")
     ap.add_argument("--no-heal", action="store_true", help="time up only")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", choices=MODES, help=argparse.SUPPRESS)  # a child run: print one Run as JSON
     ap.add_argument("--code", default="current", help=argparse.SUPPRESS)
+    ap.add_argument("--image", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(asdict(one_run(args.one, args.code, not args.no_heal))))
+        print(json.dumps(asdict(one_run(args.one, args.code, not args.no_heal, args.image))))
         return
     sys.path.insert(0, str(REPO))
     load0 = os.getloadavg()[0]
     modes = MODES if args.mode == "both" else (args.mode,)
-    trees = [("current", REPO)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
+    trees: list[tuple[str, Path, str | None]] = [("current", REPO, None)]
+    if args.baseline or args.baseline_image:
+        trees.append(("baseline", (args.baseline or REPO).resolve(), args.baseline_image))
     runs: list[Run] = []
     for i in range(args.runs):
         for mode in modes:
-            for code, tree in trees if i % 2 == 0 else trees[::-1]:
-                runs.append(child_run(mode, code, tree, not args.no_heal))
+            for code, tree, image in trees if i % 2 == 0 else trees[::-1]:
+                runs.append(child_run(mode, code, tree, not args.no_heal, image))
                 print(f"{mode} {code}: {asdict(runs[-1])}", file=sys.stderr, flush=True)
     rows = medians(runs)
     load = (load0, os.getloadavg()[0])
