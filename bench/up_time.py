@@ -5,8 +5,8 @@ Each run renders a fresh, isolated 3 ZooKeeper + 3 broker cluster (or KRaft: 3 c
 Apache Kafka (offline images), times `Cluster.up` to clusterctl's health verdict, then creates a topic, SIGKILLs a
 broker, waits until it has left the ISR, and times the heal (start it again, as `chaos heal` does) until the broker
 is back in the ISR of every partition. The milestones come from the containers' own clocks: `docker inspect`
-State.StartedAt, and the engine's receive time of the first and of telling log lines; ZooKeeper mode's controller
-is the /controller znode's ctime. Every milestone is seconds after `up` was called (after the kill was seen, for
+State.StartedAt, and the engine's receive time of the first and of telling log lines; ZooKeeper mode's registrations
+and controller are the znodes' ctime. Every milestone is seconds after `up` was called (after the kill was seen, for
 the heal).
 
 With `--baseline DIR` (a checkout of other clusterctl code, e.g. `git worktree add /tmp/base main`) every run is
@@ -127,17 +127,21 @@ def _up_milestones(cluster: Any, t0: float) -> dict[str, float]:
     else:
         zks = [logs[topo.zk_service(i)] for i in topo.zk_ids]
         m["ZK quorum"] = _kth([_first(z, ZK_ELECTED) for z in zks], len(zks) // 2 + 1)
-        m["brokers started"] = _latest([_first(b, KAFKA_STARTED) for b in brokers])
-        m["controller znode"] = _controller_ctime(topo.zk_connect)
+        registered, m["controller znode"] = _znode_ctimes(topo.zk_connect, list(topo.broker_ids))
+        m["brokers registered"] = _latest(registered)
     return {k: round(v - t0, 2) for k, v in m.items() if v is not None}
 
 
-def _controller_ctime(zk_connect: str) -> float | None:
+def _znode_ctimes(zk_connect: str, brokers: list[int]) -> tuple[list[float | None], float | None]:
+    """ZooKeeper's creation time of each broker's /brokers/ids/N and of /controller (epoch seconds)."""
     from clusterctl.zookeeper import client as zk
 
+    def ctime(client: Any, path: str) -> float | None:
+        stat = client.exists(path)
+        return stat.ctime / 1000 if stat is not None else None
+
     with zk.zk_client(zk_connect, timeout=3.0) as client:
-        stat = client.exists("/controller")
-    return stat.ctime / 1000 if stat is not None else None
+        return [ctime(client, f"/brokers/ids/{b}") for b in brokers], ctime(client, "/controller")
 
 
 def _heal(cluster: Any) -> dict[str, float]:
