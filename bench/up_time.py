@@ -223,17 +223,19 @@ def medians(runs: list[Run]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for mode in MODES:
         for code in ("baseline", "current"):
-            good = [r for r in runs if r.mode == mode and r.code == code and r.error is None]
-            if not any(r.mode == mode and r.code == code for r in runs):
+            mine = [r for r in runs if r.mode == mode and r.code == code]
+            if not mine:
                 continue
+            good = [r for r in mine if r.healthy_s > 0]  # a failed heal still timed its up
             row: dict[str, Any] = {"mode": mode, "code": code, "runs": len(good)}
-            row["failed"] = sum(1 for r in runs if r.mode == mode and r.code == code and r.error is not None)
+            row["failed"] = sum(1 for r in mine if r.error is not None)
             keys = list(dict.fromkeys(k for r in good for k in r.milestones))
             row["breakdown"] = {k: _med([r.milestones.get(k) for r in good]) for k in keys}
             row["healthy_s"] = _med([r.healthy_s for r in good])
             row["healthy_all"] = [r.healthy_s for r in good]
-            heal_keys = list(dict.fromkeys(k for r in good for k in r.heal))
-            row["heal"] = {k: _med([r.heal.get(k) for r in good]) for k in heal_keys}
+            healed = [r for r in mine if r.heal]
+            heal_keys = list(dict.fromkeys(k for r in healed for k in r.heal))
+            row["heal"] = {k: _med([r.heal.get(k) for r in healed]) for k in heal_keys}
             rows.append(row)
     return rows
 
