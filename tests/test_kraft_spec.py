@@ -229,8 +229,15 @@ def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
         proc = subprocess.run([str(script), "kafka-server"], env=env, capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
     lines = calls.read_text().splitlines()
-    assert [ln.split()[0] for ln in lines] == ["format", "start", "start"]
-    assert "-t MkU3OEVBNTcwNTJENDM2Qg" in lines[0]
+    assert lines == [f"start {tmp_path}/server.properties"] * 2, "written by the entrypoint, no formatting JVM"
+    assert (data / "meta.properties").read_text() == "version=1\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\nnode.id=101\n"
+    calls.unlink()
+    (data / "meta.properties").unlink()
+    odd = {**env, "CLUSTER_ID": "not-a-kafka-uuid"}  # not what the entrypoint can write itself: kafka-storage.sh
+    proc = subprocess.run([str(script), "kafka-server"], env=odd, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    lines = calls.read_text().splitlines()
+    assert [ln.split()[0] for ln in lines] == ["format", "start"] and "-t not-a-kafka-uuid" in lines[0]
     props = (tmp_path / "server.properties").read_text()
     assert "process.roles=controller" in props and "node.id=101" in props and "cluster.id" not in props
     missing = subprocess.run(

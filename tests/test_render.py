@@ -148,7 +148,7 @@ def test_listeners_and_kafka_env() -> None:
     assert env["KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE"] == "false"
     assert env["KAFKA_CONTROLLED_SHUTDOWN_ENABLE"] == "true"
     assert svc["kafka2"]["stop_grace_period"] == "90s"
-    assert svc["kafka2"]["depends_on"] == {f"zk{i}": {"condition": "service_healthy"} for i in range(1, 6)}
+    assert svc["kafka2"]["depends_on"] == {f"zk{i}": {"condition": "service_started"} for i in range(1, 6)}
     assert svc["kafka2"]["healthcheck"]["test"] == ["CMD", "bash", "-c", "exec 3<>/dev/tcp/kafka2/19092"]
     assert svc["kafka2"]["labels"] == {
         "io.clusterctl.cluster": "big",

@@ -10,6 +10,7 @@ from clusterctl.spec.model import ClusterSpec
 
 CLUSTER_ID_VAR = "KAFKA_CLUSTER_ID"  # kraft mode: the id every node formats its storage with
 ZK_4LW = "srvr,mntr,ruok,stat,conf,cons,isro,envi,wchs"
+ZK_CONNECTION_TIMEOUT_MS = 60_000
 
 
 def zk_env(spec: ClusterSpec, zk_id: int) -> dict[str, str]:
@@ -55,6 +56,16 @@ def controller_env(spec: ClusterSpec, node_id: int) -> dict[str, str]:
         "KAFKA_LOG_DIRS": spec.image_profile.kafka_data_dir,
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }
+    return env | jvm_env(spec)
+
+
+def jvm_env(spec: ClusterSpec) -> dict[str, str]:
+    """The lab's JVM flags, and log4j to stdout only (no second copy in server.log), where the image reads them."""
+    if spec.image_profile.broker_flavor != "cp":  # wurstmeister would write unknown names into server.properties
+        return {}
+    env = {"KAFKA_LOG4J_ROOT_LOGLEVEL": "INFO"}
+    if spec.kafka.defaults.jvm_opts:
+        env["KAFKA_JVM_PERFORMANCE_OPTS"] = spec.kafka.defaults.jvm_opts
     return env
 
 
@@ -65,7 +76,12 @@ def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         roles = "broker,controller" if broker_id in spec.topology.controller_ids else "broker"
         env = kraft_env(spec, broker_id, roles)
     else:
-        env = {"KAFKA_BROKER_ID": str(broker_id), "KAFKA_ZOOKEEPER_CONNECT": spec.topology.internal_zk_connect}
+        env = {
+            "KAFKA_BROKER_ID": str(broker_id),
+            "KAFKA_ZOOKEEPER_CONNECT": spec.topology.internal_zk_connect,
+            # brokers start with ZooKeeper, not after it: wait for its quorum rather than exit after the session timeout
+            "KAFKA_ZOOKEEPER_CONNECTION_TIMEOUT_MS": str(ZK_CONNECTION_TIMEOUT_MS),
+        }
     env |= {
         "KAFKA_LISTENERS": spec.topology.broker_listeners(broker_id),
         "KAFKA_ADVERTISED_LISTENERS": spec.topology.broker_advertised_listeners(broker_id),
@@ -92,6 +108,7 @@ def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }
+    env |= jvm_env(spec)
     if spec.kraft_mode:
         del env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"]
     if spec.kafka.jmx_port is not None and profile.broker_flavor == "cp":

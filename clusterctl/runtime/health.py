@@ -104,7 +104,7 @@ def wait_healthy(
     spec: ClusterSpec,
     timeout: float,
     on_report: Callable[[HealthReport, float], None] | None = None,
-    interval: float = 1.0,
+    interval: float = 0.5,
     started: float | None = None,
 ) -> tuple[HealthReport, float]:
     """Poll `check` until healthy; return (report, seconds waited) or raise TimeoutError_ naming what is missing.

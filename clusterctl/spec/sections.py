@@ -91,6 +91,8 @@ class ZooKeeperSpec(_Model):
 
 LAB_ZK_SESSION_TIMEOUT_MS = 6000  # Kafka's default: 18000
 LAB_REPLICA_LAG_TIME_MAX_MS = 10000  # Kafka's default: 30000
+# Kafka's default is G1 with the C2 compiler: tuned for long-running brokers, slow to start on a small lab machine
+LAB_JVM_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true"
 
 
 class BrokerDefaults(_Model):
@@ -106,6 +108,10 @@ class BrokerDefaults(_Model):
     auto_create_topics: bool = False
     unclean_leader_election: bool = False
     heap: str = Field(default="512m", pattern=r"^[1-9]\d{0,5}[mMgG]$")
+    jvm_opts: str = Field(
+        default=LAB_JVM_OPTS,
+        description='KAFKA_JVM_PERFORMANCE_OPTS of every Kafka JVM; "" = Kafka\'s own (G1, full JIT)',
+    )
     # Failover timing (docs/failover-timing.md). Kafka's defaults are 18000 and 30000: a SIGKILLed broker stays
     # registered and in every ISR until its ZooKeeper session expires, so acks=all writes on every partition it
     # replicates wait that long. Lab defaults are sized from measurements on this kind of machine.

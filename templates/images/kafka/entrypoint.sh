@@ -54,11 +54,21 @@ if [[ -n "${KAFKA_LOG4J_ROOT_LOGLEVEL:-}" ]]; then
 fi
 
 if [[ -n "${KAFKA_PROCESS_ROLES:-}" ]]; then
-    log_dir="${KAFKA_LOG_DIRS:-/var/lib/kafka/data}"
-    log_dir="${log_dir%%,*}"
+    log_dirs="${KAFKA_LOG_DIRS:-/var/lib/kafka/data}"
+    log_dir="${log_dirs%%,*}"
     if [[ ! -f "$log_dir/meta.properties" ]]; then
-        echo "kafka-entrypoint: formatting $log_dir for cluster $CLUSTER_ID (first start)"
-        KAFKA_HEAP_OPTS="-Xmx256m" kafka-storage.sh format --ignore-formatted -t "$CLUSTER_ID" -c "$props"
+        echo "kafka-entrypoint: formatting $log_dirs for cluster $CLUSTER_ID (first start)"
+        if [[ -n "${KAFKA_NODE_ID:-}" && "$CLUSTER_ID" =~ ^[A-Za-z0-9_-]{22}$ ]]; then
+            # what `kafka-storage.sh format` writes, without a second JVM start on the critical path; Kafka adds
+            # each dir's directory.id and takes metadata.version from its configuration (no bootstrap.checkpoint)
+            IFS=',' read -ra dirs <<<"$log_dirs"
+            for dir in "${dirs[@]}"; do
+                mkdir -p "$dir"
+                printf 'version=1\ncluster.id=%s\nnode.id=%s\n' "$CLUSTER_ID" "$KAFKA_NODE_ID" >"$dir/meta.properties"
+            done
+        else
+            KAFKA_HEAP_OPTS="-Xmx256m" kafka-storage.sh format --ignore-formatted -t "$CLUSTER_ID" -c "$props"
+        fi
     fi
 fi
 
