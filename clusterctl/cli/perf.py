@@ -61,7 +61,8 @@ CONSUME_FIELDS = [
     Column("fetch.time.ms", "fetch_time_ms", fmt=lambda v: f"{v:.0f}"),
     Column("fetch.MB.sec", "fetch_mb_per_sec", fmt=lambda v: f"{v:.4f}"),
     Column("fetch.nMsg.sec", "fetch_records_per_sec", fmt=lambda v: f"{v:.4f}"),
-    Column("group / threads", lambda r: f"{r.group} / {r.threads}"),
+    Column("group / threads", lambda r: f"{r.group or '(no group)'} / {r.threads}"),
+    Column("Engine", "engine"),
     Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
 ]
 
@@ -191,20 +192,39 @@ def cmd_perf_consume(
     consumer_prop: Annotated[
         list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
     ] = None,
+    no_group: Annotated[
+        bool,
+        typer.Option(
+            "--no-group",
+            help="assign the partitions directly (spread over the threads): no group join, no rebalance, "
+            "nothing committed",
+        ),
+    ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="native: librdkafka's batch consume via ctypes (fastest); client: confluent-kafka's Consumer; "
+            "auto: native when the wheel's librdkafka loads",
+        ),
+    ] = "auto",
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read N records with T consumers in one group; report kafka-consumer-perf-test.sh's columns."""
+    """Read N records with T consumers in one group (or --no-group); report kafka-consumer-perf-test.sh's
+    columns. Like the Java tool, the group is a fresh perf-consumer-* unless --group names one."""
     from clusterctl.kafka import perf_consume
 
     extra = parse_kv(consumer_prop, "--consumer-prop")
     servers = bootstrap_servers(bootstrap)
     from clusterctl.kafka.connection import check_topic
 
-    check_topic(servers, topic)
+    partitions = check_topic(servers, topic)
     result = perf_consume.run_consume(
-        servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra
-    )
+        servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra,
+        engine=engine, no_group=no_group, partitions=partitions,
+    )  # fmt: skip
+    skip_interpreter_teardown()
     if not (as_json and not result.complete):
         emit(result, as_json=as_json, kv=CONSUME_FIELDS, title=f"perf consume {topic}")
     if not result.complete:

@@ -1,0 +1,107 @@
+"""perf consume's engines against a real Kafka-protocol broker (tansu), through the real CLI."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tansu
+
+CLI = [sys.executable, "-m", "clusterctl"]
+ENGINES = ["native", "client"]
+SHAPE = {
+    "topic", "group", "threads", "engine", "start_time", "end_time", "data_consumed_mb", "mb_per_sec", "records",
+    "records_per_sec", "rebalance_time_ms", "fetch_time_ms", "fetch_mb_per_sec", "fetch_records_per_sec",
+    "expected", "complete", "errors",
+}  # fmt: skip
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, cwd=Path(__file__).parent)
+
+
+def produce(bootstrap: str, topic: str, n: int, size: int = 100, partitions: int = 3) -> None:
+    made = run_cli("perf", "produce", topic, "-n", str(n), "--record-size", str(size), "--partitions",
+                   str(partitions), "-b", bootstrap, "--json")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_group_run_reads_every_record(bootstrap: str, unique_name: str, engine: str) -> None:
+    produce(bootstrap, unique_name, 30_000, size=200)
+    proc = run_cli("perf", "consume", unique_name, "-n", "30000", "--engine", engine, "--timeout", "5",
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert set(r) == SHAPE
+    assert (r["records"], r["expected"], r["complete"], r["engine"]) == (30_000, 30_000, True, engine)
+    assert r["group"].startswith("perf-consumer-") and r["errors"] == {}
+    assert r["data_consumed_mb"] == pytest.approx(30_000 * 200 / 2**20, abs=1e-4)  # key-less: value bytes
+    assert r["rebalance_time_ms"] > 0 and r["fetch_time_ms"] > 0 and r["fetch_records_per_sec"] > 0
+    assert r["records_per_sec"] <= r["fetch_records_per_sec"]
+
+
+def test_no_group_assigns_every_partition_over_the_threads(bootstrap: str, unique_name: str) -> None:
+    produce(bootstrap, unique_name, 20_000)
+    proc = run_cli("perf", "consume", unique_name, "-n", "20000", "--no-group", "--threads", "2", "--timeout", "5",
+                   "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert set(r) == SHAPE
+    assert (r["records"], r["complete"], r["group"], r["threads"], r["engine"]) == (20_000, True, None, 2, "native")
+    assert r["rebalance_time_ms"] < 1000  # no group join: only the assign call
+    human = run_cli("perf", "consume", unique_name, "-n", "20000", "--no-group", "-b", bootstrap)
+    assert human.returncode == 0 and "(no group) / 1" in human.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["--no-group"]])
+def test_native_short_of_n_is_incomplete(bootstrap: str, unique_name: str, args: list[str]) -> None:
+    produce(bootstrap, unique_name, 700, partitions=2)
+    proc = run_cli("perf", "consume", unique_name, "-n", "1000", "--engine", "native", "--timeout", "1",
+                   *args, "-b", bootstrap, "--json")  # fmt: skip
+    assert proc.returncode == 5, proc.stderr
+    r = json.loads(proc.stdout)["result"]
+    assert (r["records"], r["expected"], r["complete"]) == (700, 1000, False)
+    assert "consumed 700 of 1000 records" in proc.stderr
+    # the idle second waiting for the missing records is not fetch time
+    assert r["fetch_time_ms"] < 1000
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--no-group", "--group", "g"], "--group and --no-group exclude each other"),
+        (["--no-group", "--engine", "client"], "--no-group needs --engine native"),
+        (["--engine", "turbo"], "--engine must be one of"),
+        (["--consumer-prop", "no.such.property=1"], "no.such.property"),
+    ],
+)
+def test_bad_consume_input_is_one_line(bootstrap: str, unique_name: str, args: list[str], message: str) -> None:
+    produce(bootstrap, unique_name, 10, partitions=1)
+    proc = run_cli("perf", "consume", unique_name, "-n", "10", *args, "-b", bootstrap)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+def test_gather_reads_what_ctypes_reads() -> None:
+    """read_u64 against ctypes on scattered, unaligned and aligned addresses."""
+    import numpy as np
+
+    from clusterctl.kafka.perf_consume_native import read_u64
+
+    rng = np.random.default_rng(7)
+    blocks = [ctypes.create_string_buffer(rng.bytes(64), 64) for _ in range(200)]
+    base = np.array([ctypes.addressof(b) for b in blocks], dtype=np.uint64)
+    for shift in (0, 3):
+        addrs = base + np.uint64(shift)
+        got = read_u64(addrs, (0, 8, 13))
+        for i, b in enumerate(blocks):
+            for res, k in zip(got, (0, 8, 13), strict=True):
+                want = int.from_bytes(b.raw[shift + k : shift + k + 8], "little")
+                assert int(res[i]) == want
