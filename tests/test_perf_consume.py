@@ -105,3 +105,26 @@ def test_gather_reads_what_ctypes_reads() -> None:
             for res, k in zip(got, (0, 8, 13), strict=True):
                 want = int.from_bytes(b.raw[shift + k : shift + k + 8], "little")
                 assert int(res[i]) == want
+
+
+def test_e2e_measures_every_record_at_the_rate(bootstrap: str, unique_name: str) -> None:
+    produce(bootstrap, unique_name, 500, partitions=2)  # records already there are not part of the run
+    proc = run_cli("perf", "e2e", unique_name, "-n", "3000", "--throughput", "2000", "-b", bootstrap, "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert (r["records"], r["received"], r["complete"], r["errors"]) == (3000, 3000, True, {})
+    assert 1500 < r["records_per_sec"] < 2200
+    assert 0 < r["p50_ms"] <= r["p99_ms"] <= r["p999_ms"] <= r["max_latency_ms"]
+    human = run_cli("perf", "e2e", unique_name, "-n", "200", "-b", bootstrap)
+    assert human.returncode == 0 and "99th" in human.stdout and "200 / 200" in human.stdout
+
+
+def test_e2e_creates_a_missing_topic_and_refuses_tiny_records(bootstrap: str, unique_name: str) -> None:
+    bad = run_cli("perf", "e2e", unique_name, "-n", "10", "--record-size", "8", "-b", bootstrap)
+    assert bad.returncode == 2 and "--record-size must be at least 16" in bad.stderr
+    from clusterctl.kafka import admin
+
+    assert unique_name not in [t.name for t in admin.list_topics(bootstrap)]  # refused before creating
+    ok = run_cli("perf", "e2e", unique_name, "-n", "100", "-b", bootstrap, "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["received"] == 100

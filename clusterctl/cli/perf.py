@@ -233,6 +233,63 @@ def cmd_perf_consume(
         raise err
 
 
+E2E_FIELDS = [
+    Column("Topic", "topic"),
+    Column("Records sent / received", lambda r: f"{r.records} / {r.received}"),
+    Column("Records/sec", "records_per_sec", fmt=lambda v: f"{v:,.1f}"),
+    Column("Target", "target_throughput", fmt=lambda v: "unthrottled" if v < 0 else f"{v:g} records/sec"),
+    Column("Avg latency", "avg_latency_ms", fmt=_ms),
+    Column("50th", "p50_ms", fmt=_ms),
+    Column("99th", "p99_ms", fmt=_ms),
+    Column("99.9th", "p999_ms", fmt=_ms),
+    Column("Max latency", "max_latency_ms", fmt=_ms),
+    Column("Record size", "record_size", fmt=lambda v: f"{v} B"),
+    Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
+]
+
+
+@perf_app.command("e2e")
+def cmd_perf_e2e(
+    topic: Annotated[str, typer.Argument(help="topic to produce to and consume from (created if missing)")],
+    num_records: Annotated[int, typer.Option("--num-records", "-n", help="records to send")],
+    throughput: Annotated[
+        float, typer.Option("--throughput", help="records/sec to send; -1 = as fast as possible")
+    ] = 1000,
+    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value (>= 16)")] = 100,
+    acks: Annotated[str, typer.Option("--acks", help="0, 1 or all")] = "1",
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="stop after this many seconds without a record", callback=seconds_option()),
+    ] = 10.0,
+    producer_prop: Annotated[
+        list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
+    ] = None,
+    consumer_prop: Annotated[
+        list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
+    ] = None,
+    bootstrap: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Produce N records at a fixed rate while consuming them; report produce -> consume latency percentiles
+    (what Kafka's EndToEndLatency tool measures, one record at a time)."""
+    from clusterctl.kafka import perf_e2e
+
+    pprops, cprops = parse_kv(producer_prop, "--producer-prop"), parse_kv(consumer_prop, "--consumer-prop")
+    servers = bootstrap_servers(bootstrap)
+    parts, rf, _local = _topic_defaults(bootstrap)
+    result = perf_e2e.e2e_test(
+        servers, topic, num_records, partitions=parts, replication_factor=rf, notify=info, record_size=record_size,
+        throughput=throughput, acks=acks, timeout=timeout, producer_extra=pprops, consumer_extra=cprops,
+    )  # fmt: skip
+    skip_interpreter_teardown()
+    if not (as_json and not result.complete):
+        emit(result, as_json=as_json, kv=E2E_FIELDS, title=f"perf e2e {topic}")
+    if not result.complete:
+        err = TimeoutError_(f"received {result.received} of {num_records} records; none arrived for {timeout:g}s")
+        err.result = result
+        raise err
+
+
 def register(app: typer.Typer) -> None:
     """Attach this noun's commands to the root app."""
     app.add_typer(perf_app)

@@ -30,8 +30,6 @@ from clusterctl.kafka import perf_native
 from clusterctl.kafka.perf_native import _Message
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from clusterctl.kafka.perf_consume import _GroupRun
 
 BATCH = 10_000
@@ -49,6 +47,7 @@ THROUGHPUT_CONFIG = {
 }
 _OFFSETS = tuple(getattr(_Message, name).offset for name in ("err", "len", "key_len", "payload"))
 _SPAN = ctypes.c_uint8 * SPAN_BYTES
+_EIGHT = np.arange(8, dtype=np.uint64)
 _REBALANCE_CB = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_void_p, c_void_p)
 
 
@@ -82,6 +81,7 @@ _SIGS: dict[str, tuple[Any, list[Any]]] = {
     "rd_kafka_topic_partition_list_destroy": (None, [c_void_p]),
     "rd_kafka_consume_batch_queue": (c_ssize_t, [c_void_p, c_int, c_void_p, c_size_t]),
     "rd_kafka_consume_queue": (c_void_p, [c_void_p, c_int]),
+    "rd_kafka_poll": (c_int, [c_void_p, c_int]),
     "rd_kafka_query_watermark_offsets": (
         c_int,
         [c_void_p, c_char_p, c_int32, POINTER(c_int64), POINTER(c_int64), c_int],
@@ -119,34 +119,42 @@ def check_config(conf: dict[str, Any]) -> None:
     lib.rd_kafka_conf_destroy(perf_native._new_conf(lib, conf, "consumer"))
 
 
-def _windows(addrs: np.ndarray) -> Iterator[tuple[int, int, np.ndarray]]:
-    """(start, end, bytes) over sorted `addrs`: each window a uint8 view of address space beginning at
-    addrs[start] and covering addrs[start:end] (only the indexed bytes are ever read)."""
-    start = 0
-    while start < len(addrs):
-        lo = int(addrs[start])
-        end = int(np.searchsorted(addrs, lo + SPAN_BYTES - 64, side="left"))
-        yield start, end, np.frombuffer(memoryview(_SPAN.from_address(lo)), dtype=np.uint8)
-        start = end
+def _window(lo: int) -> np.ndarray:
+    """A uint8 view of SPAN_BYTES of address space from `lo` (only the indexed bytes are ever read)."""
+    return np.frombuffer(memoryview(_SPAN.from_address(lo)), dtype=np.uint8)
+
+
+def _gather(mem: np.ndarray, rel: np.ndarray, offsets: np.ndarray, aligned: bool) -> np.ndarray:
+    """(n, len(offsets)) little-endian uint64 at mem[rel + offset]: one fancy index for all of them."""
+    if aligned:
+        return mem.view(np.uint64)[(rel >> np.uint64(3))[:, None] + (offsets >> np.uint64(3))]
+    raw = mem[rel[:, None, None] + offsets[None, :, None] + _EIGHT]
+    return np.ascontiguousarray(raw).view("<u8")[..., 0]
 
 
 def read_u64(addrs: np.ndarray, offsets: tuple[int, ...]) -> list[np.ndarray]:
     """For each byte offset k, the little-endian uint64 at addrs + k, gathered with numpy (word by word when
-    every address is 8-byte aligned, as librdkafka's structs are; byte by byte otherwise, as payloads are)."""
-    order = np.argsort(addrs)
-    ordered = addrs[order]
-    out = [np.empty(len(addrs), dtype=np.uint64) for _ in offsets]
-    aligned = not np.any(ordered & np.uint64(7)) and all(k % 8 == 0 for k in offsets)
-    eight = np.arange(8, dtype=np.uint64)
-    for start, end, mem in _windows(ordered):
-        rel = ordered[start:end] - ordered[start]
-        for res, k in zip(out, offsets, strict=True):
-            if aligned:
-                res[order[start:end]] = mem.view(np.uint64)[(rel + np.uint64(k)) >> np.uint64(3)]
-            else:
-                raw = mem[(rel + np.uint64(k))[:, None] + eight]
-                res[order[start:end]] = np.ascontiguousarray(raw).view("<u8").ravel()
-    return out
+    every address is 8-byte aligned, as librdkafka's structs are; byte by byte otherwise, as payloads are).
+    Addresses further apart than one window are read window by window, in address order."""
+    if not len(addrs):
+        return [np.zeros(0, dtype=np.uint64) for _ in offsets]
+    offs = np.array(offsets, dtype=np.uint64)
+    aligned = not np.any(addrs & np.uint64(7)) and not np.any(offs & np.uint64(7))
+    lo, hi = int(addrs.min()), int(addrs.max())
+    if hi - lo < SPAN_BYTES - 64:
+        got = _gather(_window(lo), addrs - np.uint64(lo), offs, aligned)
+    else:
+        order = np.argsort(addrs)
+        ordered = addrs[order]
+        got = np.empty((len(addrs), len(offsets)), dtype=np.uint64)
+        start = 0
+        while start < len(ordered):
+            first = int(ordered[start])
+            end = int(np.searchsorted(ordered, first + SPAN_BYTES - 64, side="left"))
+            rel = ordered[start:end] - np.uint64(first)
+            got[order[start:end]] = _gather(_window(first), rel, offs, aligned)
+            start = end
+    return [got[:, i] for i in range(len(offsets))]
 
 
 def _fields(addrs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -189,22 +197,35 @@ class NativeConsumer:
         if err == ERR_ASSIGN:
             self.run.assigned()
 
-    def _tp_list(self, partitions: list[int]) -> int:
+    def _tp_list(self, partitions: list[int], offsets: list[int] | None = None) -> int:
         tps = self.lib.rd_kafka_topic_partition_list_new(max(len(partitions), 1))
-        for p in partitions:
-            self.lib.rd_kafka_topic_partition_list_add(
-                tps, self.run.topic.encode(), p
-            ).contents.offset = RD_KAFKA_OFFSET_BEGINNING
+        for i, p in enumerate(partitions):
+            tp = self.lib.rd_kafka_topic_partition_list_add(tps, self.run.topic.encode(), p)
+            tp.contents.offset = RD_KAFKA_OFFSET_BEGINNING if offsets is None else offsets[i]
         return int(tps)
 
-    def start(self) -> None:
+    def high_watermarks(self, timeout_ms: int) -> list[int]:
+        """The end offset of each of this consumer's partitions (--no-group), asked of their leaders."""
+        lib, low, high = self.lib, c_int64(), c_int64()
+        ends = []
+        for p in self.partitions or []:
+            code = lib.rd_kafka_query_watermark_offsets(
+                self.rk, self.run.topic.encode(), p, ctypes.byref(low), ctypes.byref(high), timeout_ms
+            )
+            if code != 0:
+                raise UsageError(f"cannot read the end offset of {self.run.topic}[{p}]: {self._name(code)}")
+            ends.append(high.value)
+        return ends
+
+    def start(self, offsets: list[int] | None = None) -> None:
+        """Subscribe (group mode) or assign the partitions, from the beginning unless `offsets` are given."""
         lib = self.lib
         if self.partitions is None:
             tps = self._tp_list([])
             lib.rd_kafka_topic_partition_list_add(tps, self.run.topic.encode(), -1)
             code = lib.rd_kafka_subscribe(self.rk, tps)
         else:
-            tps = self._tp_list(self.partitions)
+            tps = self._tp_list(self.partitions, offsets)
             code = lib.rd_kafka_assign(self.rk, tps)
         lib.rd_kafka_topic_partition_list_destroy(tps)
         if code != 0:
