@@ -4,7 +4,8 @@ One process holds both ends (librdkafka through ctypes, as the native engines): 
 `--throughput` records/s, each carrying a run id and its sequence number in its first 16 bytes, and stamps the
 monotonic clock before each send call; a consumer, assigned every partition at its end offset before the first
 send, reads them in batches, gathers the (run id, sequence) pairs with numpy and takes the latency as the
-batch's arrival time minus the record's send stamp. Records of other runs are not counted.
+batch's arrival time minus the record's send stamp. Records of other runs are not counted. Measuring starts
+once a warm-up record has made the whole trip (a just-created topic's leader takes seconds to be usable).
 
 Java's EndToEndLatency keeps one record in flight (send, wait for the ack, poll until it is consumed), so its
 rate is whatever one round trip allows; this holds a rate instead and measures every record under it.
@@ -34,6 +35,7 @@ CHUNK = 1000
 HEADER = 16  # run id, sequence number (little-endian uint64 each)
 RD_KAFKA_MSG_F_COPY = 0x2
 WATERMARK_TIMEOUT_MS = 10_000
+WARM_UP = (1 << 64) - 1  # the sequence number of warm-up records
 
 
 @dataclass
@@ -78,11 +80,13 @@ class _Producer:
         self.sent = 0
         self.failed: dict[str, int] = {}
 
-    def send(self, n: int) -> None:
-        seqs = np.arange(self.sent, self.sent + n, dtype="<u8")
+    def send(self, n: int, warm_up: bool = False) -> None:
+        """Enqueue the next `n` records (stamped), or one unstamped warm-up record (sequence WARM_UP)."""
+        seqs = np.full(1, WARM_UP, dtype="<u8") if warm_up else np.arange(self.sent, self.sent + n, dtype="<u8")
         self.seq_view[:n] = seqs.view(np.uint8).reshape(n, 8)
         self.err[:n] = 0
-        self.sent_ns[self.sent : self.sent + n] = time.monotonic_ns()
+        if not warm_up:
+            self.sent_ns[self.sent : self.sent + n] = time.monotonic_ns()
         queued = self.lib.rd_kafka_produce_batch(self.rkt, perf_native.RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY,
                                                  self.msgs, n)  # fmt: skip
         if queued < n:
@@ -90,7 +94,8 @@ class _Producer:
                 name = self.lib.rd_kafka_err2name(code)
                 key = name.decode() if name else str(code)
                 self.failed[key] = self.failed.get(key, 0) + 1
-        self.sent += n
+        if not warm_up:
+            self.sent += n
 
     def close(self) -> None:
         self.lib.rd_kafka_topic_destroy(self.rkt)
@@ -98,8 +103,9 @@ class _Producer:
 
 
 def _receive(run: _GroupRun, consumer: perf_consume_native.NativeConsumer, sent_ns: np.ndarray, run_id: int,
-             rec: LatencyRecorder) -> None:  # fmt: skip
-    """Consume until every record arrived or none came for the run's timeout; latencies into `rec`."""
+             rec: LatencyRecorder, primed: threading.Event) -> None:  # fmt: skip
+    """Consume until every record arrived or none came for the run's timeout; latencies into `rec`; `primed`
+    once a warm-up record came through."""
     received = 0
     while received < len(sent_ns) and not run.done.is_set():
         addrs = consumer.poll(100)
@@ -110,11 +116,22 @@ def _receive(run: _GroupRun, consumer: perf_consume_native.NativeConsumer, sent_
         ok, payload = consumer.count(addrs)
         ids, seqs = perf_consume_native.read_u64(payload[ok], (0, 8))
         consumer.free(addrs)
+        if not primed.is_set() and np.any((ids == np.uint64(run_id)) & (seqs == np.uint64(WARM_UP))):
+            primed.set()
         mine = (ids == np.uint64(run_id)) & (seqs < np.uint64(len(sent_ns)))
         if mine.any():
             rec.add_ns(now - sent_ns[seqs[mine].astype(np.int64)])
             received += int(np.count_nonzero(mine))
     run.done.set()
+
+
+def _prime(producer: _Producer, primed: threading.Event, done: threading.Event) -> None:
+    """Until one warm-up record has gone all the way through (the producer knows the leader, the consumer is
+    fetching: a topic created a moment ago takes seconds), one every 50 ms; not part of the measurement."""
+    while not primed.is_set() and not done.is_set():
+        producer.send(1, warm_up=True)
+        producer.lib.rd_kafka_poll(producer.rk, 0)
+        primed.wait(0.05)
 
 
 def _pace(producer: _Producer, records: int, throughput: float, done: threading.Event) -> float:
@@ -178,8 +195,12 @@ def run_e2e(
     try:
         consumer.start(consumer.high_watermarks(WATERMARK_TIMEOUT_MS))
         producer = _Producer(pconf, topic, record_size, run_id, records)
-        reader = threading.Thread(target=_receive, args=(run, consumer, producer.sent_ns, run_id, rec), daemon=True)
+        primed = threading.Event()
+        reader = threading.Thread(
+            target=_receive, args=(run, consumer, producer.sent_ns, run_id, rec, primed), daemon=True
+        )
         reader.start()
+        _prime(producer, primed, run.done)
         elapsed = _pace(producer, records, throughput, run.done)
         while reader.is_alive():
             reader.join(0.2)
