@@ -14,12 +14,16 @@ from pathlib import Path
 from perf_vs_kcat import clusterctl_cmd
 
 from clusterctl.kafka import admin
+from clusterctl.kafka.perf_consume_native import THROUGHPUT_CONFIG
 from clusterctl.output import Column, emit, info
 
 CONSUME_CASES = [(100, 2_000_000), (1024, 500_000)]
 E2E_RATE = 10_000
 E2E_TOOL = "org.apache.kafka.tools.EndToEndLatency"  # Kafka 3.5+; kafka.tools.EndToEndLatency before
 JAVA_E2E = re.compile(r"Percentiles: 50th = (?P<p50>\d+), 99th = (?P<p99>\d+), 99.9th = (?P<p999>\d+)")
+# The Java tool gets our fetch size (its default, 1 MiB per partition, more than halves its rate here) and the
+# OS's socket buffer, as librdkafka uses (the tool's default forces a 2 MiB receive buffer).
+JAVA_CONSUME_ARGS = ["--fetch-size", str(THROUGHPUT_CONFIG["max.partition.fetch.bytes"]), "--socket-buffer-size", "-1"]
 # kafka-consumer-perf-test.sh's summary columns, in its order
 JAVA_CONSUME_COLS = ("mb", "mbps", "records", "rps", "rebalance_ms", "fetch_ms", "fetch_mbps", "fetch_rps")
 
@@ -70,7 +74,7 @@ def _java_env() -> dict[str, str]:
 
 def run_java_consume(home: Path, bootstrap: str, topic: str, records: int) -> dict[str, float]:
     cmd = [str(home / "bin" / "kafka-consumer-perf-test.sh"), "--bootstrap-server", bootstrap, "--topic", topic,
-           "--messages", str(records), "--timeout", "10000"]  # fmt: skip
+           "--messages", str(records), "--timeout", "10000", *JAVA_CONSUME_ARGS]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_java_env())
     if proc.returncode != 0:
         raise SystemExit(f"kafka-consumer-perf-test.sh failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
