@@ -138,8 +138,10 @@ def run_java_e2e(home: Path, bootstrap: str, topic: str, records: int) -> dict[s
     return {k: float(v) for k, v in m.groupdict().items()}
 
 
-def run_cc_e2e(bootstrap: str, topic: str, records: int, rate: int) -> dict[str, float]:
-    cmd = [*clusterctl_cmd(), "perf", "e2e", topic, "-n", str(records), "--throughput", str(rate),
+def run_cc_e2e(bootstrap: str, topic: str, records: int, rate: int | None) -> dict[str, float]:
+    """`perf e2e` at `rate` records/s, or with one record in flight (rate None)."""
+    pace = ["--one-in-flight"] if rate is None else ["--throughput", str(rate)]
+    cmd = [*clusterctl_cmd(), "perf", "e2e", topic, "-n", str(records), *pace,
            "--record-size", "100", "--acks", "1", "-b", bootstrap, "--json"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -151,38 +153,44 @@ def run_cc_e2e(bootstrap: str, topic: str, records: int, rate: int) -> dict[str,
 def compare_e2e(
     home: Path, bootstrap: str, runs: int, records: int, seconds: float, rate: int = E2E_RATE
 ) -> list[E2ERow]:
-    """Both tools alternately on a fresh 1-partition topic each (Java's tool reads one partition), 100 B,
-    acks=1: Java's `records` with one in flight against ours at `rate` records/s for `seconds`.
+    """Java's EndToEndLatency (`records`, one in flight), ours the same way, and ours at `rate` records/s for
+    `seconds`, rotating, a fresh 1-partition topic each run (Java's tool reads one partition), 100 B, acks=1.
 
-    Runs of similar length: at a fixed rate a stall of D ms delays rate x D records, with one in flight it
-    delays one, so a short run of ours would let a single stall of this shared machine decide its p99."""
+    The fixed-rate runs are about as long as Java's: at a fixed rate a stall of D ms delays rate x D records,
+    with one in flight it delays one, so a short run would let a single stall of this shared machine decide
+    its p99. One untimed round first: the broker's JIT is cold, and a cold broker at 10k/s stalls."""
     java = E2ERow("EndToEndLatency (1 in flight)", records, "-")
-    ours = int(rate * seconds)
-    cc = E2ERow("clusterctl perf e2e", ours, f"{rate:,}/s")
-    for i in range(runs):
-        for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
-            topic = f"bench-java-e2e-{tool}-{i}"
+    one = E2ERow("clusterctl perf e2e --one-in-flight", records, "-")
+    cc = E2ERow("clusterctl perf e2e", int(rate * seconds), f"{rate:,}/s")
+    tools = ["java", "one", "cc"]
+    for i in range(-1, runs):
+        for tool in tools[i % 3 :] + tools[: i % 3]:
+            topic = f"bench-java-e2e-{tool}-{i + 1}"
             admin.create_topic(bootstrap, topic, 1, 1)
             if tool == "java":
-                got = run_java_e2e(home, bootstrap, topic, records)
-                java.p50s.append(got["p50"])
-                java.p99s.append(got["p99"])
-                java.p999s.append(got["p999"])
+                got = run_java_e2e(home, bootstrap, topic, records if i >= 0 else 1000)
+            elif tool == "one":
+                got = run_cc_e2e(bootstrap, topic, records, None)
             else:
-                got = run_cc_e2e(bootstrap, topic, ours, rate)
-                cc.rates.append(got["rate"])
-                cc.p50s.append(got["p50"])
-                cc.p99s.append(got["p99"])
-                cc.p999s.append(got["p999"])
+                got = run_cc_e2e(bootstrap, topic, cc.records if i >= 0 else cc.records // 3, rate)
             admin.delete_topic(bootstrap, topic)
-            info(f"e2e run {i + 1} {tool}: p50 {got['p50']} p99 {got['p99']} p99.9 {got['p999']} ms")
-    for row in (java, cc):
+            row = {"java": java, "one": one, "cc": cc}[tool]
+            if i < 0:
+                info(f"e2e warm-up {row.tool}: p99 {got['p99']} ms (not counted)")
+                continue
+            row.rates.append(got.get("rate", 0.0))
+            row.p50s.append(got["p50"])
+            row.p99s.append(got["p99"])
+            row.p999s.append(got["p999"])
+            info(f"e2e run {i + 1} {row.tool}: p50 {got['p50']} p99 {got['p99']} p99.9 {got['p999']} ms")
+    for row in (java, one, cc):
         row.p50_ms = statistics.median(row.p50s)
         row.p99_ms = statistics.median(row.p99s)
         row.p999_ms = statistics.median(row.p999s)
-        row.rate = round(statistics.median(row.rates), 1) if row.rates else 0.0
-    cc.p99_le_java = int(cc.p99_ms) <= java.p99_ms  # Java truncates each latency to whole ms
-    return [java, cc]
+        row.rate = round(statistics.median(row.rates), 1)
+    for row in (one, cc):
+        row.p99_le_java = int(row.p99_ms) <= java.p99_ms  # Java truncates each latency to whole ms
+    return [java, one, cc]
 
 
 def show(consume: list[ConsumeRow], e2e: list[E2ERow], runs: int, bootstrap: str) -> None:

@@ -128,3 +128,12 @@ def test_e2e_creates_a_missing_topic_and_refuses_tiny_records(bootstrap: str, un
     ok = run_cli("perf", "e2e", unique_name, "-n", "100", "-b", bootstrap, "--json")
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["received"] == 100
+
+
+def test_e2e_one_in_flight_waits_for_each_record(bootstrap: str, unique_name: str) -> None:
+    proc = run_cli("perf", "e2e", unique_name, "-n", "3", "--one-in-flight", "-b", bootstrap, "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert (r["records"], r["received"], r["complete"]) == (3, 3, True)
+    # one record at a time: the send rate cannot exceed one per measured round trip
+    assert r["records_per_sec"] <= 1000 / r["p50_ms"] * 1.5

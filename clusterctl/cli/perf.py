@@ -267,6 +267,14 @@ def cmd_perf_e2e(
     consumer_prop: Annotated[
         list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
     ] = None,
+    one_in_flight: Annotated[
+        bool,
+        typer.Option(
+            "--one-in-flight",
+            help="send each record once the previous one was consumed, as Kafka's EndToEndLatency does "
+            "(--throughput is then ignored)",
+        ),
+    ] = False,
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -280,6 +288,7 @@ def cmd_perf_e2e(
     result = perf_e2e.e2e_test(
         servers, topic, num_records, partitions=parts, replication_factor=rf, notify=info, record_size=record_size,
         throughput=throughput, acks=acks, timeout=timeout, producer_extra=pprops, consumer_extra=cprops,
+        one_in_flight=one_in_flight,
     )  # fmt: skip
     skip_interpreter_teardown()
     if not (as_json and not result.complete):

@@ -103,9 +103,9 @@ class _Producer:
 
 
 def _receive(run: _GroupRun, consumer: perf_consume_native.NativeConsumer, sent_ns: np.ndarray, run_id: int,
-             rec: LatencyRecorder, primed: threading.Event) -> None:  # fmt: skip
+             rec: LatencyRecorder, primed: threading.Event, got: threading.Event) -> None:  # fmt: skip
     """Consume until every record arrived or none came for the run's timeout; latencies into `rec`; `primed`
-    once a warm-up record came through."""
+    once a warm-up record came through; `got` whenever records of the run arrived."""
     received = 0
     while received < len(sent_ns) and not run.done.is_set():
         addrs = consumer.poll(100)
@@ -122,6 +122,7 @@ def _receive(run: _GroupRun, consumer: perf_consume_native.NativeConsumer, sent_
         if mine.any():
             rec.add_ns(now - sent_ns[seqs[mine].astype(np.int64)])
             received += int(np.count_nonzero(mine))
+            got.set()
     run.done.set()
 
 
@@ -132,6 +133,18 @@ def _prime(producer: _Producer, primed: threading.Event, done: threading.Event) 
         producer.send(1, warm_up=True)
         producer.lib.rd_kafka_poll(producer.rk, 0)
         primed.wait(0.05)
+
+
+def _one_in_flight(producer: _Producer, records: int, got: threading.Event, done: threading.Event) -> float:
+    """Send each record once the one before it was consumed, as Kafka's EndToEndLatency does; the seconds."""
+    start = time.monotonic()
+    while producer.sent < records and not done.is_set():
+        got.clear()
+        producer.send(1)
+        producer.lib.rd_kafka_poll(producer.rk, 0)
+        while not got.wait(0.1) and not done.is_set():
+            pass
+    return time.monotonic() - start
 
 
 def _pace(producer: _Producer, records: int, throughput: float, done: threading.Event) -> float:
@@ -178,9 +191,10 @@ def e2e_test(
 def run_e2e(
     bootstrap: str, topic: str, records: int, *, partitions: int, record_size: int = 100, throughput: float = 1000,
     acks: str = "1", timeout: float = 10.0, producer_extra: dict[str, str] | None = None,
-    consumer_extra: dict[str, str] | None = None,
+    consumer_extra: dict[str, str] | None = None, one_in_flight: bool = False,
 ) -> E2EResult:  # fmt: skip
-    """Produce `records` at `throughput` while consuming them; produce -> consume latency percentiles."""
+    """Produce `records` at `throughput` (or each once the previous was consumed: `one_in_flight`) while
+    consuming them; produce -> consume latency percentiles."""
     check_args(records, record_size, throughput)
     pconf = perf_producer_config(bootstrap, acks, "none", None, 0, producer_extra or {})
     cconf = {**consumer_config(bootstrap), "socket.nagle.disable": True, **(consumer_extra or {})}
@@ -195,13 +209,16 @@ def run_e2e(
     try:
         consumer.start(consumer.high_watermarks(WATERMARK_TIMEOUT_MS))
         producer = _Producer(pconf, topic, record_size, run_id, records)
-        primed = threading.Event()
+        primed, got = threading.Event(), threading.Event()
         reader = threading.Thread(
-            target=_receive, args=(run, consumer, producer.sent_ns, run_id, rec, primed), daemon=True
+            target=_receive, args=(run, consumer, producer.sent_ns, run_id, rec, primed, got), daemon=True
         )
         reader.start()
         _prime(producer, primed, run.done)
-        elapsed = _pace(producer, records, throughput, run.done)
+        if one_in_flight:
+            elapsed = _one_in_flight(producer, records, got, run.done)
+        else:
+            elapsed = _pace(producer, records, throughput, run.done)
         while reader.is_alive():
             reader.join(0.2)
     finally:
