@@ -5,7 +5,8 @@ Why: confluent-kafka's Consumer builds a Message object per record and our loop 
 length: ~1 µs of Python per record, a third of what Java's kafka-consumer-perf-test.sh fetches. Here Python
 touches batches, never records:
 
-- `rd_kafka_consume_batch_queue` fills an array of up to BATCH message pointers;
+- `rd_kafka_consume_queue` waits for one message, then `rd_kafka_consume_batch_queue` takes whatever else is
+  queued (up to BATCH) without waiting (with a timeout it would wait for a full batch);
 - the error code and the key/value lengths of every message in it are read with one numpy gather over the
   memory the pointers point into (the messages are librdkafka's own structs, 8-byte aligned; see `_fields`);
 - the messages are freed by `map`ping `rd_kafka_message_destroy` over the pointers (a C loop in the
