@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: `clusterctl perf produce` against Java's kafka-producer-perf-test.sh on a real Apache Kafka.
+"""Benchmark: `clusterctl perf produce/consume/e2e` against Kafka's own Java perf tools on a real Apache Kafka.
 
 Needs CLUSTERCTL_KAFKA_DIST: a Kafka 3.x distribution (a .tgz or an unpacked directory). The script starts
 ZooKeeper and one Kafka broker (ZK mode) from it on loopback, or uses CLUSTERCTL_BOOTSTRAP_SERVER if set
@@ -12,8 +12,18 @@ host with the same settings (acks=1, linger.ms, batch.size, no compression), alt
    both tools reach (>= 95 % of the target). Java prints whole milliseconds (it truncates each latency), so
    our p99 is compared at that resolution too; both exact figures are shown.
 
-Both sides are timed by their own clock (first send to last ack) and measure latency from the send call to
-the served acknowledgement. Without CLUSTERCTL_KAFKA_DIST it says so and exits 0.
+3. consume (bench/java_consume.py): per size (2,000,000 x 100 B, 500,000 x 1 KiB; 3 partitions), one topic
+   filled once, read whole by kafka-consumer-perf-test.sh and `clusterctl perf consume` alternately, each
+   run with a fresh group (both tools' default): medians of the Java tool's columns (MB/s, records/s,
+   rebalance ms, fetch ms, fetch MB/s, fetch records/s) side by side, and the ratios overall and fetch;
+4. end-to-end latency: Kafka's EndToEndLatency tool (one record in flight: send, wait for the ack, poll until
+   consumed; 10,000 records, ~20 s here) against `clusterctl perf e2e` at 10,000 records/s for 10 s, 100 B,
+   acks=1, a fresh 1-partition topic each run: medians of p50/p99/p99.9 (Java's whole ms; ours compared at that
+   resolution).
+
+`--parts` picks among produce (1 and 2), consume and e2e. Producing, both sides are timed by their own clock
+(first send to last ack) and measure latency from the send call to the served acknowledgement.
+Without CLUSTERCTL_KAFKA_DIST it says so and exits 0.
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("COLUMNS", "170")
 
+from java_consume import ConsumeRow, E2ERow, compare_consume, compare_e2e, show  # noqa: E402
 from perf_vs_kcat import run_clusterctl  # noqa: E402
 
 from clusterctl.kafka import admin  # noqa: E402
@@ -224,6 +235,43 @@ def run_fixed_rates(home: Path, bootstrap: str, args: argparse.Namespace, rates:
     return rows
 
 
+def run_unthrottled(home: Path, bootstrap: str, args: argparse.Namespace) -> list[Row]:
+    """Both producers flat out, alternately, per record size; medians."""
+    rows: list[Row] = []
+    seq = 0
+    for size, base in CASES:
+        records = max(10_000, int(base * args.scale))
+        java, cc = Row(size, records, "kafka-producer-perf-test.sh"), Row(size, records, "clusterctl perf produce")
+        for i in range(args.runs):
+            for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
+                seq += 1
+                topic = f"bench-java-{size}-{seq}"
+                admin.create_topic(bootstrap, topic, args.partitions, args.replication_factor)
+                if tool == "java":
+                    s = run_java(home, bootstrap, topic, size, records)
+                    java.rates.append(s["rps"])
+                    java.p50_ms.append(s["p50"])
+                    java.p99_ms.append(s["p99"])
+                    java.p999_ms.append(s["p999"])
+                else:
+                    res, _ = run_clusterctl(bootstrap, topic, size, records, "auto", [], batch_size=BATCH_SIZE)
+                    cc.rates.append(res["records_per_sec"])
+                    cc.p50_ms.append(res["p50_ms"])
+                    cc.p99_ms.append(res["p99_ms"])
+                    cc.p999_ms.append(res["p999_ms"])
+                admin.delete_topic(bootstrap, topic)
+                info(f"{size} B unthrottled run {i + 1} {tool}: done")
+        for row in (java, cc):
+            row.median_rps = round(statistics.median(row.rates), 1)
+            row.median_mbps = round(row.median_rps * size / 2**20, 2)
+            row.median_p50_ms = statistics.median(row.p50_ms)
+            row.median_p99_ms = statistics.median(row.p99_ms)
+            row.median_p999_ms = statistics.median(row.p999_ms)
+        cc.ratio_vs_java = round(cc.median_rps / java.median_rps, 3)
+        rows += [java, cc]
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -234,6 +282,10 @@ def main() -> int:
     ap.add_argument("--no-unthrottled", action="store_true", help="only the fixed-rate runs")
     ap.add_argument("--partitions", type=int, default=1, help="partitions of each test topic")
     ap.add_argument("--replication-factor", type=int, default=1, help="RF of each test topic")
+    ap.add_argument("--parts", default="produce,consume,e2e", help="which comparisons to run (comma-separated)")
+    ap.add_argument("--consume-partitions", type=int, default=3, help="partitions of the consume test topics")
+    ap.add_argument("--e2e-records", type=int, default=10_000, help="records per EndToEndLatency run (Java)")
+    ap.add_argument("--e2e-seconds", type=float, default=10.0, help="length of each `perf e2e` run (ours)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     dist = os.environ.get(DIST_ENV)
@@ -252,43 +304,21 @@ def main() -> int:
     kafka = None if external else LocalKafka(home, work)
     rows: list[Row] = []
     rate_rows: list[RateRow] = []
+    consume_rows: list[ConsumeRow] = []
+    e2e_rows: list[E2ERow] = []
     try:
         if kafka is not None:
             kafka.start()
         bootstrap = external or kafka.bootstrap  # type: ignore[union-attr]
         info(f"Kafka at {bootstrap}; java tool from {home}")
-        seq = 0
-        for size, base in [] if args.no_unthrottled else CASES:
-            records = max(10_000, int(base * args.scale))
-            java, cc = Row(size, records, "kafka-producer-perf-test.sh"), Row(size, records, "clusterctl perf produce")
-            for i in range(args.runs):
-                for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
-                    seq += 1
-                    topic = f"bench-java-{size}-{seq}"
-                    admin.create_topic(bootstrap, topic, args.partitions, args.replication_factor)
-                    if tool == "java":
-                        s = run_java(home, bootstrap, topic, size, records)
-                        java.rates.append(s["rps"])
-                        java.p50_ms.append(s["p50"])
-                        java.p99_ms.append(s["p99"])
-                        java.p999_ms.append(s["p999"])
-                    else:
-                        res, _ = run_clusterctl(bootstrap, topic, size, records, "auto", [], batch_size=BATCH_SIZE)
-                        cc.rates.append(res["records_per_sec"])
-                        cc.p50_ms.append(res["p50_ms"])
-                        cc.p99_ms.append(res["p99_ms"])
-                        cc.p999_ms.append(res["p999_ms"])
-                    admin.delete_topic(bootstrap, topic)
-                    info(f"{size} B unthrottled run {i + 1} {tool}: done")
-            for row in (java, cc):
-                row.median_rps = round(statistics.median(row.rates), 1)
-                row.median_mbps = round(row.median_rps * size / 2**20, 2)
-                row.median_p50_ms = statistics.median(row.p50_ms)
-                row.median_p99_ms = statistics.median(row.p99_ms)
-                row.median_p999_ms = statistics.median(row.p999_ms)
-            cc.ratio_vs_java = round(cc.median_rps / java.median_rps, 3)
-            rows += [java, cc]
-        rate_rows = run_fixed_rates(home, bootstrap, args, rates, seq)
+        parts = set(args.parts.split(","))
+        if "produce" in parts:
+            rows = [] if args.no_unthrottled else run_unthrottled(home, bootstrap, args)
+            rate_rows = run_fixed_rates(home, bootstrap, args, rates, 1000)
+        if "consume" in parts:
+            consume_rows = compare_consume(home, bootstrap, args.runs, args.scale, args.consume_partitions)
+        if "e2e" in parts:
+            e2e_rows = compare_e2e(home, bootstrap, args.runs, args.e2e_records, args.e2e_seconds)
     finally:
         if kafka is not None:
             kafka.stop()
@@ -297,8 +327,8 @@ def main() -> int:
     verdict = all(r.p99_le_java for r in both) if both else None
     settings = {"batch.size": BATCH_SIZE, "linger.ms": LINGER_MS, "acks": "1", "compression": "none"}
     if args.json:
-        emit({"bootstrap": bootstrap, **settings, "rows": rows, "fixed_rates": rate_rows, "p99_le_java": verdict},
-             as_json=True)  # fmt: skip
+        emit({"bootstrap": bootstrap, **settings, "rows": rows, "fixed_rates": rate_rows, "p99_le_java": verdict,
+              "consume": consume_rows, "e2e": e2e_rows}, as_json=True)  # fmt: skip
         return 0
     fmt_ms = lambda v: f"{v:g}"  # noqa: E731
     if rows:
@@ -339,6 +369,7 @@ def main() -> int:
         )
         shown = "-" if verdict is None else ("yes" if verdict else "NO")
         print(f"our p99 <= Java's at every fixed rate both tools reach: {shown}")
+    show(consume_rows, e2e_rows, args.runs, bootstrap)
     return 0
 
 

@@ -62,7 +62,8 @@ CONSUME_FIELDS = [
     Column("fetch.time.ms", "fetch_time_ms", fmt=lambda v: f"{v:.0f}"),
     Column("fetch.MB.sec", "fetch_mb_per_sec", fmt=lambda v: f"{v:.4f}"),
     Column("fetch.nMsg.sec", "fetch_records_per_sec", fmt=lambda v: f"{v:.4f}"),
-    Column("group / threads", lambda r: f"{r.group} / {r.threads}"),
+    Column("group / threads", lambda r: f"{r.group or '(no group)'} / {r.threads}"),
+    Column("Engine", "engine"),
     Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
 ]
 
@@ -217,10 +218,27 @@ def cmd_perf_consume(
     consumer_prop: Annotated[
         list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
     ] = None,
+    no_group: Annotated[
+        bool,
+        typer.Option(
+            "--no-group",
+            help="assign the partitions directly (spread over the threads): no group join, no rebalance, "
+            "nothing committed",
+        ),
+    ] = False,
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            help="native: librdkafka's batch consume via ctypes (fastest); client: confluent-kafka's Consumer; "
+            "auto: native when the wheel's librdkafka loads",
+        ),
+    ] = "auto",
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read N records with T consumers in one group; report kafka-consumer-perf-test.sh's columns."""
+    """Read N records with T consumers in one group (or --no-group); report kafka-consumer-perf-test.sh's
+    columns. Like the Java tool, the group is a fresh perf-consumer-* unless --group names one."""
     from clusterctl.kafka import perf_consume
 
     extra = parse_kv(consumer_prop, "--consumer-prop")
@@ -228,15 +246,88 @@ def cmd_perf_consume(
     servers = bootstrap_servers(bootstrap)
     from clusterctl.kafka.connection import check_topic
 
-    check_topic(servers, topic)
+    partitions = check_topic(servers, topic)
     result = perf_consume.run_consume(
-        servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra
-    )
+        servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra,
+        engine=engine, no_group=no_group, partitions=partitions,
+    )  # fmt: skip
+    skip_interpreter_teardown()
     if not (as_json and not result.complete):
         emit(result, as_json=as_json, kv=CONSUME_FIELDS, title=f"perf consume {topic}")
     if not result.complete:
         err = TimeoutError_(f"consumed {result.records} of {messages} records; none arrived for {timeout:g}s")
         err.result = result  # --json: one document, the error object carrying the result
+        raise err
+
+
+E2E_FIELDS = [
+    Column("Topic", "topic"),
+    Column("Records sent / received", lambda r: f"{r.records} / {r.received}"),
+    Column("Records/sec", "records_per_sec", fmt=lambda v: f"{v:,.1f}"),
+    Column("Target", "target_throughput", fmt=lambda v: "unthrottled" if v < 0 else f"{v:g} records/sec"),
+    Column("Avg latency", "avg_latency_ms", fmt=_ms),
+    Column("50th", "p50_ms", fmt=_ms),
+    Column("99th", "p99_ms", fmt=_ms),
+    Column("99.9th", "p999_ms", fmt=_ms),
+    Column("Max latency", "max_latency_ms", fmt=_ms),
+    Column("Record size", "record_size", fmt=lambda v: f"{v} B"),
+    Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
+]
+
+
+@perf_app.command("e2e")
+def cmd_perf_e2e(
+    topic: Annotated[str, typer.Argument(help="topic to produce to and consume from (created if missing)")],
+    num_records: Annotated[int, typer.Option("--num-records", "-n", help="records to send (1 to 1000000000)")],
+    throughput: Annotated[
+        float,
+        typer.Option(
+            "--throughput",
+            help="records/sec to send (at most 10000000); -1 = as fast as possible",
+            callback=finite_option(),
+        ),
+    ] = 1000,
+    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value (16 to 1000000)")] = 100,
+    acks: Annotated[str, typer.Option("--acks", help="0, 1 or all")] = "1",
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", help="stop after this many seconds without a record", callback=seconds_option()),
+    ] = 10.0,
+    producer_prop: Annotated[
+        list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
+    ] = None,
+    consumer_prop: Annotated[
+        list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
+    ] = None,
+    one_in_flight: Annotated[
+        bool,
+        typer.Option(
+            "--one-in-flight",
+            help="send each record once the previous one was consumed, as Kafka's EndToEndLatency does "
+            "(--throughput is then ignored)",
+        ),
+    ] = False,
+    bootstrap: BootstrapOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Produce N records at a fixed rate while consuming them; report produce -> consume latency percentiles
+    (what Kafka's EndToEndLatency tool measures, one record at a time)."""
+    from clusterctl.kafka import perf_e2e
+
+    pprops, cprops = parse_kv(producer_prop, "--producer-prop"), parse_kv(consumer_prop, "--consumer-prop")
+    servers = bootstrap_servers(bootstrap)
+    parts, rf, _local = _topic_defaults(bootstrap)
+    result = perf_e2e.e2e_test(
+        servers, topic, num_records, partitions=parts, replication_factor=rf, notify=info, record_size=record_size,
+        throughput=throughput, acks=acks, timeout=timeout, producer_extra=pprops, consumer_extra=cprops,
+        one_in_flight=one_in_flight,
+    )  # fmt: skip
+    skip_interpreter_teardown()
+    if not (as_json and not result.complete):
+        emit(result, as_json=as_json, kv=E2E_FIELDS, title=f"perf e2e {topic}")
+    if not result.complete:
+        err = TimeoutError_(f"received {result.received} of {num_records} records; none arrived for {timeout:g}s")
+        err.result = result
         raise err
 
 
