@@ -30,7 +30,9 @@ from clusterctl.wait import wait_until
 
 
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
-    """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
+    """Undo every fault: reconnect detached nodes, remove network degradations, unpause paused and start stopped
+    containers."""
+    from clusterctl.chaos.degrade import heal_all_network
     from clusterctl.runtime.cluster import Cluster
 
     cluster = Cluster(spec)
@@ -53,7 +55,7 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         if spec.topology.network_name not in nets and st in ("running", "paused"):
             ip = spec.topology.static_ips()[_ip_key(target)]
             out.append(reconnect(Detached(name, spec.topology.network_name, ip, [service])))
-    return out
+    return out + heal_all_network(spec)
 
 
 def _ip_key(target: str) -> str:
