@@ -8,6 +8,7 @@ netem path is checked by the commands it would run.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -262,3 +263,31 @@ def test_bad_input_is_one_line_and_applies_nothing(cluster: Path) -> None:
         assert handler_pids(spec.topology.zk_container(3)) == []
     finally:
         faults.start_zk(spec, 3)
+
+
+def test_lossy_slow_broker_drill_loses_nothing_and_marks_the_settings(cluster: Path, tmp_path: Path) -> None:
+    """A drill step degrades tansu's link (10 % loss + 100 ms delay for 5 s) under idempotent acks=all load:
+    retries, nothing lost, duplicated or reordered; the timeline carries each fault with its setting."""
+    scenario = tmp_path / "lossy-tansu.yaml"
+    scenario.write_text(
+        "name: lossy-tansu\nrequires: any\n"
+        "topic: {partitions: 3, replication_factor: 1, min_insync_replicas: 1}\n"
+        "steps:\n  - create_topic: {}\n  - start_load: {rate: 300}\n  - sleep: 2\n"
+        "  - fault: {action: loss, node: kafka1, percent: 10, for: 5}\n"
+        "  - fault: {action: delay, node: leader, ms: 100, jitter: 20, for: 5}\n"
+        "  - sleep: 6\n  - stop_load: {}\n  - verify: {}\n"
+    )
+    wait_for(lambda: cli(cluster, "topic", "list").returncode == 0, 30, "broker answers", interval=0.5)
+    report = tmp_path / "r"
+    res = cli(cluster, "scenario", "run", str(scenario), "--report-dir", str(report), "--json", timeout=240)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    load, v = data["load"], data["verify"]
+    assert load["failed"] == 0 and load["acked"] == load["sent"] > 1500
+    assert (v["lost_count"], v["duplicated_count"], v["reordered_count"]) == (0, 0, 0)
+    marks = json.loads((report / "report.json").read_text())["timeline"]["markers"]
+    notes = {(m["action"], m["target"]): m["note"] for m in marks}
+    assert notes[("loss", "kafka1")] == "loss 10% via iptables statistic (userspace path)"
+    assert notes[("delay", "kafka1")] == "delay 100ms ±20ms via nfqueue (userspace path)"
+    assert any(m["action"] == "heal-network" and m["heal"] for m in marks)
+    assert leftovers(load_spec(cluster), "kafka1") == []
