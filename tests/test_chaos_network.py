@@ -172,6 +172,25 @@ def test_delay_is_the_round_trip_and_heal_leaves_nothing(cluster: Path) -> None:
     assert connect_ms(ip) < base + 20
 
 
+def test_jitter_spreads_the_delay(cluster: Path) -> None:
+    spec = load_spec(cluster)
+    ip = netns.container_ip(spec, "zk2")
+    base = connect_ms(ip)
+    out = cli_json(cluster, "chaos", "delay", "zk2", "--ms", "100", "--jitter", "60")
+    assert out[0]["note"] == "delay 100ms ±60ms via nfqueue (userspace path)"
+    try:
+        times = []
+        for _ in range(60):
+            t0 = time.perf_counter()
+            socket.create_connection((ip, 2181), timeout=10).close()
+            times.append((time.perf_counter() - t0) * 1000 - base)
+    finally:
+        heal(cluster)
+    assert 80 <= statistics.mean(times) <= 120, times  # uniform ±60: the mean's standard error is ~4.5 ms
+    assert min(times) < 75 and max(times) > 125 and all(30 <= t <= 175 for t in times), times
+    assert leftovers(spec, "zk2") == []
+
+
 def test_delay_towards_a_peer_only(cluster: Path) -> None:
     spec = load_spec(cluster)
     ip1 = netns.container_ip(spec, "zk1")

@@ -195,6 +195,8 @@ def heal_all_network(spec: ClusterSpec) -> list[FaultResult]:
     names = [spec.topology.zk_service(i) for i in spec.topology.zk_ids]
     names += [spec.topology.controller_service(i) for i in spec.topology.dedicated_controller_ids]
     names += [spec.topology.broker_service(i) for i in spec.topology.broker_ids]
+    if spec.kafka_manager.enabled:
+        names.append(spec.topology.manager_service)
     out = []
     for n in names:
         if (r := heal_network(spec, n)) is not None:
