@@ -21,6 +21,12 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+# network faults from the host: tc, iptables, nsenter; netfilterqueue's C build (the `netfaults` extra)
+command -v tc >/dev/null 2>&1 || missing+=(iproute2)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+[[ -f /usr/include/libnetfilter_queue/libnetfilter_queue.h ]] || missing+=(libnetfilter-queue-dev)
+[[ -f "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')/Python.h" ]] || missing+=(python3-dev)
 if ((${#missing[@]})); then
     say "apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -55,8 +61,8 @@ fi
 stamp="$VENV/.clusterctl-install-stamp"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]] || ! "$VENV/bin/python" -c 'import clusterctl' 2>/dev/null; then
-    say "pip install -e '.[dev,spark]'"
-    "$VENV/bin/python" -m pip install -q -e '.[dev,spark]'
+    say "pip install -e '.[dev,spark,netfaults]'"
+    "$VENV/bin/python" -m pip install -q -e '.[dev,spark,netfaults]'
     echo "$want" >"$stamp"
 else
     say "venv up to date"

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from clusterctl.chaos.conditions import Conditions
-from clusterctl.chaos.scenario import Fault
+from clusterctl.chaos.scenario import NET_ACTIONS, Fault
 from clusterctl.chaos.timeline import HEAL_ACTIONS
 from clusterctl.errors import ClusterctlError
 from clusterctl.spec.model import ClusterSpec
@@ -51,6 +51,8 @@ class FaultSteps:
         if a == "unpause-brokers":
             return self._unpause_brokers()
         self.cond.snapshot_leaders()
+        if a in NET_ACTIONS:
+            return self._net_fault(f)
         if a in ("pause-broker", "partition-node", "pause-followers") and f.for_ is not None:
             return self._timed_fault(f)
         if a == "pause-followers":
@@ -136,6 +138,55 @@ class FaultSteps:
             raise errors[0]
         target = {"pause-broker": f"broker {f.broker}", "pause-followers": f"followers of partition {f.partition}"}
         return f"{f.action} {target.get(f.action, str(f.node))} for {seconds:g}s (heals itself)"
+
+    def _net_node(self, f: Fault) -> str:
+        """The node a network fault names: a service, or the leader / a follower of topic-partition now."""
+        from clusterctl.chaos import faults
+
+        if f.node not in ("leader", "follower"):
+            return f.node or ""
+        leader, followers = faults.replicas_of(self._live_bootstrap(), f.topic or self.topic, f.partition)
+        if f.node == "follower" and not followers:
+            raise ClusterctlError(f"{f.topic or self.topic}-{f.partition} has no follower (replication factor 1)")
+        broker = faults.spec_broker(self.spec, leader if f.node == "leader" else followers[-1])
+        return self.spec.topology.broker_service(broker)
+
+    def _net_fault(self, f: Fault) -> str:
+        """Degrade a node's network; with `for`, in the background, healing itself after that long."""
+        from clusterctl.chaos import degrade
+
+        node = self._net_node(f)
+        to = [self._net_node(f.model_copy(update={"node": t})) for t in f.to]
+        fault = degrade.NetFault(f.action, f.net_value() or 0.0, f.jitter, to)
+        if f.for_ is None:
+            r = degrade.degrade(self.spec, node, fault)
+            self.observer.mark(r.action, r.target, heal=False, note=r.note, t=r.started)
+            return f"{r.action} {r.target}: {r.note}"
+        stop = threading.Event()
+        applied = threading.Event()
+        errors: list[str] = []
+
+        def body() -> None:
+            try:
+                r = degrade.degrade(self.spec, node, fault)
+                self.observer.mark(r.action, r.target, heal=False, note=r.note, t=r.started)
+                applied.set()
+                stop.wait(float(f.for_ or 0))
+                h = degrade.heal_network(self.spec, node)
+                if h is not None:
+                    self.observer.mark(h.action, h.target, heal=True, note=h.note, t=h.started)
+            except ClusterctlError as exc:
+                errors.append(str(exc))
+            finally:
+                applied.set()
+
+        t = threading.Thread(target=body, name=f"fault-{f.action}", daemon=True)
+        t.start()
+        self.background.append((t, stop))
+        applied.wait(60.0)
+        if errors:
+            raise ClusterctlError(errors[0])
+        return f"{fault.describe()} on {node} for {f.for_:g}s (heals itself)"
 
     def _on_paused(self, res: list[Any]) -> None:
         for r in res:

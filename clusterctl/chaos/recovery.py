@@ -31,7 +31,9 @@ from clusterctl.wait import wait_until
 
 
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
-    """Undo every fault: reconnect detached nodes, unpause paused and start stopped containers."""
+    """Undo every fault: reconnect detached nodes, remove network degradations, unpause paused and start stopped
+    containers."""
+    from clusterctl.chaos.degrade import heal_all_network
     from clusterctl.runtime.cluster import Cluster
 
     cluster = Cluster(spec)
@@ -64,6 +66,10 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         if spec.topology.network_name not in nets and st in ("running", "paused"):
             ip = spec.topology.static_ips()[_ip_key(target)]
             undo(partial(reconnect, Detached(name, spec.topology.network_name, ip, [service])))
+    try:
+        out.extend(heal_all_network(spec))
+    except ClusterctlError as exc:
+        problems.append(exc.message)
     if problems:
         err = ClusterctlError("; ".join(problems))
         err.result = out

@@ -201,7 +201,7 @@ class Runner(FaultSteps):
         try:
             healed = recovery.heal_all(self.spec, self.detached)
             for r in healed:
-                self.observer.mark(r.action, r.target, heal=True, t=r.started)
+                self.observer.mark(r.action, r.target, heal=True, note=r.note, t=r.started)
                 self.progress(f"healed: {r.action} {r.target}")
             self.paused.clear()
             if healed:
@@ -272,7 +272,7 @@ class Runner(FaultSteps):
         self.detached = []
         self.paused.clear()
         for r in res:
-            self.observer.mark(r.action, r.target, heal=True, t=r.started)
+            self.observer.mark(r.action, r.target, heal=True, note=r.note, t=r.started)
         done = ", ".join(f"{r.action} {r.target}" for r in res) or "nothing to heal"
         if not a.wait:
             return done

@@ -60,7 +60,13 @@ FaultAction = Literal[
     "kill-controller",
     "kill-controller-quorum",
     "start-controller",
+    "delay",
+    "loss",
+    "rate",
+    "duplicate",
+    "corrupt",
 ]
+NET_ACTIONS = ("delay", "loss", "rate", "duplicate", "corrupt")
 
 
 class _M(BaseModel):
@@ -197,8 +203,13 @@ class Fault(_M):
     topic: str | None = None
     partition: int = 0
     for_: float | None = Field(
-        default=None, alias="for", gt=0, le=validate.MAX_SECONDS, description="pause/partition: heal after S seconds"
+        default=None, alias="for", gt=0, le=validate.MAX_SECONDS, description="pause/partition/network: heal after S s"
     )
+    ms: float | None = Field(default=None, description="delay: added ms per packet")
+    jitter: float = Field(default=0.0, description="delay: ± ms, uniformly")
+    percent: float | None = Field(default=None, description="loss/duplicate/corrupt: share of packets, %")
+    kbit: float | None = Field(default=None, description="rate: kbit/s")
+    to: list[str] = Field(default_factory=list, description="network faults: only towards these nodes")
     timeout: float = Field(
         default=300.0, gt=0, le=validate.MAX_SECONDS, description="rolling-restart: per-broker ISR wait"
     )
@@ -216,7 +227,21 @@ class Fault(_M):
             raise ValueError("start-controller needs controller: <voter node id>")
         if a == "partition-node" and self.node is None:
             raise ValueError("partition-node needs node: <service, e.g. kafka2 or zk1>")
+        if a in NET_ACTIONS:
+            if self.node is None:
+                raise ValueError(f"{a} needs node: <service, or leader / follower of topic-partition>")
+            from clusterctl.chaos.degrade import NetFault, check
+            from clusterctl.errors import UsageError
+
+            try:
+                check(NetFault(a, self.net_value() or 0.0, self.jitter))
+            except UsageError as exc:
+                raise ValueError(exc.message) from None
         return self
+
+    def net_value(self) -> float | None:
+        """The setting of a network fault: ms (delay), kbit (rate) or percent."""
+        return {"delay": self.ms, "rate": self.kbit}.get(self.action, self.percent)
 
 
 class Heal(_M):

@@ -14,6 +14,7 @@ HEAL_ACTIONS = {
     "start-controller",
     "restart-broker",
     "heal",
+    "heal-network",
 }
 PAUSE_ACTIONS = {"pause", "pause-broker", "pause-follower"}
 

@@ -4,7 +4,14 @@ from typing import Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, seconds_option
+from clusterctl.cli.common import (
+    BootstrapOpt,
+    JsonOpt,
+    bootstrap_servers,
+    finite_option,
+    get_spec,
+    seconds_option,
+)
 
 chaos_app = typer.Typer(
     name="chaos", help="Break the cluster on purpose (Docker SDK on its containers).", no_args_is_help=True
@@ -111,6 +118,86 @@ def cmd_chaos_partition_node(
     _emit_faults(faults.partition_node(spec, node, seconds), as_json)
 
 
+NodeArg = Annotated[str, typer.Argument(help="service (kafka2, zk1) or container name")]
+ToOpt = Annotated[str | None, typer.Option("--to", help="only towards these nodes (kafka1,zk2); default all")]
+NetForOpt = Annotated[
+    float | None,
+    typer.Option("--for", help="seconds until the fault heals itself (default: until `chaos heal`)",
+                 callback=seconds_option()),
+]  # fmt: skip
+PercentOpt = Annotated[
+    float, typer.Option("--percent", help="share of packets, 0 < P <= 100", callback=finite_option())
+]
+
+
+def _degrade(
+    node: str, kind: str, value: float, jitter: float, to: str | None, seconds: float | None, as_json: bool
+) -> None:
+    from clusterctl.chaos import degrade
+    from clusterctl.output import info
+
+    spec = get_spec()
+    fault = degrade.NetFault(kind, value, jitter, [t for t in (to or "").split(",") if t])
+    degrade.check(fault)
+    if seconds is not None:
+        info(f"{fault.describe()} on {node} for {seconds:g}s (Ctrl-C heals early)")
+    _emit_faults(degrade.degrade_for(spec, node, fault, seconds), as_json)
+
+
+@chaos_app.command("delay")
+def cmd_chaos_delay(
+    node: NodeArg,
+    ms: Annotated[
+        float, typer.Option("--ms", help="added delay of each packet the node sends, ms", callback=finite_option())
+    ],
+    jitter: Annotated[
+        float,
+        typer.Option("--jitter", help="± this many ms, uniformly (reorders packets)", callback=finite_option()),
+    ] = 0.0,
+    to: ToOpt = None,
+    seconds: NetForOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delay what NODE sends (netem, or an NFQUEUE handler where the kernel has no netem)."""
+    _degrade(node, "delay", ms, jitter, to, seconds, as_json)
+
+
+@chaos_app.command("loss")
+def cmd_chaos_loss(
+    node: NodeArg, percent: PercentOpt, to: ToOpt = None, seconds: NetForOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Drop a random share of what NODE sends (netem, or an iptables statistic rule)."""
+    _degrade(node, "loss", percent, 0.0, to, seconds, as_json)
+
+
+@chaos_app.command("rate")
+def cmd_chaos_rate(
+    node: NodeArg,
+    kbit: Annotated[float, typer.Option("--kbit", help="bandwidth limit, kbit/s", callback=finite_option())],
+    to: ToOpt = None,
+    seconds: NetForOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Limit the bandwidth NODE sends with (netem, or a tbf/htb qdisc)."""
+    _degrade(node, "rate", kbit, 0.0, to, seconds, as_json)
+
+
+@chaos_app.command("duplicate")
+def cmd_chaos_duplicate(
+    node: NodeArg, percent: PercentOpt, to: ToOpt = None, seconds: NetForOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Send a random share of NODE's packets twice (netem, or an NFQUEUE handler)."""
+    _degrade(node, "duplicate", percent, 0.0, to, seconds, as_json)
+
+
+@chaos_app.command("corrupt")
+def cmd_chaos_corrupt(
+    node: NodeArg, percent: PercentOpt, to: ToOpt = None, seconds: NetForOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Corrupt a random share of NODE's packets (netem, or an NFQUEUE handler); receivers drop them."""
+    _degrade(node, "corrupt", percent, 0.0, to, seconds, as_json)
+
+
 @chaos_app.command("kill-zk")
 def cmd_chaos_kill_zk(zk: ZkArg, as_json: JsonOpt = False) -> None:
     """SIGKILL a ZooKeeper node's container."""
@@ -172,7 +259,7 @@ def cmd_chaos_heal(
     ] = 120.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Undo every fault: unpause, reconnect, start stopped containers; then wait until the cluster serves again."""
+    """Undo every fault: unpause, reconnect, remove network degradations, start stopped containers; then wait."""
     from clusterctl.chaos import recovery
     from clusterctl.errors import UsageError
     from clusterctl.output import err_console, info
