@@ -70,3 +70,18 @@ class VerificationError(ClusterctlError):
     """A drill or check found a violated invariant (e.g. an acknowledged write was lost)."""
 
     exit_code = 6
+
+
+class SpecNotFoundError(SpecError):
+    """A spec or scenario file that does not exist: "not found" like any other missing thing."""
+
+    exit_code = 3
+
+
+class OutputError(ClusterctlError):
+    """stdout or stderr could not be written (closed, full, or a character its encoding cannot carry).
+
+    The work done before the failed write stands: the message states it, so a script need not repeat it.
+    """
+
+    exit_code = 74  # sysexits.h EX_IOERR

@@ -207,7 +207,7 @@ def test_markup_in_error_messages_is_printed_literally(tmp_path: Path) -> None:
     assert res.returncode == 2 and "'[/]'" in one_error_line(res)
     missing = tmp_path / "[bold]x[/bold].yaml"
     res = run("-s", str(missing), "status")
-    assert res.returncode == 2 and "[bold]x[/bold].yaml not found" in one_error_line(res)
+    assert res.returncode == 3 and "[bold]x[/bold].yaml not found" in one_error_line(res)
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"name": "lab", "network": {"subnet": "[oops]"}}))
     res = run("-s", str(bad), "status")

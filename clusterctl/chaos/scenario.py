@@ -38,7 +38,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from clusterctl.errors import SpecError
+from clusterctl.errors import SpecError, SpecNotFoundError
+from clusterctl.spec import validate
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "scenarios"
 
@@ -341,10 +342,11 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """A scenario by file path, or by name from the shipped scenarios/ directory."""
     p = Path(path)
-    if not p.is_file() and not p.suffix:
+    if not p.exists() and not p.is_symlink() and not p.suffix:
         p = SCENARIO_DIR / f"{path}.yaml"
-    if not p.is_file():
-        raise SpecError(f"scenario {path} not found", hint="clusterctl scenario list")
+        if not p.is_file():
+            raise SpecNotFoundError(f"scenario {path} not found", hint="clusterctl scenario list")
+    validate.input_file(p, "scenario", hint="clusterctl scenario list")
     return parse_scenario(p.read_text(encoding="utf-8"), str(p))
 
 
