@@ -181,7 +181,7 @@ def test_perf_produce_ctrl_c_exits_130_with_json_on_stdout(bootstrap: str, uniqu
     rc, out, err = interrupt(proc)
     assert time.monotonic() - started < 30  # the producer was closed, not waited out
     assert rc == 130 and "error: interrupted" in err and "Traceback" not in err
-    assert json.loads(out) == {"error": "interrupted", "exit_code": 130}
+    assert json.loads(out) == {"error": "interrupted by SIGINT", "exit_code": 130}
 
 
 # ---------------------------------------------------------------- user data is never markup
