@@ -100,7 +100,7 @@ def _flag(args: list[str], flag: str) -> bool:
     return flag in (args[: args.index("--")] if "--" in args else args)
 
 
-def run(args: list[str] | None = None) -> int:
+def run(args: list[str] | None = None, *, final: bool = False) -> int:
     """Run the CLI and return its exit status, whichever way the command ends.
 
     Every exit path goes through here: a command's success (0), a ClusterctlError (its exit code, one
@@ -109,14 +109,15 @@ def run(args: list[str] | None = None) -> int:
     done), and anything unexpected (70, one line pointing at --debug for the traceback). With `--json`,
     failures also print `{"error": ..., "exit_code": ...}` on stdout so stdout is valid JSON either way.
     A command that succeeded but lost output on stderr (full, closed) exits 74 too.
+    `final`: this process ends with the command (the console script): a stop signal after it is ignored.
     """
     args = sys.argv[1:] if args is None else list(args)
-    with guarded_streams() as lost, signals_interrupt():
-        code = _run(args)
+    with guarded_streams() as lost:
+        code = _run(args, final)
     return OutputError.exit_code if code == 0 and lost.streams else code
 
 
-def _run(args: list[str]) -> int:
+def _run(args: list[str], final: bool) -> int:
     import typer._click.exceptions as click_exc
 
     as_json = _flag(args, "--json")
@@ -131,11 +132,12 @@ def _run(args: list[str]) -> int:
             pass
         return code
 
-    command = typer.main.get_command(app_for(args))
     try:
-        command._main_shell_completion({}, "clusterctl", None)  # _CLUSTERCTL_COMPLETE=...: answer and exit
-        with command.make_context("clusterctl", args) as ctx:
-            command.invoke(ctx)
+        with signals_interrupt(final):  # inside the try: a signal at any moment is an interrupt handled below
+            command = typer.main.get_command(app_for(args))
+            command._main_shell_completion({}, "clusterctl", None)  # _CLUSTERCTL_COMPLETE=...: answer and exit
+            with command.make_context("clusterctl", args) as ctx:
+                command.invoke(ctx)
         return 0
     except OutputError as exc:
         return fail(lost_output_line(exc), exc.exit_code)
@@ -196,10 +198,19 @@ def _quiet_failed_streams() -> None:
                 os.close(null)
 
 
+def _is_the_process() -> bool:
+    """Whether this process is the `clusterctl` command (its console script or `python -m clusterctl`), not a
+    program calling main() in-process (a test runner keeps its signals)."""
+    entry = sys.modules.get("__main__")
+    spec = getattr(entry, "__spec__", None)
+    script = os.path.basename(getattr(entry, "__file__", None) or "")
+    return getattr(spec, "name", None) == "clusterctl.__main__" or script == "clusterctl"
+
+
 def main() -> None:
     """Console-script entry point: exit with `run()`'s status."""
     _hold_closed_descriptors()
-    code = run()
+    code = run(final=_is_the_process())
     _quiet_failed_streams()
     from clusterctl.cli.common import teardown_skipped
 

@@ -184,11 +184,13 @@ def _stop(signum: int, _frame: object) -> None:
 
 
 @contextlib.contextmanager
-def signals_interrupt() -> Iterator[None]:
+def signals_interrupt(final: bool = False) -> Iterator[None]:
     """While the block runs, SIGTERM and SIGHUP stop the command exactly as Ctrl-C does: a KeyboardInterrupt,
     so every cleanup written for Ctrl-C runs (faults healed, groups left, partial reports and results).
 
-    A signal the parent set to be ignored (`nohup`, a background job's SIGINT) stays ignored.
+    A signal the parent set to be ignored (`nohup`, a background job's SIGINT) stays ignored. After the block
+    the previous handlers return, or with `final` (the process ends with the command) the signals are
+    ignored: the outcome is decided, and one arriving now, even one already caught, cannot muddle its status.
     """
     _received.clear()
     if threading.current_thread() is not threading.main_thread():
@@ -201,8 +203,12 @@ def signals_interrupt() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, previous in saved.items():
-            signal.signal(sig, previous)
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            for sig, previous in saved.items():
+                signal.signal(sig, signal.SIG_IGN if final else previous)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def stopped_by() -> signal.Signals:
