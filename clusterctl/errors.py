@@ -77,3 +77,18 @@ class FaultNotAppliedError(ClusterctlError):
     it had been applied was undone, so the cluster is as it was. Not a failed drill: nothing was tested."""
 
     exit_code = 75  # sysexits' EX_TEMPFAIL: nothing happened, trying again may work
+
+
+class SpecNotFoundError(SpecError):
+    """A spec or scenario file that does not exist: "not found" like any other missing thing."""
+
+    exit_code = 3
+
+
+class OutputError(ClusterctlError):
+    """stdout or stderr could not be written (closed, full, or a character its encoding cannot carry).
+
+    The work done before the failed write stands: the message states it, so a script need not repeat it.
+    """
+
+    exit_code = 74  # sysexits.h EX_IOERR

@@ -12,14 +12,19 @@ so `clusterctl --help` does not pay for it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import enum
+import errno
 import json
+import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from clusterctl.errors import OutputError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -99,9 +104,7 @@ class Column:
 
     def cell(self, row: Any) -> str:
         v = self.value(row)
-        if self.fmt is not None:
-            return self.fmt(v)
-        return format_value(v)
+        return literal(self.fmt(v) if self.fmt is not None else format_value(v))
 
 
 def format_value(v: Any) -> str:
@@ -143,13 +146,34 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+# C0 controls but tab (and newline, unless one line is asked for), DEL, C1, and lone surrogates (undecodable bytes)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_CONTROL_OR_NEWLINE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def literal(text: str, one_line: bool = False) -> str:
+    """User data as it may reach a terminal: control characters (ESC, CR, BEL, ...) and undecodable bytes
+    shown as escapes (`\\x1b`, `\\udcff`), so no value can move the cursor, recolour or retitle the terminal."""
+    pattern = _CONTROL_OR_NEWLINE if one_line else _CONTROL
+    return pattern.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def print_line(text: str) -> None:
+    """One line of user data on stdout, literally: no markup, no emoji codes, control characters escaped."""
+    done()
+    sys.stdout.write(literal(text, one_line=True) + "\n")
+    sys.stdout.flush()
+
+
 def print_json(data: Any) -> None:
+    done()
     sys.stdout.write(json.dumps(to_jsonable(data), indent=2, sort_keys=False) + "\n")
     sys.stdout.flush()
 
 
 def print_json_line(data: Any) -> None:
     """One compact JSON object per line (for streams such as `consume --json`)."""
+    done()
     sys.stdout.write(json.dumps(to_jsonable(data), separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
@@ -158,7 +182,7 @@ def plain(text: str | None) -> Text | None:
     """User data (names, values, paths, messages) as literal text: never parsed as Rich markup."""
     from rich.text import Text
 
-    return None if text is None else Text(text)
+    return None if text is None else Text(literal(text))
 
 
 def build_table(rows: Iterable[Any], columns: Sequence[Column], title: str | None = None) -> Table:
@@ -226,6 +250,7 @@ def emit(
     if as_json:
         print_json(data)
         return
+    done()
     out = _out()
     if kv is not None:
         print_table(build_kv(data, kv, title=title), out)
@@ -233,13 +258,13 @@ def emit(
     if columns is None:
         from rich.text import Text
 
-        out.print(Text(data) if isinstance(data, str) else data, soft_wrap=not out.is_terminal)
+        out.print(Text(literal(data)) if isinstance(data, str) else data, soft_wrap=not out.is_terminal)
         return
     row_list = list(data if rows is None else rows)
     if not row_list and empty:
         from rich.text import Text
 
-        out.print(Text(empty), soft_wrap=not out.is_terminal)
+        out.print(Text(literal(empty)), soft_wrap=not out.is_terminal)
         return
     print_table(build_table(row_list, columns, title=title), out)
 
@@ -249,7 +274,7 @@ def info(message: str) -> None:
     from rich.text import Text
 
     err = _err()
-    err.print(Text(message), soft_wrap=not err.is_terminal)
+    err.print(Text(literal(message)), soft_wrap=not err.is_terminal)
 
 
 def one_line(message: str) -> str:
@@ -260,7 +285,7 @@ def error_line(message: str) -> None:
     """`error: <message>` as one literal line on stderr (the message may carry user data)."""
     from rich.text import Text
 
-    _err().print(Text.assemble(("error: ", "bold red"), one_line(message)), highlight=False, soft_wrap=True)
+    _err().print(Text.assemble(("error: ", "bold red"), literal(one_line(message))), highlight=False, soft_wrap=True)
 
 
 def error_json(message: str, exit_code: int, result: Any = None) -> None:
@@ -269,3 +294,92 @@ def error_json(message: str, exit_code: int, result: Any = None) -> None:
     if result is not None:
         data["result"] = result
     print_json_line(data)
+
+
+# ---------------------------------------------------------------- writes that fail
+
+_outcome: str | None = None
+
+
+def outcome(text: str) -> None:
+    """What the command has done so far, for the one line a failed stdout write ends with ("... delivered")."""
+    global _outcome
+    _outcome = text
+
+
+def done() -> None:
+    """A result is being printed: the work before it is done (unless the command said more with `outcome`)."""
+    if _outcome is None:
+        outcome("the command did its work")
+
+
+@dataclasses.dataclass
+class Lost:
+    """Writes that failed while a command ran: stream name -> the reason."""
+
+    streams: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+class _Guarded:
+    """sys.stdout / sys.stderr while a command runs. A failed stdout write is an OutputError (the command stops
+    there, before acknowledging what it could not show); a failed stderr write (progress, the error line) is
+    noted and the work goes on. A closed stream (None) fails every write. A reader that left (EPIPE) on stdout
+    stays a BrokenPipeError."""
+
+    def __init__(self, raw: Any, name: str, lost: Lost) -> None:
+        self._raw, self._name, self._lost = raw, name, lost
+
+    def _call(self, op: str, *args: Any) -> Any:
+        try:
+            if self._raw is None:
+                raise OSError(errno.EBADF, f"{self._name} is closed")
+            return getattr(self._raw, op)(*args)
+        except BrokenPipeError:
+            if self._name == "stdout":
+                raise
+            self._lost.streams[self._name] = "the reader left"
+        except (OSError, ValueError, UnicodeEncodeError) as exc:
+            reason = _reason(exc)
+            self._lost.streams.setdefault(self._name, reason)
+            if self._name == "stdout":
+                raise OutputError(f"stdout could not be written ({reason})") from None
+        return None
+
+    def write(self, text: str) -> int:
+        self._call("write", text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)  # isatty, fileno, encoding...: a closed stream has none
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, UnicodeEncodeError):
+        bad = exc.object[exc.start : exc.end]
+        return f"its encoding {exc.encoding} cannot carry {bad!r}; set PYTHONIOENCODING=utf-8"
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)  # ValueError: I/O operation on closed file
+
+
+@contextlib.contextmanager
+def guarded_streams() -> Iterator[Lost]:
+    """Guard sys.stdout and sys.stderr for one command (see `_Guarded`); yields what was lost."""
+    global _outcome
+    _outcome = None
+    lost = Lost()
+    saved = sys.stdout, sys.stderr
+    sys.stdout = _Guarded(saved[0], "stdout", lost)
+    sys.stderr = _Guarded(saved[1], "stderr", lost)
+    try:
+        yield lost
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def lost_output_line(exc: OutputError) -> str:
+    """The one line for a failed stdout write: what was done, then what failed."""
+    return f"{_outcome}, but {exc.message}" if _outcome else f"{exc.message}; the command stopped there"

@@ -19,7 +19,9 @@ import contextlib
 import io
 import json
 import os
+import signal
 import string
+import subprocess
 import sys
 import time
 import uuid
@@ -33,13 +35,14 @@ from hypothesis import strategies as st
 
 from clusterctl import cli
 from clusterctl.errors import NotFoundError
-from clusterctl.kafka import groups
+from clusterctl.kafka import clients, groups
 from clusterctl.testing.tansu import TansuBroker
 
 pytestmark = pytest.mark.tansu
 
 CASES = {"n": 0, "seconds": 0.0}
 SCALE = float(os.environ.get("CLUSTERCTL_FUZZ_SCALE", "1"))  # more cases in a longer run: CLUSTERCTL_FUZZ_SCALE=10
+CLUSTERCTL = Path(sys.executable).parent / "clusterctl"
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 
 
@@ -375,6 +378,204 @@ def test_fuzz_argv(work: Path, tansu_broker: TansuBroker, tokens: list[str]) -> 
         args = [*args, "--timeout", "0.2"]
     res = invoke(args)
     check_contract(args, res)
+
+
+# ---------------------------------------------------------------- issue 32: signals, broken streams, user data
+
+STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+# values a user's topic may hold: controls, ESC sequences, markup, emoji codes, non-ASCII, invalid UTF-8
+USER_DATA = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12),
+    st.lists(
+        st.sampled_from(["\x1b[31m", "\x1b]0;t\x07", "\r", "\n", "\x00", "\x7f", "\x9b", ":thumbs_up:", "[bold]",
+                         "[/]", "ü", "€", "日本", "\t", "x", " "]),
+        max_size=6,
+    ).map("".join),
+    st.binary(max_size=8),
+)  # fmt: skip
+
+
+def _escaped(value: str) -> str:
+    """The output contract, written out independently: tab kept; C0, DEL, C1 as \\xNN; the rest as is."""
+    return "".join(
+        c if c == "\t" or not (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) else f"\\x{ord(c):02x}" for c in value
+    )
+
+
+@settings(FUZZ, max_examples=int(12 * SCALE))
+@given(records=st.lists(st.tuples(st.one_of(st.none(), USER_DATA), USER_DATA), min_size=1, max_size=4))
+def test_fuzz_user_data_is_printed_literally(
+    work: Path, tansu_broker: TansuBroker, records: list[tuple[str | bytes | None, str | bytes]]
+) -> None:
+    """Whatever a record holds, `consume` shows it as text: escaped controls, no markup, no emoji; --json exact."""
+    topic = f"fz-{uuid.uuid4().hex[:8]}"
+    bs = ["-b", tansu_broker.bootstrap]
+    assert invoke(["topic", "create", topic, *bs]).code == 0
+    clients.produce(tansu_broker.bootstrap, topic, records)
+
+    def text(v: str | bytes) -> str:
+        return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v
+
+    args = ["consume", topic, "--from-beginning", "-n", str(len(records)), "--timeout", "5", *bs]
+    res = invoke(args)
+    check_contract(args, res)
+    expected = [
+        f"partition=0 offset={i} key={_escaped(text(k)) if k is not None else '-'} value={_escaped(text(v))}"
+        for i, (k, v) in enumerate(records)
+    ]
+    assert res.out.split("\n")[:-1] == expected, res.out
+    res = invoke([*args, "--json"])
+    assert [json.loads(ln)["value"] for ln in res.out.splitlines()] == [text(v) for _, v in records]
+
+
+def _stop_command(name: str, topic: str, bootstrap: str, as_json: bool) -> tuple[list[str], bytes | None]:
+    """A short command and its stdin (None: stdin is kept open, so the command waits for more)."""
+    js = ["--json"] if as_json else []
+    if name == "produce":
+        return ["produce", topic, "-b", bootstrap, *js], None
+    if name == "consume":
+        gid = f"fzs-{uuid.uuid4().hex[:8]}"
+        return ["consume", topic, "-g", gid, "--offset", "earliest", "--timeout", "2", "-b", bootstrap, *js], b""
+    if name == "perf produce":
+        return ["perf", "produce", topic, "-n", "400", "--throughput", "400", "-b", bootstrap, *js], b""
+    return ["topic", "list", "-b", bootstrap, *js], b""
+
+
+def _handlers_installed(pid: int) -> bool:
+    """The process catches SIGTERM (clusterctl's stop handlers are in place: before that, Python's defaults)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigCgt:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+@settings(FUZZ, max_examples=int(16 * SCALE))
+@given(
+    sig=st.sampled_from(STOP_SIGNALS),
+    name=st.sampled_from(["produce", "consume", "perf produce", "topic list"]),
+    delay=st.floats(0, 1.5),
+    as_json=st.booleans(),
+)
+def test_fuzz_stop_signals_at_random_moments(
+    work: Path, tansu_broker: TansuBroker, sig: signal.Signals, name: str, delay: float, as_json: bool
+) -> None:
+    """SIGINT, SIGTERM or SIGHUP at any moment of a short command: it finishes, or it stops with 128 + the signal
+    and one line naming it; never killed outright, no traceback; --json stays JSON; nothing committed unprinted."""
+    topic = _topic(tansu_broker, messages=5)
+    args, stdin = _stop_command(name, topic, tansu_broker.bootstrap, as_json)
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [str(CLUSTERCTL), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env()
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(stdin if stdin is not None else b"fz-1\nfz-2\n")
+    proc.stdin.flush()
+    if stdin is not None:
+        proc.stdin.close()
+        proc.stdin = None  # communicate() must not flush it
+    deadline = time.monotonic() + 10
+    while proc.poll() is None and not _handlers_installed(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    time.sleep(delay)
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(sig)
+    out_b, err_b = proc.communicate(timeout=60)
+    CASES["n"] += 1
+    CASES["seconds"] += time.monotonic() - started
+    res = Outcome(proc.returncode, out_b.decode(), err_b.decode())
+    check_contract(args, res)
+    assert res.code in ((0, 128 + sig) if stdin is not None else (128 + sig,)), f"{args} {sig.name}: {res.err}"
+    if res.code == 128 + sig:
+        assert [ln for ln in res.err.splitlines() if ln.startswith("error: ")] == [f"error: interrupted by {sig.name}"]
+    if name == "consume":
+        gid = args[args.index("-g") + 1]
+        assert _committed(tansu_broker.bootstrap, gid) <= _printed_records(res.out, as_json, False), res.out
+
+
+STREAM_COMMANDS = [
+    ["topic", "list"],
+    ["topic", "describe", "{data}"],
+    ["consume", "{data}", "-g", "{group}", "--offset", "earliest", "--timeout", "1"],
+    ["consume", "{data}", "--from-beginning", "--timeout", "1", "--table"],
+    ["produce", "{topic}"],
+    ["topic", "describe", "fz-no-such-topic"],
+    ["scenario", "list"],
+]
+
+
+@settings(FUZZ, max_examples=int(24 * SCALE))
+@given(
+    stdout=st.sampled_from(["pipe", "closed", "/dev/full"]),
+    stderr=st.sampled_from(["pipe", "closed", "/dev/full"]),
+    encoding=st.sampled_from([None, "ascii", "latin-1", "utf-8"]),
+    command=st.sampled_from(STREAM_COMMANDS),
+    as_json=st.booleans(),
+)
+def test_fuzz_broken_streams_and_encodings(
+    work: Path, tansu_broker: TansuBroker, stdout: str, stderr: str, encoding: str | None, command: list[str],
+    as_json: bool,
+) -> None:  # fmt: skip
+    """stdout/stderr closed or full, any encoding: no traceback, never exit 70; a command whose stdout failed does
+    not exit 0 (74, or its own failure); with a group, nothing is committed that was not printed."""
+    bs = tansu_broker.bootstrap
+    group = f"fzb-{uuid.uuid4().hex[:8]}"
+    fill = {"data": _data_topic(tansu_broker), "topic": _topic(tansu_broker), "group": group}
+    args = [w.format(**fill) for w in command]
+    args += [] if args[0] == "scenario" else ["-b", bs]
+    args += ["--json"] if as_json else []
+    env = _env() | ({"PYTHONIOENCODING": encoding} if encoding else {})
+    started = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        fds = {
+            name: subprocess.PIPE if how in ("pipe", "closed") else stack.enter_context(open(how, "wb"))
+            for name, how in (("stdout", stdout), ("stderr", stderr))
+        }
+
+        def close_fds() -> None:
+            for fd, how in ((1, stdout), (2, stderr)):
+                if how == "closed":
+                    os.close(fd)
+
+        proc = subprocess.run([str(CLUSTERCTL), *args], input=b"fz\n", env=env, timeout=60, preexec_fn=close_fds, **fds)  # type: ignore[call-overload]
+    CASES["n"] += 1
+    CASES["seconds"] += time.monotonic() - started
+    res = Outcome(proc.returncode, (proc.stdout or b"").decode("utf-8", "replace"), (proc.stderr or b"").decode())
+    shown = f"{args} stdout={stdout} stderr={stderr} encoding={encoding}: {res.code}\n{res.out[-500:]}\n{res.err}"
+    assert 0 <= res.code != cli.EX_SOFTWARE, shown
+    if stderr == "pipe":
+        assert "Traceback" not in res.err and "Exception ignored" not in res.err, shown
+        errors = [ln for ln in res.err.splitlines() if ln.startswith("error: ")]
+        assert len(errors) == (0 if res.code == 0 else 1), shown
+    if stdout != "pipe":
+        assert res.code != 0, shown  # every command here prints a result: losing it is never success
+        if res.code == 74 and stderr == "pipe":
+            assert "but stdout could not be written" in res.err or "the command stopped there" in res.err, shown
+    elif as_json and res.code in (0, 74):
+        _json_docs(res.out, shown)
+    if stderr != "pipe" and stdout == "pipe" and args[0] == "consume":
+        assert res.code == 74, shown  # its closing progress line was lost: not a success
+    if "-g" in args:
+        printed = _printed_records(res.out, as_json, False) if stdout == "pipe" else 0
+        assert _committed(bs, group) <= printed, shown
+
+
+_DATA = {"values": ["plain", "grüße", "\x1b[31mred\x1b[0m", ":thumbs_up: [bold]x[/bold]", "日本\r"]}
+
+
+def _data_topic(broker: TansuBroker) -> str:
+    """One topic of user data a terminal or an encoding may choke on."""
+    key = f"{broker.bootstrap}/data"
+    if key not in _TOPICS:
+        name = f"fz-data-{uuid.uuid4().hex[:8]}"
+        assert invoke(["topic", "create", name, "-b", broker.bootstrap]).code == 0
+        clients.produce(broker.bootstrap, name, [(None, v) for v in _DATA["values"]])
+        _TOPICS[key] = name
+    return _TOPICS[key]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("CLUSTERCTL_BOOTSTRAP_SERVER", "COLUMNS")}
 
 
 # ---------------------------------------------------------------- helpers

@@ -181,7 +181,7 @@ def test_perf_produce_ctrl_c_exits_130_with_json_on_stdout(bootstrap: str, uniqu
     rc, out, err = interrupt(proc)
     assert time.monotonic() - started < 30  # the producer was closed, not waited out
     assert rc == 130 and "error: interrupted" in err and "Traceback" not in err
-    assert json.loads(out) == {"error": "interrupted", "exit_code": 130}
+    assert json.loads(out) == {"error": "interrupted by SIGINT", "exit_code": 130}
 
 
 # ---------------------------------------------------------------- user data is never markup
@@ -207,7 +207,7 @@ def test_markup_in_error_messages_is_printed_literally(tmp_path: Path) -> None:
     assert res.returncode == 2 and "'[/]'" in one_error_line(res)
     missing = tmp_path / "[bold]x[/bold].yaml"
     res = run("-s", str(missing), "status")
-    assert res.returncode == 2 and "[bold]x[/bold].yaml not found" in one_error_line(res)
+    assert res.returncode == 3 and "[bold]x[/bold].yaml not found" in one_error_line(res)
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"name": "lab", "network": {"subnet": "[oops]"}}))
     res = run("-s", str(bad), "status")

@@ -1,7 +1,8 @@
-"""Issue 11: Ctrl-C (a real SIGINT) during `up`, a pause fault and `scenario run` on a Docker cluster.
+"""Issues 11 and 32: Ctrl-C (a real SIGINT), SIGTERM (CI, `timeout`) and SIGHUP (a closed terminal) during `up`,
+a pause fault and `scenario run` on a Docker cluster.
 
-Each must exit 130 with "interrupted", having cleaned up: `up` tears down what it started, the pause is
-undone, and `scenario run` heals, stops its load and writes a partial report marked interrupted.
+Each must exit 128 + the signal with "interrupted by SIG...", having cleaned up: `up` tears down what it started,
+the pause is undone, and `scenario run` heals, stops its load and writes a partial report marked interrupted.
 Test-only spec: subnet 10.86.0.0/24, ZK 26181, broker 29692 (offline tansu images, one ZooKeeper node).
 """
 
@@ -48,22 +49,29 @@ def read_stderr_until(proc: subprocess.Popen[str], needle: str, timeout: float =
     raise AssertionError(f"no {needle!r} within {timeout}s: {''.join(seen)}")
 
 
-def interrupt(proc: subprocess.Popen[str], timeout: float = 180) -> tuple[int, str, str]:
-    proc.send_signal(signal.SIGINT)
+def interrupt(
+    proc: subprocess.Popen[str], sig: signal.Signals = signal.SIGINT, timeout: float = 180
+) -> tuple[int, str, str]:
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 128 + sig, err
+    assert [ln for ln in err.splitlines() if ln.startswith("error: ")] == [f"error: interrupted by {sig.name}"], err
     return proc.returncode, out, err
 
 
-def test_up_ctrl_c_tears_down_what_it_started(tmp_path: Path) -> None:
+STOPS = pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+
+
+@STOPS
+def test_up_ctrl_c_tears_down_what_it_started(tmp_path: Path, sig: signal.Signals) -> None:
     project = f"ctlint-{uuid.uuid4().hex[:6]}"  # the compose project is the spec's name
     spec = write_spec(tmp_path, project, SUBNET, ZK_PORT, BROKER_PORT, zk_nodes=1)
     render(spec)
     proc = start(spec, "up", "--timeout", "300")
     try:
         wait_for(lambda: leftovers(project)["containers"], 120, "the first container", interval=0.2)
-        rc, _out, err = interrupt(proc)
-        assert rc == 130, err
-        assert "interrupted" in err and "Traceback" not in err
+        _rc, _out, err = interrupt(proc, sig)
+        assert "Traceback" not in err
         assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
     finally:
         if proc.poll() is None:
@@ -90,13 +98,14 @@ def broker_state(spec: Path) -> str:
     return str(docker.from_env().containers.get(broker["container"]).status)
 
 
-def test_pause_fault_ctrl_c_unpauses(cluster: Path) -> None:
+@STOPS
+def test_pause_fault_ctrl_c_unpauses(cluster: Path, sig: signal.Signals) -> None:
     proc = start(cluster, "chaos", "pause-broker", "1", "--for", "120")
     try:
         read_stderr_until(proc, "pausing broker 1")
         wait_for(lambda: broker_state(cluster) == "paused", 30, "the broker to be paused")
-        rc, _out, err = interrupt(proc)
-        assert rc == 130 and "interrupted" in err and "Traceback" not in err
+        _rc, _out, err = interrupt(proc, sig)
+        assert "Traceback" not in err
         assert broker_state(cluster) == "running"
     finally:
         if proc.poll() is None:
@@ -119,7 +128,8 @@ steps:
 """
 
 
-def test_scenario_run_ctrl_c_writes_a_partial_report(cluster: Path, tmp_path: Path) -> None:
+@STOPS
+def test_scenario_run_ctrl_c_writes_a_partial_report(cluster: Path, tmp_path: Path, sig: signal.Signals) -> None:
     scenario = tmp_path / "long-sleep.yaml"
     scenario.write_text(SCENARIO)
     reports = tmp_path / "reports"
@@ -128,8 +138,8 @@ def test_scenario_run_ctrl_c_writes_a_partial_report(cluster: Path, tmp_path: Pa
         read_stderr_until(proc, "step 4/6")
         wait_for(lambda: broker_state(cluster) == "paused", 60, "the broker to be paused")
         time.sleep(1)
-        rc, _out, err = interrupt(proc)
-        assert rc == 130 and "interrupted" in err and "Traceback" not in err
+        _rc, _out, err = interrupt(proc, sig)
+        assert "Traceback" not in err
         assert broker_state(cluster) == "running"  # the fault was healed
         report = json.loads((reports / "report.json").read_text())
         assert report["interrupted"] is True and report["ok"] is False

@@ -77,4 +77,4 @@ def test_cli_list_validate_and_errors(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [f"error: {bad}: step 1 (fault): kill-zk needs zk: <id>"]
     res = subprocess.run([CLI, "scenario", "run", "no-such-scenario"], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 2 and "scenario no-such-scenario not found" in res.stderr
+    assert res.returncode == 3 and "scenario no-such-scenario not found" in res.stderr

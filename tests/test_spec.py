@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import os
 import re
 import subprocess
 import sys
@@ -201,9 +202,27 @@ def test_bad_spec_is_one_line_exit_2_nothing_written(
 def test_missing_spec_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
     code, _, err = run_main(monkeypatch, capsys, "-s", str(tmp_path / "nope.yaml"), "render")
-    assert code == 2
+    assert code == 3  # not found, like any missing thing
     assert err.count("\n") == 1 and "nope.yaml not found" in err and "clusterctl init" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO", "symlink loop"])
+def test_spec_that_is_not_a_file_says_what_it_is(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "spec.yaml"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "FIFO":
+        os.mkfifo(path)  # reading it would block: it must be refused without opening it
+    else:
+        path.symlink_to(path)
+    monkeypatch.chdir(tmp_path)
+    for args in (["-s", str(path), "render"], ["-s", str(tmp_path / "none.yaml"), "scenario", "run", str(path)]):
+        code, _, err = run_main(monkeypatch, capsys, *args)
+        assert code == 2, err
+        assert err.count("\n") == 1 and f"{path} is a {kind}" in err and "not found" not in err, err
 
 
 def test_bad_spec_through_the_installed_console_script(tmp_path: Path) -> None:

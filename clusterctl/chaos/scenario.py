@@ -38,7 +38,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from clusterctl.errors import SpecError
+from clusterctl.errors import SpecError, SpecNotFoundError
 from clusterctl.spec import validate, yamlfile
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "scenarios"
@@ -377,10 +377,11 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
 def load_scenario(path: str | Path) -> Scenario:
     """A scenario by file path, or by name from the shipped scenarios/ directory."""
     p = Path(path)
-    if not p.is_file() and not p.suffix:
+    if not p.exists() and not p.is_symlink() and not p.suffix:
         p = SCENARIO_DIR / f"{path}.yaml"
-    if not p.is_file():
-        raise SpecError(f"scenario {path} not found", hint="clusterctl scenario list")
+        if not p.is_file():
+            raise SpecNotFoundError(f"scenario {path} not found", hint="clusterctl scenario list")
+    validate.input_file(p, "scenario", hint="clusterctl scenario list")
     try:
         text = yamlfile.read_text(p)
     except (OSError, UnicodeDecodeError) as exc:

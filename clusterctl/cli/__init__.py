@@ -14,9 +14,9 @@ import typer
 import typer.main
 
 from clusterctl.cli import fastparams
-from clusterctl.cli.common import root_callback
-from clusterctl.errors import ClusterctlError
-from clusterctl.output import error_json, error_line, to_jsonable
+from clusterctl.cli.common import root_callback, signals_interrupt, stopped_by
+from clusterctl.errors import ClusterctlError, OutputError
+from clusterctl.output import error_json, error_line, guarded_streams, lost_output_line, to_jsonable
 
 fastparams.install()  # plain option values without pydantic (typer's adapters cost ~0.15 s per run)
 
@@ -92,7 +92,7 @@ def __getattr__(name: str) -> Any:
 
 
 EX_SOFTWARE = 70  # sysexits.h: an internal error (a bug), as opposed to the user's input or the cluster
-INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C (143 for SIGTERM, 129 for SIGHUP)
 
 
 def _flag(args: list[str], flag: str) -> bool:
@@ -100,17 +100,26 @@ def _flag(args: list[str], flag: str) -> bool:
     return flag in (args[: args.index("--")] if "--" in args else args)
 
 
-def run(args: list[str] | None = None) -> int:
+def run(args: list[str] | None = None, *, final: bool = False) -> int:
     """Run the CLI and return its exit status, whichever way the command ends.
 
     Every exit path goes through here: a command's success (0), a ClusterctlError (its exit code, one
-    line), a usage error (2, one line), typer.Exit(n) (n), Ctrl-C (130, "interrupted"), and anything
-    unexpected (70, one line pointing at --debug for the traceback). With `--json`, failures also print
-    `{"error": ..., "exit_code": ...}` on stdout so stdout is valid JSON either way.
+    line), a usage error (2, one line), typer.Exit(n) (n), Ctrl-C, SIGTERM or SIGHUP (128 + the signal,
+    "interrupted by SIG...", after the same cleanup), a failed write to stdout (74, one line saying what was
+    done), and anything unexpected (70, one line pointing at --debug for the traceback). With `--json`,
+    failures also print `{"error": ..., "exit_code": ...}` on stdout so stdout is valid JSON either way.
+    A command that succeeded but lost output on stderr (full, closed) exits 74 too.
+    `final`: this process ends with the command (the console script): a stop signal after it is ignored.
     """
+    args = sys.argv[1:] if args is None else list(args)
+    with guarded_streams() as lost:
+        code = _run(args, final)
+    return OutputError.exit_code if code == 0 and lost.streams else code
+
+
+def _run(args: list[str], final: bool) -> int:
     import typer._click.exceptions as click_exc
 
-    args = sys.argv[1:] if args is None else list(args)
     as_json = _flag(args, "--json")
     debug = _flag(args, "--debug") or os.environ.get("CLUSTERCTL_DEBUG", "") not in ("", "0")
 
@@ -119,20 +128,24 @@ def run(args: list[str] | None = None) -> int:
             error_line(message)
             if as_json:
                 error_json(message, code, to_jsonable(result))
-        except (BrokenPipeError, ValueError):  # stdout/stderr already closed by the reader
+        except (BrokenPipeError, ValueError, OutputError):  # stdout/stderr closed, full or gone
             pass
         return code
 
-    command = typer.main.get_command(app_for(args))
     try:
-        command._main_shell_completion({}, "clusterctl", None)  # _CLUSTERCTL_COMPLETE=...: answer and exit
-        with command.make_context("clusterctl", args) as ctx:
-            command.invoke(ctx)
+        with signals_interrupt(final):  # inside the try: a signal at any moment is an interrupt handled below
+            command = typer.main.get_command(app_for(args))
+            command._main_shell_completion({}, "clusterctl", None)  # _CLUSTERCTL_COMPLETE=...: answer and exit
+            with command.make_context("clusterctl", args) as ctx:
+                command.invoke(ctx)
         return 0
+    except OutputError as exc:
+        return fail(lost_output_line(exc), exc.exit_code)
     except ClusterctlError as exc:
         return fail(str(exc), exc.exit_code, exc.result)
     except KeyboardInterrupt as exc:
-        return fail("interrupted", INTERRUPTED, getattr(exc, "result", None))
+        sig = stopped_by()
+        return fail(f"interrupted by {sig.name}", 128 + sig, getattr(exc, "result", None))
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
@@ -158,9 +171,47 @@ def run(args: list[str] | None = None) -> int:
         return fail(f"unexpected error ({detail}); this is a clusterctl bug{hint}", EX_SOFTWARE)
 
 
+def _hold_closed_descriptors() -> None:
+    """Put /dev/null on a standard descriptor the caller closed (`>&-`), so no file or socket opened later
+    takes its number (and receives what a child process writes there); the stream itself stays closed."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
+def _quiet_failed_streams() -> None:
+    """A stream whose write failed keeps its buffer: point its descriptor at /dev/null so the interpreter's
+    last flush does not fail again (a second message and exit 120)."""
+    for stream, fd in ((sys.stdout, 1), (sys.stderr, 2)):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            with contextlib.suppress(OSError):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, fd)
+                os.close(null)
+
+
+def _is_the_process() -> bool:
+    """Whether this process is the `clusterctl` command (its console script or `python -m clusterctl`), not a
+    program calling main() in-process (a test runner keeps its signals)."""
+    entry = sys.modules.get("__main__")
+    spec = getattr(entry, "__spec__", None)
+    script = os.path.basename(getattr(entry, "__file__", None) or "")
+    return getattr(spec, "name", None) == "clusterctl.__main__" or script == "clusterctl"
+
+
 def main() -> None:
     """Console-script entry point: exit with `run()`'s status."""
-    code = run()
+    _hold_closed_descriptors()
+    code = run(final=_is_the_process())
+    _quiet_failed_streams()
     from clusterctl.cli.common import teardown_skipped
 
     if teardown_skipped():

@@ -3,6 +3,7 @@
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,11 +178,54 @@ def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
     return out
 
 
+# The signals that stop a command: Ctrl-C, what CI runners and `timeout` send, a closed terminal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_received: list[signal.Signals] = []
+
+
+def _stop(signum: int, _frame: object) -> None:
+    _received.append(signal.Signals(signum))
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def signals_interrupt(final: bool = False) -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP stop the command exactly as Ctrl-C does: a KeyboardInterrupt,
+    so every cleanup written for Ctrl-C runs (faults healed, groups left, partial reports and results).
+
+    A signal the parent set to be ignored (`nohup`, a background job's SIGINT) stays ignored. After the block
+    the previous handlers return, or with `final` (the process ends with the command) the signals are
+    ignored: the outcome is decided, and one arriving now, even one already caught, cannot muddle its status.
+    """
+    _received.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    for sig, previous in saved.items():
+        if previous is not signal.SIG_IGN:
+            signal.signal(sig, _stop)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            for sig, previous in saved.items():
+                signal.signal(sig, signal.SIG_IGN if final else previous)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def stopped_by() -> signal.Signals:
+    """The first stop signal this command received (SIGINT when none was: a KeyboardInterrupt raised in code)."""
+    return _received[0] if _received else signal.SIGINT
+
+
 @contextlib.contextmanager
 def uninterrupted() -> Iterator[None]:
-    """Hold Ctrl-C until the block is done (it is raised right after), so a pair of steps such as
+    """Hold the stop signals until the block is done (they are raised right after), so a pair of steps such as
     "print a record, then acknowledge it" cannot be cut between the two."""
-    blocked = {signal.SIGINT}
+    blocked = set(STOP_SIGNALS)
     signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
     try:
         yield

@@ -18,7 +18,7 @@ from clusterctl.cli.common import (
     uninterrupted,
 )
 from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
-from clusterctl.output import Column, emit, info, print_json, print_json_line
+from clusterctl.output import Column, emit, info, outcome, print_json, print_json_line, print_line
 from clusterctl.spec import validate
 
 if TYPE_CHECKING:
@@ -95,15 +95,13 @@ def filter_partitions(
 
 
 def render_describe(topics: "list[admin.TopicDescription]", as_json: bool) -> None:
-    from clusterctl.output import console
-
     if as_json:
         print_json(topics)
         return
     if not topics:
-        console.print("no matching partitions")
+        print_line("no matching partitions")
     for t in topics:
-        console.print(topic_header(t), highlight=False, markup=False, soft_wrap=True)
+        print_line(topic_header(t))
         emit(t.partitions, as_json=False, columns=PARTITION_COLUMNS)
 
 
@@ -326,6 +324,7 @@ def cmd_produce(
     except (ClusterctlError, KeyboardInterrupt) as exc:
         stopped = getattr(exc, "result", None)
         if isinstance(stopped, clients.ProduceSummary):  # input stopped early: say what was sent before
+            outcome(_produced(stopped, topic))
             _print_produce_summary(stopped, as_json)
             if isinstance(exc, ClusterctlError):
                 exc.message += (
@@ -333,12 +332,17 @@ def cmd_produce(
                     f"{stopped.delivered} delivered, {stopped.failed} failed"
                 )
         raise
+    outcome(_produced(summary, topic))  # said if the summary cannot be printed: delivered is delivered
     _print_produce_summary(summary, as_json)
     if summary.failed:
         first = summary.errors[0] if summary.errors else "unknown error"
         err = ClusterctlError(f"{summary.failed} of {summary.sent} messages were not delivered ({first})")
         err.result = summary if as_json else None
         raise err
+
+
+def _produced(summary: "clients.ProduceSummary", topic: str) -> str:
+    return f"produced {summary.sent} messages to {topic}: {summary.delivered} delivered, {summary.failed} failed"
 
 
 def _print_produce_summary(summary: "clients.ProduceSummary", as_json: bool) -> None:
@@ -382,7 +386,6 @@ def cmd_consume(
 ) -> None:
     """Print messages (partition, offset, key, value); `--json` gives one JSON object per line."""
     from clusterctl.kafka import clients
-    from clusterctl.output import console
 
     if from_beginning and offset is not None:
         raise UsageError("give either --from-beginning or --offset, not both")
@@ -414,6 +417,8 @@ def cmd_consume(
     ) as reader:
         try:
             for rec in reader:
+                if not count:
+                    outcome(_consumed(0, topic, group))
                 count += 1
                 if table and not as_json:
                     kept.append(rec)
@@ -422,20 +427,23 @@ def cmd_consume(
                     if as_json:
                         print_json_line(rec)
                     else:
-                        console.print(
-                            f"partition={rec.partition} offset={rec.offset} "
-                            f"key={rec.key if rec.key is not None else '-'} value={rec.value}",
-                            highlight=False,
-                            markup=False,
-                            soft_wrap=True,
-                        )
+                        key = rec.key if rec.key is not None else "-"
+                        print_line(f"partition={rec.partition} offset={rec.offset} key={key} value={rec.value}")
                     reader.ack([rec])
+                    outcome(_consumed(count, topic, group))
         finally:  # Ctrl-C or an error included: show what was read, then commit exactly that
             if table and not as_json:
                 with uninterrupted():  # the table shown is the table acknowledged
+                    outcome(_consumed(0, topic, group))
                     emit(kept, as_json=False, columns=RECORD_COLUMNS, empty="no messages")
                     reader.ack(kept)
+                    outcome(_consumed(len(kept), topic, group))
     info(f"consumed {count} messages from {topic} in {time.monotonic() - began:.1f}s")
+
+
+def _consumed(printed: int, topic: str, group: str | None) -> str:
+    committed = f", group {group} commits only those" if group else ""
+    return f"printed {printed} messages from {topic}{committed}"
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,7 @@ from pydantic import ValidationError, field_validator, model_validator
 
 from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
-from clusterctl.spec import yamlfile
+from clusterctl.spec import validate, yamlfile
 from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
 from clusterctl.spec.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
 from clusterctl.spec.sections import (
@@ -340,9 +340,7 @@ def _one_line(message: str) -> str:
 
 
 def load_spec(path: Path | str = DEFAULT_SPEC_PATH) -> ClusterSpec:
-    path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"spec file {path} not found", hint="run `clusterctl init` to write one")
+    path = validate.input_file(Path(path), "spec file", hint="run `clusterctl init` to write one")
     try:
         data = yamlfile.load_file(path)
     except yaml.YAMLError as exc:

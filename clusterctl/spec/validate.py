@@ -7,11 +7,14 @@ gives has a bound here (the one place), named in the option's --help.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import math
 import re
+import stat
+from pathlib import Path
 
-from clusterctl.errors import UsageError
+from clusterctl.errors import SpecError, SpecNotFoundError, UsageError
 
 # Kafka's rule (kafka.common.internals.Topic): legal characters, at most 249 of them, not "." or "..".
 TOPIC_MAX_LENGTH = 249
@@ -157,3 +160,26 @@ def offset(value: int, what: str = "--offset") -> int:
     if not 0 <= value <= INT64_MAX:
         raise UsageError(f"{what} must be between 0 and {INT64_MAX} (a 64-bit offset), got {value}")
     return value
+
+
+def input_file(path: Path, what: str, hint: str | None = None) -> Path:
+    """`path` if it is a regular file to read; else one line saying what is there: nothing (not found, exit 3),
+    or a directory, a FIFO, a symlink loop... (exit 2). Checked without opening it: a FIFO would block a read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            dangling = " (a symlink to nothing)" if path.is_symlink() else ""
+            raise SpecNotFoundError(f"{what} {path} not found{dangling}", hint=hint) from None
+        if exc.errno == errno.ELOOP:
+            raise SpecError(f"{what} {path} is a symlink loop, not a file") from None
+        raise SpecError(f"{what} {path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode):
+        return path
+    kind = (
+        "a directory" if stat.S_ISDIR(mode)
+        else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device"
+    )  # fmt: skip
+    raise SpecError(f"{what} {path} is {kind}, not a file")
