@@ -15,6 +15,7 @@ import pytest
 from _dataplane import CLUSTERCTL, run
 
 from clusterctl import output
+from clusterctl.compose.writer import STAGING_PREFIX
 from clusterctl.errors import NotFoundError
 from clusterctl.kafka import clients, groups
 
@@ -227,20 +228,23 @@ def test_produce_stopped_by_a_signal_reports_what_was_delivered(
 
 
 def test_render_stopped_by_sigterm_removes_its_staging_dir(tmp_path: Path) -> None:
+    """The staging directory (it holds the console secret) lives inside the target; SIGTERM removes it and
+    leaves nothing rendered, nor anything in TMPDIR."""
     spec = tmp_path / "clusterctl.yaml"
     assert run("-s", str(spec), "init", "--profile", "offline", "--engine", "tansu").returncode == 0
-    tmp = tmp_path / "tmp"
+    tmp, out = tmp_path / "tmp", tmp_path / "out"
     tmp.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "CLUSTERCTL_BOOTSTRAP_SERVER"} | {"TMPDIR": str(tmp)}
     proc = subprocess.Popen(
-        [str(CLUSTERCTL), "-s", str(spec), "render", "--output-dir", str(tmp_path / "out")],
+        [str(CLUSTERCTL), "-s", str(spec), "render", "--output-dir", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     deadline = time.monotonic() + 30
-    while not list(tmp.glob("clusterctl-render-*/docker-compose.yml")):  # staged: `docker compose config` next
+    while not list(out.glob(f"{STAGING_PREFIX}*/docker-compose.yml")):  # staged: `docker compose config` next
         assert proc.poll() is None and time.monotonic() < deadline, "the staging directory"
         time.sleep(0.005)
     rc, _out, err = stop(proc, signal.SIGTERM)
     assert rc == 143 and error_lines(err) == ["error: interrupted by SIGTERM"]
     assert list(tmp.iterdir()) == []
+    assert not out.exists() or list(out.iterdir()) == []
     assert not (tmp_path / "out" / "docker-compose.yml").exists()  # a stopped render changes nothing
