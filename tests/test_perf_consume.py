@@ -115,6 +115,10 @@ def test_e2e_measures_every_record_at_the_rate(bootstrap: str, unique_name: str)
     assert (r["records"], r["received"], r["complete"], r["errors"]) == (3000, 3000, True, {})
     assert 1500 < r["records_per_sec"] < 2200
     assert 0 < r["p50_ms"] <= r["p99_ms"] <= r["p999_ms"] <= r["max_latency_ms"]
+    # no record is sent before its slot in the schedule, so from the slot no latency is shorter
+    sched = (r["scheduled_p50_ms"], r["scheduled_p99_ms"], r["scheduled_p999_ms"])
+    assert all(s >= c for s, c in zip(sched, (r["p50_ms"], r["p99_ms"], r["p999_ms"]), strict=True))
+    assert 0 < sched[0] <= sched[1] <= sched[2]
     human = run_cli("perf", "e2e", unique_name, "-n", "200", "-b", bootstrap)
     assert human.returncode == 0 and "99th" in human.stdout and "200 / 200" in human.stdout
 
@@ -137,3 +141,5 @@ def test_e2e_one_in_flight_waits_for_each_record(bootstrap: str, unique_name: st
     assert (r["records"], r["received"], r["complete"]) == (3, 3, True)
     # one record at a time: the send rate cannot exceed one per measured round trip
     assert r["records_per_sec"] <= 1000 / r["p50_ms"] * 1.5
+    # no schedule: each record's slot is its send call
+    assert (r["scheduled_p50_ms"], r["scheduled_p99_ms"]) == (r["p50_ms"], r["p99_ms"])

@@ -270,6 +270,14 @@ E2E_FIELDS = [
     Column("99th", "p99_ms", fmt=_ms),
     Column("99.9th", "p999_ms", fmt=_ms),
     Column("Max latency", "max_latency_ms", fmt=_ms),
+    Column(
+        "From the schedule 50th / 99th / 99.9th",
+        lambda r: (
+            "-"
+            if r.target_throughput < 0
+            else f"{_ms(r.scheduled_p50_ms)} / {_ms(r.scheduled_p99_ms)} / {_ms(r.scheduled_p999_ms)}"
+        ),
+    ),
     Column("Record size", "record_size", fmt=lambda v: f"{v} B"),
     Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
 ]

@@ -57,6 +57,10 @@ class E2EResult:
     max_latency_ms: float
     complete: bool
     errors: dict[str, int] = field(default_factory=dict)
+    # from each record's slot in the schedule (start + i / rate) instead of its send call: a late send counts
+    scheduled_p50_ms: float = 0.0
+    scheduled_p99_ms: float = 0.0
+    scheduled_p999_ms: float = 0.0
 
 
 class _Producer:
@@ -78,8 +82,11 @@ class _Producer:
         view["len"] = size
         self.err = view["err"]
         self.sent_ns = np.zeros(records, dtype=np.int64)
+        self.due_ns = self.sent_ns  # when each record was meant to be sent (pacing: its slot in the schedule)
         self.sent = 0
         self.failed: dict[str, int] = {}
+        self.start_ns: int | None = None
+        self.period_ns = 0.0
 
     def send(self, n: int, warm_up: bool = False) -> None:
         """Enqueue the next `n` records (stamped), or one unstamped warm-up record (sequence WARM_UP)."""
@@ -88,6 +95,9 @@ class _Producer:
         self.err[:n] = 0
         if not warm_up:
             self.sent_ns[self.sent : self.sent + n] = time.monotonic_ns()
+            if self.start_ns is not None:
+                slots = np.arange(self.sent, self.sent + n, dtype=np.float64)
+                self.due_ns[self.sent : self.sent + n] = self.start_ns + (slots * self.period_ns).astype(np.int64)
         queued = self.lib.rd_kafka_produce_batch(self.rkt, perf_native.RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY,
                                                  self.msgs, n)  # fmt: skip
         if queued < n:
@@ -103,57 +113,94 @@ class _Producer:
         self.lib.rd_kafka_destroy(self.rk)
 
 
-def _receive(run: _GroupRun, consumer: perf_consume_native.NativeConsumer, sent_ns: np.ndarray, run_id: int,
-             rec: LatencyRecorder, primed: threading.Event, got: threading.Event) -> None:  # fmt: skip
-    """Consume until every record arrived or none came for the run's timeout; latencies into `rec`; `primed`
-    once a warm-up record came through; `got` whenever records of the run arrived."""
-    received = 0
-    while received < len(sent_ns) and not run.done.is_set():
-        addrs = consumer.poll(100)
+class _Receiver:
+    """The consuming end: takes batches, keeps latencies from the send call and from the scheduled send time."""
+
+    def __init__(self, run: _GroupRun, consumer: perf_consume_native.NativeConsumer, producer: _Producer,
+                 run_id: int) -> None:  # fmt: skip
+        self.run, self.consumer, self.producer, self.run_id = run, consumer, producer, run_id
+        self.rec, self.rec_due = LatencyRecorder(), LatencyRecorder()
+        self.received = 0
+        self.primed, self.got = threading.Event(), threading.Event()
+
+    @property
+    def finished(self) -> bool:
+        return self.received >= len(self.producer.sent_ns) or self.run.done.is_set()
+
+    def poll(self, timeout_ms: int) -> None:
+        """Take what arrived within `timeout_ms`: `primed` once a warm-up record came through, `got` whenever
+        records of this run did; records of other runs are not counted."""
+        addrs = self.consumer.poll(timeout_ms)
         if not len(addrs):
-            run.check_idle(time.monotonic())
-            continue
+            self.run.check_idle(time.monotonic())
+            return
         now = time.monotonic_ns()
-        ok, payload = consumer.count(addrs)
+        ok, payload = self.consumer.count(addrs)
         ids, seqs = perf_consume_native.read_u64(payload[ok], (0, 8))
-        consumer.free(addrs)
-        if not primed.is_set() and np.any((ids == np.uint64(run_id)) & (seqs == np.uint64(WARM_UP))):
-            primed.set()
-        mine = (ids == np.uint64(run_id)) & (seqs < np.uint64(len(sent_ns)))
+        self.consumer.free(addrs)
+        mine = ids == np.uint64(self.run_id)
+        if not self.primed.is_set() and np.any(mine & (seqs == np.uint64(WARM_UP))):
+            self.primed.set()
+        mine &= seqs < np.uint64(len(self.producer.sent_ns))
         if mine.any():
-            rec.add_ns(now - sent_ns[seqs[mine].astype(np.int64)])
-            received += int(np.count_nonzero(mine))
-            got.set()
-    run.done.set()
+            idx = seqs[mine].astype(np.int64)
+            self.rec.add_ns(now - self.producer.sent_ns[idx])
+            self.rec_due.add_ns(now - self.producer.due_ns[idx])
+            self.received += len(idx)
+            self.got.set()
 
 
-def _prime(producer: _Producer, primed: threading.Event, done: threading.Event) -> None:
+def _receive(rx: _Receiver, until_primed: bool) -> None:
+    """A reader thread: poll until every record arrived (or, `until_primed`, a warm-up record did)."""
+    while not rx.finished and not (until_primed and rx.primed.is_set()):
+        rx.poll(100)
+
+
+def _prime(rx: _Receiver) -> None:
     """Until one warm-up record has gone all the way through (the producer knows the leader, the consumer is
     fetching: a topic created a moment ago takes seconds), one every 50 ms; not part of the measurement."""
-    while not primed.is_set() and not done.is_set():
-        producer.send(1, warm_up=True)
-        producer.lib.rd_kafka_poll(producer.rk, 0)
-        primed.wait(0.05)
+    reader = threading.Thread(target=_receive, args=(rx, True), daemon=True)
+    reader.start()
+    while not rx.primed.is_set() and not rx.run.done.is_set():
+        rx.producer.send(1, warm_up=True)
+        rx.producer.lib.rd_kafka_poll(rx.producer.rk, 0)
+        rx.primed.wait(0.05)
+    reader.join()
 
 
-def _one_in_flight(producer: _Producer, records: int, got: threading.Event, done: threading.Event) -> float:
+def _one_in_flight(rx: _Receiver, records: int) -> float:
     """Send each record once the one before it was consumed, as Kafka's EndToEndLatency does; the seconds."""
+    producer, done = rx.producer, rx.run.done
+    reader = threading.Thread(target=_receive, args=(rx, False), daemon=True)
+    reader.start()
     start = time.monotonic()
     while producer.sent < records and not done.is_set():
-        got.clear()
+        rx.got.clear()
         producer.send(1)
         producer.lib.rd_kafka_poll(producer.rk, 0)
-        while not got.wait(0.1) and not done.is_set():
+        while not rx.got.wait(0.1) and not done.is_set():
             pass
-    return time.monotonic() - start
+    elapsed = time.monotonic() - start
+    while reader.is_alive():
+        reader.join(0.2)
+    return elapsed
 
 
-def _pace(producer: _Producer, records: int, throughput: float, done: threading.Event) -> float:
+def _pace(rx: _Receiver, records: int, throughput: float) -> float:
     """Send `records` at `throughput` records/s (-1: as fast as possible) in bursts of about a millisecond's
     worth, as Java's throttler does (one record per call would be one produce request each, since
-    librdkafka does not hold records back with linger.ms=0); the seconds it took."""
+    librdkafka does not hold records back with linger.ms=0), while a reader thread consumes; the seconds
+    from the first send to the last."""
+    producer, done = rx.producer, rx.run.done
+    reader = threading.Thread(target=_receive, args=(rx, False), daemon=True)
+    reader.start()
     burst = 1 if throughput < 0 else max(1, int(throughput / 1000))
-    start = time.monotonic()
+    start_ns = time.monotonic_ns()
+    start = start_ns / 1e9
+    if throughput > 0:
+        producer.due_ns = np.zeros(records, dtype=np.int64)
+        producer.period_ns = 1e9 / throughput
+        producer.start_ns = start_ns
     while producer.sent < records and not done.is_set():
         elapsed = time.monotonic() - start
         due = records if throughput < 0 else min(records, int(elapsed * throughput) + 1)
@@ -163,7 +210,10 @@ def _pace(producer: _Producer, records: int, throughput: float, done: threading.
             producer.lib.rd_kafka_poll(producer.rk, 0)
         else:
             time.sleep(max((producer.sent + burst - 1) / throughput - elapsed, 0.0001))
-    return time.monotonic() - start
+    elapsed = time.monotonic() - start
+    while reader.is_alive():
+        reader.join(0.2)
+    return elapsed
 
 
 def check_args(records: int, record_size: int, throughput: float) -> None:
@@ -204,38 +254,33 @@ def run_e2e(
     perf_native.check_config(pconf)
     perf_consume_native.check_config(cconf)
     run_id = uuid.uuid4().int & ((1 << 64) - 1)
-    # the run ends when this run's records are in (_receive), not at a count that other records could reach
+    # the run ends when this run's records are in (_Receiver.finished), not at a count that other records could reach
     run = _GroupRun(bootstrap, topic, None, 1 << 62, 1, timeout, consumer_extra, 0)
     consumer = perf_consume_native.NativeConsumer(run, cconf, list(range(partitions)))
     producer: _Producer | None = None
-    rec = LatencyRecorder()
+    rx: _Receiver | None = None
     try:
         consumer.start(consumer.high_watermarks(WATERMARK_TIMEOUT_MS))
         producer = _Producer(pconf, topic, record_size, run_id, records)
-        primed, got = threading.Event(), threading.Event()
-        reader = threading.Thread(
-            target=_receive, args=(run, consumer, producer.sent_ns, run_id, rec, primed, got), daemon=True
-        )
-        reader.start()
-        _prime(producer, primed, run.done)
-        if one_in_flight:
-            elapsed = _one_in_flight(producer, records, got, run.done)
-        else:
-            elapsed = _pace(producer, records, throughput, run.done)
-        while reader.is_alive():
-            reader.join(0.2)
+        rx = _Receiver(run, consumer, producer, run_id)
+        _prime(rx)
+        elapsed = _one_in_flight(rx, records) if one_in_flight else _pace(rx, records, throughput)
     finally:
         run.done.set()
         if producer is not None:
             producer.close()
         consumer.close()
-    assert producer is not None
+    assert producer is not None and rx is not None
+    rec, rec_due = rx.rec, rx.rec_due
     rec.drain()
+    rec_due.drain()
     p50, p99, p999 = rec.percentiles_ms(50, 99, 99.9)
+    sched = rec_due.percentiles_ms(50, 99, 99.9)
     n = rec.delivered
     return E2EResult(
         topic=topic, records=records, received=n, record_size=record_size, target_throughput=throughput,
         records_per_sec=round(producer.sent / elapsed, 1) if elapsed > 0 else 0.0, elapsed_s=round(elapsed, 3),
         avg_latency_ms=round(rec.sum_us / n / 1000, 3) if n else 0.0, p50_ms=p50, p99_ms=p99, p999_ms=p999,
         max_latency_ms=rec.max_us / 1000, complete=n >= records, errors={**producer.failed, **run.errors},
+        scheduled_p50_ms=sched[0], scheduled_p99_ms=sched[1], scheduled_p999_ms=sched[2],
     )  # fmt: skip
