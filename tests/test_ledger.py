@@ -131,6 +131,36 @@ def test_ledger_file_round_trip(tmp_path) -> None:
     assert ledger.topic == TOPIC and ledger.meta == {"partitions": 2} and ledger.entries == acked
 
 
+def test_longest_ack_gap_and_the_verify_step_bounds(tmp_path) -> None:
+    """The scenario's verify bounds: the longest wait between two acks of one partition, and duplicates."""
+    from types import SimpleNamespace as NS
+
+    from clusterctl.chaos.runner import Runner
+    from clusterctl.chaos.scenario import Verify, load_scenario
+    from clusterctl.spec.model import parse_spec
+
+    acked = history()  # acks 1 s apart overall, 2 s apart within a partition
+    late = LedgerEntry(TOPIC, 1, 5, "p1", encode_value(10, 32), 10, 1009.0 + 7.5)  # partition 1 waits 7.5 s
+    path = tmp_path / "ledger.jsonl"
+    with LedgerWriter(path, TOPIC) as w:
+        for e in [*acked, late]:
+            w.append(e)
+    assert read_ledger(path).longest_ack_gap() == (TOPIC, 1, 7.5)
+    spec = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}})
+    runner = Runner(spec, load_scenario("lossy-leader"), work_dir=tmp_path)
+    runner.load = NS(ledger_path=path)
+    runner.verify_result = NS(duplicated_count=0)
+    assert runner._verify_bounds(Verify(max_duplicated=0, max_write_gap=8)) == (
+        "; longest write gap 7.5s (drill-1, at most 8s)"
+    )
+    with pytest.raises(VerificationError, match=r"^drill-1 waited 7.5s for an acknowledged write \(at most 7s\)$"):
+        runner._verify_bounds(Verify(max_write_gap=7))
+    runner.verify_result = NS(duplicated_count=3)
+    assert runner._verify_bounds(Verify(max_duplicated=3)) == ""
+    with pytest.raises(VerificationError, match=r"^3 acknowledged records read back more than once \(at most 0\)$"):
+        runner._verify_bounds(Verify(max_duplicated=0))
+
+
 def test_ledger_torn_last_line_is_dropped(tmp_path) -> None:
     path = tmp_path / "ledger.jsonl"
     with LedgerWriter(path, TOPIC) as w:

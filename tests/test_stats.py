@@ -221,3 +221,36 @@ def test_report_says_fault_not_applied_apart_from_a_failure() -> None:
     page = render_html(result)
     assert '<span class="FAULT-NOT-APPLIED">FAULT NOT APPLIED</span>' in page and ">FAIL<" not in page
     assert "freeze retries: 7" in page and "nothing was tested" in page
+
+
+def test_grey_network_faults_are_bounded_by_the_replica_lag() -> None:
+    """A delayed or lossy broker stays registered: only the replica lag bounds a follower's ISR shrink and the write
+    gap of a partition it follows; the write gap of a partition it leads has no bounding setting."""
+    lag = "replica.lag.time.max.ms 10000"
+    for action in ("delay", "rate", "loss"):
+        assert bounding_setting(action, "isr_shrunk", False, SETTINGS) == lag
+        assert bounding_setting(action, "write_gap", False, SETTINGS) == lag
+        assert bounding_setting(action, "write_gap", True, SETTINGS) is None
+        assert bounding_setting(action, "new_leader", True, SETTINGS) is None
+    assert explain(13.2, "delay", "isr_shrunk", False, SETTINGS) == f"13.2 ≈ {lag}"
+
+
+def test_run_stats_give_the_first_isr_shrink_of_the_target() -> None:
+    parts = [
+        PartitionFailover("t", 0, 1, False, None, None, 14.1, 2.0, None, 13.9),
+        PartitionFailover("t", 1, 2, True, None, None, None, None, None, 0.4),
+        PartitionFailover("t", 2, 1, False, None, None, 12.6, 2.0, None, 12.0),
+    ]
+    delay = FaultMetrics("delay", "broker 3", T0, 3, None, None, None, None, None, None, T0 + 20, parts)
+    row = stats.run_stats(1, NS(ok=True, verify=NS(acked=9000, lost_count=0, duplicated_count=0), faults=[delay],
+                                report_html=None, error=None))  # fmt: skip
+    assert (row.fault, row.isr_shrunk_s, row.write_gap_s, row.new_leader_s) == ("delay broker 3", 12.6, 13.9, None)
+    scenario = parse_scenario(Path("scenarios/slow-follower.yaml").read_text(), "slow-follower")
+    rep = stats.repeat(lambda i, d: NS(ok=True, verify=None, faults=[delay], report_html=None, error=None), 2,
+                       Path("."), scenario, SETTINGS)  # fmt: skip
+    by = {s.metric: s for s in rep.summary}
+    assert (by["isr_shrunk_s"].n, by["isr_shrunk_s"].max, by["isr_shrunk_s"].bound) == (
+        2,
+        12.6,
+        "replica.lag.time.max.ms 10000",
+    )

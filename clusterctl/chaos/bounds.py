@@ -20,6 +20,8 @@ REPLICA_LAG = "replica.lag.time.max.ms"
 # faults after which the broker stops answering without telling the controller
 SILENT = {"kill-broker", "kill-leader", "kill", "pause", "pause-broker", "pause-follower", "partition-node"}
 GRACEFUL = {"stop-broker", "restart-broker", "rolling-restart"}
+# grey network faults: the broker stays registered; a follower whose fetches lag leaves the ISR after the replica lag
+DEGRADED = {"delay", "loss", "rate", "duplicate", "corrupt"}
 
 
 def settings_of(spec: Any) -> dict[str, int]:
@@ -41,6 +43,9 @@ def bounding_setting(action: str, metric: str, led_by_target: bool, settings: di
         return None
     if action in GRACEFUL:
         return "controlled shutdown (leadership moves first)" if metric in ("new_leader", "write_gap") else None
+    if action in DEGRADED:
+        lag_bound = f"{REPLICA_LAG} {settings.get(REPLICA_LAG, 0)}"
+        return lag_bound if metric == "isr_shrunk" or (metric == "write_gap" and not led_by_target) else None
     if action not in SILENT:
         return None
     name = KRAFT_SESSION if KRAFT_SESSION in settings else SESSION

@@ -67,6 +67,15 @@ class Ledger:
             times.sort()
         return dict(out)
 
+    def longest_ack_gap(self) -> tuple[str, int, float] | None:
+        """(topic, partition, seconds): the longest wait between two acknowledged writes of one partition."""
+        gaps = [
+            (topic, partition, max(b - a for a, b in itertools.pairwise(times)))
+            for (topic, partition), times in self.ack_times().items()
+            if len(times) > 1
+        ]
+        return max(gaps, key=lambda g: g[2]) if gaps else None
+
 
 class ConsumedLike(Protocol):
     """What `verify` needs from a consumed record (clients.ConsumedRecord fits, so does a Spark Row)."""

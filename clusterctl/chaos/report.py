@@ -254,7 +254,7 @@ def write_summary_html(rep: Any, path: Path) -> Path:
     runs = [
         {
             "cells": [r.run, "PASS" if r.ok else "FAIL", r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
-                      r.write_gap_s, r.fault],
+                      r.isr_shrunk_s, r.write_gap_s, r.fault],
             "href": os.path.relpath(r.report, path.parent) if r.report else None,
         }
         for r in rep.runs

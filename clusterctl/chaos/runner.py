@@ -312,7 +312,26 @@ class Runner(FaultSteps):
             return f"{summary}: loss expected and found, allowed by {allowed}"
         if not self.verify_result.ok:
             raise VerificationError(f"drill verification failed: {summary}")
-        return summary
+        return summary + self._verify_bounds(v)
+
+    def _verify_bounds(self, v: Verify) -> str:
+        """The scenario's own expectations past no loss: at most N duplicated, no partition waiting too long."""
+        from clusterctl.chaos.ledger import read_ledger
+
+        dup = self.verify_result.duplicated_count
+        if v.max_duplicated is not None and dup > v.max_duplicated:
+            raise VerificationError(f"{dup} acknowledged records read back more than once (at most {v.max_duplicated})")
+        if v.max_write_gap is None:
+            return ""
+        gap = read_ledger(self.load.ledger_path).longest_ack_gap()
+        if gap is None:
+            raise VerificationError("no partition had two acknowledged writes: the write gap is not known")
+        topic, partition, seconds = gap
+        if seconds > v.max_write_gap:
+            raise VerificationError(
+                f"{topic}-{partition} waited {seconds:.1f}s for an acknowledged write (at most {v.max_write_gap:g}s)"
+            )
+        return f"; longest write gap {seconds:.1f}s ({topic}-{partition}, at most {v.max_write_gap:g}s)"
 
     def _step_wait_for(self, w: WaitFor) -> str:
         waited = self.cond.wait(lambda: self.cond.check(w), w.timeout, f"{w.name}")

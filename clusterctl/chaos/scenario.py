@@ -17,7 +17,7 @@ A scenario file:
       - heal: {}                         # waits until healed brokers are registered (wait: false, timeout)
       - wait_for: {isr_full: {}, timeout: 120}
       - stop_load: {}
-      - verify: {}
+      - verify: {}                       # max_duplicated: 0, max_write_gap: S (longest wait for an ack)
 
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
@@ -258,6 +258,12 @@ class Elect(_M):
 
 class Verify(_M):
     timeout: float = Field(default=120.0, gt=0, le=validate.MAX_SECONDS)
+    max_duplicated: int | None = Field(
+        default=None, ge=0, description="fail when more acknowledged records were read back twice (0: idempotence)"
+    )
+    max_write_gap: float | None = Field(
+        default=None, gt=0, le=validate.MAX_SECONDS, description="fail when a partition waited longer for an ack (s)"
+    )
 
 
 KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
@@ -291,7 +297,8 @@ class Step:
                 timeout = getattr(self.args, "timeout", None)
                 extra = f" within {timeout:.0f}s" if timeout else ""
                 return f"{self.kind} {cond} {fields[cond]}{extra}"
-            return f"{self.kind} " + " ".join(f"{k}={v}" for k, v in fields.items() if v not in (None, False, {}))
+            shown = {k: v for k, v in fields.items() if not (v is None or v is False or v == {})}  # 0 is shown
+            return f"{self.kind} " + " ".join(f"{k}={v}" for k, v in shown.items())
         return self.kind
 
 

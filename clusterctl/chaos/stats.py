@@ -1,8 +1,8 @@
 """`scenario run NAME --repeat N`: run a scenario N times on the live cluster and summarize the runs.
 
 Per run: acked / lost / duplicated writes, and for the main fault (the first that took leadership away)
-the detection time, the slowest new leader and the longest write gap. Over the runs: median, p95 and max
-of each, plus the broker settings that bound them (bounds.py).
+the detection time, the slowest new leader, the first ISR shrink and the longest write gap. Over the runs:
+median, p95 and max of each, plus the broker settings that bound them (bounds.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METRICS = ("acked", "lost", "duplicated", "detected_s", "new_leader_s", "write_gap_s")
+METRICS = ("acked", "lost", "duplicated", "detected_s", "new_leader_s", "isr_shrunk_s", "write_gap_s")
 
 
 @dataclass
@@ -29,6 +29,7 @@ class RunStats:
     fault: str | None  # "kill-leader broker 2"
     report: str | None
     error: str | None = None
+    isr_shrunk_s: float | None = None  # fault → the target first left an ISR of a partition it followed
 
 
 @dataclass
@@ -75,6 +76,7 @@ def run_stats(index: int, result: Any) -> RunStats:
     f = main_fault(result)
     led = [p.time_to_new_leader_s for p in (f.partitions if f else []) if p.led_by_target]
     gaps = [p.write_gap_s for p in (f.partitions if f else []) if p.write_gap_s is not None]
+    shrunk = [p.isr_shrunk_s for p in (f.partitions if f else []) if p.isr_shrunk_s is not None]
     return RunStats(
         run=index,
         ok=bool(result.ok),
@@ -87,6 +89,7 @@ def run_stats(index: int, result: Any) -> RunStats:
         fault=f"{f.action} {f.target}" if f else None,
         report=result.report_html,
         error=result.error,
+        isr_shrunk_s=min(shrunk) if shrunk else None,
     )
 
 

@@ -174,7 +174,7 @@ def _run_repeated(
     def show(r: stats.RunStats) -> None:
         info(
             f"run {r.run}/{n}: {'PASS' if r.ok else 'FAIL'} acked {r.acked} lost {r.lost} duplicated {r.duplicated} "
-            f"detected {r.detected_s} new leader {r.new_leader_s} write gap {r.write_gap_s}"
+            f"detected {r.detected_s} new leader {r.new_leader_s} ISR shrunk {r.isr_shrunk_s} write gap {r.write_gap_s}"
         )
 
     rep = stats.repeat(run_once, n, base, sc, settings_of(spec), on_run=show)
@@ -193,6 +193,7 @@ def _run_repeated(
                      Column("Duplicated", "duplicated", justify="right"),
                      Column("Detected s", "detected_s", justify="right"),
                      Column("New leader s", "new_leader_s", justify="right"),
+                     Column("ISR shrunk s", "isr_shrunk_s", justify="right"),
                      Column("Write gap s", "write_gap_s", justify="right")],
         )  # fmt: skip
         emit(
