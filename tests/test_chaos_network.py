@@ -1,6 +1,6 @@
 """Grey network faults (delay, loss, rate, duplicate, corrupt) on a real cluster: 3 ZooKeeper nodes + tansu.
 
-Test-only spec: name ctlnet-*, subnet 10.91.0.0/24, ZK host ports 25181-25183, broker 29592. The effects are
+Test-only spec: name ctlnet-*, subnet 10.91.0.0/24, ZK host ports 28181-28183, broker 29992. The effects are
 measured from the host (TCP connect round trips, ICMP echo counts) or from a peer's namespace; `heal` must leave
 no rule, qdisc or handler behind. The kernel here has no netem, so this runs the userspace path for real; the
 netem path is checked by the commands it would run.
@@ -29,6 +29,8 @@ from clusterctl.chaos.handlers import handler_pids
 from clusterctl.images import build as images
 from clusterctl.spec.model import ClusterSpec, load_spec
 from clusterctl.zookeeper import client as zk
+
+pytestmark = pytest.mark.docker
 
 # ---------------------------------------------------------------- the netem path, by the commands it runs
 
@@ -79,7 +81,7 @@ def test_absurd_settings_are_refused(kind: str, value: float, jitter: float) -> 
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu"])
     work = tmp_path_factory.mktemp("net")
-    spec_path = write_spec(work, f"ctlnet-{uuid.uuid4().hex[:6]}", "10.91.0.0/24", zk_port=25181, broker_port=29592)
+    spec_path = write_spec(work, f"ctlnet-{uuid.uuid4().hex[:6]}", "10.91.0.0/24", zk_port=28181, broker_port=29992)
     render(spec_path)
     try:
         res = cli(spec_path, "up", "--timeout", "120")

@@ -19,6 +19,8 @@ from clusterctl.chaos import faults
 from clusterctl.errors import FaultNotAppliedError
 from clusterctl.runtime import docker as dk
 
+pytestmark = pytest.mark.docker
+
 BLOCKER = r"""
 import ctypes, fcntl, mmap, os, struct, sys, threading, time
 libc = ctypes.CDLL(None, use_errno=True)
