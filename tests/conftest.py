@@ -37,6 +37,12 @@ def kafka_dist() -> Path | None:
     return Path(value) if value else None
 
 
+# The SIGHUP tests need children whose SIGHUP is not ignored: under `nohup` the ignored disposition is
+# inherited, and clusterctl rightly keeps an ignored signal ignored.
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if kafka_dist() is not None:
         return

@@ -167,7 +167,9 @@ def test_heal_waits_until_zk_serves_and_the_broker_answers(cluster: Path) -> Non
     assert time.monotonic() - started < 15
     wait_for(lambda: healthy(spec), 60, "healthy ensemble")
     res = cli(cluster, "chaos", "heal", "--timeout", "0")
-    assert res.returncode == 2 and res.stderr.strip().splitlines() == ["error: --timeout must be positive"]
+    assert res.returncode == 2 and res.stderr.strip().splitlines() == [
+        "error: Invalid value for '--timeout': seconds must be positive, got 0 (see `clusterctl chaos heal --help`)"
+    ]
 
 
 def test_scenario_repeat_summarizes_the_runs(cluster: Path, tmp_path: Path) -> None:
