@@ -16,11 +16,12 @@ import contextlib
 import io
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
+from _fuzz import Tally, report_fixture
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_bounds import _float_options
@@ -29,30 +30,12 @@ from clusterctl import cli
 from clusterctl.errors import SpecError, UsageError
 from clusterctl.spec import validate, yamlfile
 
-CASES = {"n": 0, "seconds": 0.0}
+CASES = Tally()
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 NOWHERE = ["-b", "127.0.0.1:1"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def report_count(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    line = f"fuzz bounds: {CASES['n']} generated cases in {CASES['seconds']:.1f}s"
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"\n{line}")
-
-
-@contextlib.contextmanager
-def case() -> Iterator[None]:
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        CASES["n"] += 1
-        CASES["seconds"] += time.monotonic() - started
+report_count = report_fixture(CASES, "fuzz bounds: {n} generated cases in {seconds:.1f}s")
 
 
 def run_cli(args: list[str]) -> tuple[int, str]:
@@ -120,7 +103,7 @@ def expanded(data: Any) -> tuple[int, int] | None:
 @settings(FUZZ, max_examples=150)
 @given(doc=alias_documents())
 def test_alias_shapes_are_refused_exactly_past_the_bounds(doc: str) -> None:
-    with case():
+    with CASES.case():
         reference = yaml.safe_load(doc)  # PyYAML shares aliased objects: cheap to count, not to expand
         size = expanded(reference)
         within = size is not None and size[0] <= yamlfile.MAX_YAML_NODES and size[1] <= yamlfile.MAX_YAML_DEPTH
@@ -146,7 +129,7 @@ def test_alias_shapes_in_a_scenario_file_are_one_line(
     }[place]
     path = tmp_path_factory.mktemp("sc") / "s.yaml"
     path.write_text(body)
-    with case():
+    with CASES.case():
         started = time.monotonic()
         code, err = run_cli(["scenario", "validate", str(path)])
         assert code == 2, err
@@ -161,7 +144,7 @@ def test_yaml_file_size_at_and_past_the_bound(tmp_path_factory: pytest.TempPathF
     head = "a: 1\n#" if style == "comment" else "a: "
     path = tmp_path_factory.mktemp("y") / "f.yaml"
     path.write_bytes((head + "x" * (size - len(head))).encode())
-    with case():
+    with CASES.case():
         assert len(path.read_bytes()) == size
         if size <= yamlfile.MAX_YAML_BYTES:
             assert yamlfile.load_file(path)["a"] in (1, "x" * (size - len(head)))
@@ -200,7 +183,7 @@ def test_every_bound_holds_at_its_edges(
 ) -> None:
     _name, check, low, high = bound
     value = (low if at == "low" else high) + offset
-    with case():
+    with CASES.case():
         if low <= value <= high:
             check(value)
         else:
@@ -235,7 +218,7 @@ PAST: list[tuple[list[str], int]] = [
 @given(where=st.sampled_from(PAST), over=st.one_of(st.integers(1, 3), st.integers(4, 2**62)))
 def test_past_the_bound_through_the_cli_is_one_line_exit_2(where: tuple[list[str], int], over: int) -> None:
     args, bound = where
-    with case():
+    with CASES.case():
         code, err = run_cli([*args, str(bound + over)])
         line = one_line(code, err, args)
         assert code == 2 and str(bound) in line, (args, line)  # the bound is named
@@ -249,6 +232,6 @@ NON_FINITE = st.sampled_from(["nan", "NaN", "-nan", "inf", "-inf", "Infinity", "
 def test_non_finite_floats_are_one_line_exit_2(option: tuple[list[str], str], value: str) -> None:
     path, opt = option
     assert math.isinf(float(value)) or math.isnan(float(value))
-    with case():
+    with CASES.case():
         code, err = run_cli([*path, opt, value])
         assert code == 2 and "finite" in one_line(code, err, (path, opt, value)), err

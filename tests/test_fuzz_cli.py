@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _fuzz import Tally, report_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,21 +41,13 @@ from clusterctl.testing.tansu import TansuBroker
 
 pytestmark = pytest.mark.tansu
 
-CASES = {"n": 0, "seconds": 0.0}
+CASES = Tally()
 SCALE = float(os.environ.get("CLUSTERCTL_FUZZ_SCALE", "1"))  # more cases in a longer run: CLUSTERCTL_FUZZ_SCALE=10
 CLUSTERCTL = Path(sys.executable).parent / "clusterctl"
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def report_count(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    line = f"fuzz layer: {CASES['n']} generated CLI cases in {CASES['seconds']:.1f}s"
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():  # shown in CI's log, passing or not
-            reporter.write_line(f"\n{line}")
+report_count = report_fixture(CASES, "fuzz layer: {n} generated CLI cases in {seconds:.1f}s")
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +87,7 @@ def invoke(args: list[str], stdin: bytes = b"") -> Outcome:
             code = cli.run(args)
     finally:
         sys.stdin = saved_stdin
-        CASES["n"] += 1
-        CASES["seconds"] += time.monotonic() - started
+        CASES.add(started)
     return Outcome(code, out.getvalue(), err.getvalue())
 
 
@@ -481,8 +473,7 @@ def test_fuzz_stop_signals_at_random_moments(
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(sig)
     out_b, err_b = proc.communicate(timeout=60)
-    CASES["n"] += 1
-    CASES["seconds"] += time.monotonic() - started
+    CASES.add(started)
     res = Outcome(proc.returncode, out_b.decode(), err_b.decode())
     check_contract(args, res)
     assert res.code in ((0, 128 + sig) if stdin is not None else (128 + sig,)), f"{args} {sig.name}: {res.err}"
@@ -538,8 +529,7 @@ def test_fuzz_broken_streams_and_encodings(
                     os.close(fd)
 
         proc = subprocess.run([str(CLUSTERCTL), *args], input=b"fz\n", env=env, timeout=60, preexec_fn=close_fds, **fds)  # type: ignore[call-overload]
-    CASES["n"] += 1
-    CASES["seconds"] += time.monotonic() - started
+    CASES.add(started)
     res = Outcome(proc.returncode, (proc.stdout or b"").decode("utf-8", "replace"), (proc.stderr or b"").decode())
     shown = f"{args} stdout={stdout} stderr={stderr} encoding={encoding}: {res.code}\n{res.out[-500:]}\n{res.err}"
     assert 0 <= res.code != cli.EX_SOFTWARE, shown

@@ -8,10 +8,8 @@ created. The number of generated cases and the time they took are printed at the
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +17,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from _asgi import call
+from _fuzz import Tally, report_fixture
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,7 +30,7 @@ from clusterctl.testing.tansu import TansuBroker
 
 pytestmark = pytest.mark.tansu
 
-CASES = {"n": 0, "seconds": 0.0}
+CASES = Tally()
 SCALE = float(os.environ.get("CLUSTERCTL_FUZZ_SCALE", "1"))
 FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None,
                 max_examples=int(150 * SCALE))  # fmt: skip
@@ -50,15 +49,7 @@ class Site:
     canary: str
 
 
-@pytest.fixture(scope="module", autouse=True)
-def report_count(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    line = f"fuzz layer: {CASES['n']} generated console requests in {CASES['seconds']:.1f}s"
-    if reporter is not None and capture is not None:
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"\n{line}")
+report_count = report_fixture(CASES, "fuzz layer: {n} generated console requests in {seconds:.1f}s")
 
 
 def _site(bootstrap: str, canary: str, token: str | None) -> Site:
@@ -133,16 +124,6 @@ def _post(site: Site, act: str, headers: list[tuple[str, str]]) -> Any:
     return call(site.app, "POST", f"/actions/{act}", headers, urlencode(form).encode())
 
 
-@contextlib.contextmanager
-def _case() -> Iterator[None]:
-    started = time.monotonic()
-    try:
-        yield
-    finally:
-        CASES["n"] += 1
-        CASES["seconds"] += time.monotonic() - started
-
-
 def _auth(site: Site) -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {site.token}")] if site.token else []
 
@@ -150,7 +131,7 @@ def _auth(site: Site) -> list[tuple[str, str]]:
 @FUZZ
 @given(host=foreign_host, act=action, method=st.sampled_from(["GET", "POST"]), with_auth=st.booleans())
 def test_foreign_host_is_421(site: Site, host: str, act: str, method: str, with_auth: bool) -> None:
-    with _case():
+    with CASES.case():
         headers = [("host", host), *(_auth(site) if with_auth else [])]
         if method == "POST":
             reply = _post(site, act, [*headers, ("origin", f"http://{GOOD_HOSTS[0]}")])
@@ -162,7 +143,7 @@ def test_foreign_host_is_421(site: Site, host: str, act: str, method: str, with_
 @FUZZ
 @given(host=st.sampled_from(GOOD_HOSTS), auth=bad_auth, act=action)
 def test_wrong_authorization_is_401(site: Site, host: str, auth: str, act: str) -> None:
-    with _case():
+    with CASES.case():
         reply = _post(site, act, [("host", host), ("authorization", auth)])
         assert reply.status == 401, (auth, reply.status, reply.text[:200])
 
@@ -171,7 +152,7 @@ def test_wrong_authorization_is_401(site: Site, host: str, auth: str, act: str) 
 @given(host=st.sampled_from(GOOD_HOSTS), origin=foreign_origin, which=st.sampled_from(["origin", "referer"]),
        act=action)  # fmt: skip
 def test_foreign_origin_or_referer_on_a_post_is_403(site: Site, host: str, origin: str, which: str, act: str) -> None:
-    with _case():
+    with CASES.case():
         value = origin if which == "origin" else f"{origin}/topics/{site.canary}"
         reply = _post(site, act, [("host", host), *_auth(site), (which, value)])
         assert reply.status == 403 and "cross-site" in reply.text, (value, reply.status, reply.text[:200])
@@ -181,7 +162,7 @@ def test_foreign_origin_or_referer_on_a_post_is_403(site: Site, host: str, origi
 @given(parts=st.integers(bounds.MAX_ZK_DEPTH + 1, 20_000), part=st.text("abz_.-0", min_size=1, max_size=4),
        start=st.one_of(st.none(), st.text(max_size=20)))  # fmt: skip
 def test_oversized_zk_paths_are_refused_small(site: Site, parts: int, part: str, start: str | None) -> None:
-    with _case():
+    with CASES.case():
         target = (
             "/zk?path=" + quote("/" + "/".join([part] * parts)) + ("" if start is None else f"&from={quote(start)}")
         )
@@ -194,7 +175,7 @@ def test_oversized_zk_paths_are_refused_small(site: Site, parts: int, part: str,
 @given(size=st.integers(bounds.MAX_BODY_BYTES + 1, 10**12), act=action,
        extra=st.sampled_from([[], [("transfer-encoding", "chunked")]]))  # fmt: skip
 def test_oversized_or_unframed_bodies_are_refused(site: Site, size: int, act: str, extra: list) -> None:
-    with _case():
+    with CASES.case():
         headers = [("host", GOOD_HOSTS[0]), *_auth(site), ("content-length", str(size)), *extra]
         reply = call(site.app, "POST", f"/actions/{act}", headers, b"topic=x")  # only the claimed length is large
         assert reply.status == (411 if extra else 413), (size, extra, reply.status)
