@@ -74,7 +74,7 @@ def test_render_refuses_a_foreign_directory_and_keeps_the_spec(tmp_path: Path) -
     (tmp_path / "notes.txt").write_text("mine")
     before = sorted(p.name for p in tmp_path.iterdir())
     res = run("-s", str(spec), "render", "--output-dir", str(tmp_path))
-    assert res.returncode == 1, res.stderr
+    assert res.returncode == 2, res.stderr
     assert "not written by clusterctl render" in one_error_line(res)
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert (tmp_path / "notes.txt").read_text() == "mine" and spec.is_file()
@@ -83,7 +83,7 @@ def test_render_refuses_a_foreign_directory_and_keeps_the_spec(tmp_path: Path) -
     other.mkdir()
     (other / "keep.txt").write_text("keep")
     res = run("-s", str(spec), "render", "--output-dir", str(other))
-    assert res.returncode == 1 and (other / "keep.txt").read_text() == "keep", res.stderr
+    assert res.returncode == 2 and (other / "keep.txt").read_text() == "keep", res.stderr
 
 
 def test_rerender_keeps_files_it_did_not_write(tmp_path: Path) -> None:
@@ -249,12 +249,11 @@ def test_offset_beyond_64_bits_and_empty_key_separator(bootstrap: str, unique_na
 def test_empty_and_unwritable_output_paths(tmp_path: Path) -> None:
     spec = tmp_path / "clusterctl.yaml"
     assert run("-s", str(spec), "init", "--profile", "offline", "--engine", "tansu").returncode == 0
-    # an empty path is bad input (2); a path that cannot be written is a failed write (1) for render but bad
-    # input (2) for init: the same failure with two codes (a known inconsistency, pinned here until one is chosen)
+    # an empty path and a path that cannot be written are bad input (2), for render and init alike
     for args, code in (
         (["render", "--output-dir", ""], 2),
-        (["render", "--output-dir", "/proc/clusterctl-nope"], 1),
-        (["render", "--output-dir", str(spec / "sub")], 1),
+        (["render", "--output-dir", "/proc/clusterctl-nope"], 2),
+        (["render", "--output-dir", str(spec / "sub")], 2),
         (["init", "-o", ""], 2),
         (["init", "-o", "/proc/clusterctl-nope.yaml"], 2),
         (["init", "-o", str(spec / "x.yaml")], 2),

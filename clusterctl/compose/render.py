@@ -31,7 +31,7 @@ from clusterctl.compose.context import (
     summarize,
 )
 from clusterctl.compose.environment import CLUSTER_ID_VAR
-from clusterctl.compose.writer import ENV_FILE, STAGING_PREFIX, RenderError, merge_env, read_env, write_all
+from clusterctl.compose.writer import ENV_FILE, STAGING_PREFIX, OutputPathError, RenderError, merge_env, read_env, write_all
 from clusterctl.errors import SpecError
 from clusterctl.templating import text_environment
 from clusterctl.spec.model import ClusterSpec
@@ -184,7 +184,7 @@ def render(
     """
     out_dir = Path(out_dir) if out_dir is not None else spec.topology.compose_dir
     if out_dir.exists() and not out_dir.is_dir():
-        raise RenderError(f"{out_dir} exists and is not a directory")
+        raise OutputPathError(f"{out_dir} exists and is not a directory")
     text = render_compose(spec, templates_dir)
     previous = _previous_render(out_dir)
     env_text, secret_state, cluster_id_state = _env_file(spec, out_dir)
@@ -197,7 +197,7 @@ def render(
         for name in files:
             target = out_dir / name
             if target.exists() and target.resolve() == protect.resolve():
-                raise RenderError(f"rendering into {out_dir} would overwrite the spec file {protect}")
+                raise OutputPathError(f"rendering into {out_dir} would overwrite the spec file {protect}")
     # written by an earlier render, not produced now; the user's .env is never removed
     stale = sorted(set(previous) - set(files) - {ENV_FILE})
     validated = write_all(
@@ -226,12 +226,12 @@ def _previous_render(out_dir: Path) -> list[str]:
     try:
         entries = [p.name for p in out_dir.iterdir()] if out_dir.is_dir() else []
     except OSError as exc:
-        raise RenderError(f"cannot read {out_dir}: {exc.strerror or exc}") from None
+        raise OutputPathError(f"cannot read {out_dir}: {exc.strerror or exc}") from None
     if not [e for e in entries if e != ENV_FILE and not e.startswith(STAGING_PREFIX)]:
         return []
     owned = rendered_files(out_dir)
     if owned is None:
-        raise RenderError(
+        raise OutputPathError(
             f"{out_dir} is not empty and was not written by clusterctl render; refusing to write into it",
             hint="choose a new or empty directory with --output-dir",
         )

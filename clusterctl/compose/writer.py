@@ -28,19 +28,25 @@ class RenderError(ClusterctlError):
     """The rendered output could not be produced, was rejected or could not be written; nothing was changed."""
 
 
+class OutputPathError(RenderError):
+    """The output location is unusable (not a directory, not ours, unreadable, unwritable): bad input, as for `init -o`."""
+
+    exit_code = 2
+
+
 def read_env(out_dir: Path) -> str | None:
     """The existing .env text (None when absent); one that cannot be read is refused, never overwritten."""
     path = out_dir / ENV_FILE
     try:
         if not stat.S_ISREG(path.lstat().st_mode):
-            raise RenderError(f"{path} is not a regular file; render writes only its own files")
+            raise OutputPathError(f"{path} is not a regular file; render writes only its own files")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
-        raise RenderError(f"{path} is not UTF-8 text; render will not rewrite it") from None
+        raise OutputPathError(f"{path} is not UTF-8 text; render will not rewrite it") from None
     except OSError as exc:
-        raise RenderError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise OutputPathError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def merge_env(existing: str | None, values: dict[str, tuple[str, str]]) -> str | None:
@@ -72,7 +78,7 @@ def _refuse_foreign(out_dir: Path, names: Iterable[str]) -> None:
     for name in names:
         with contextlib.suppress(FileNotFoundError):
             if not stat.S_ISREG((out_dir / name).lstat().st_mode):
-                raise RenderError(f"{out_dir / name} is not a regular file; render writes only its own files")
+                raise OutputPathError(f"{out_dir / name} is not a regular file; render writes only its own files")
 
 
 def _write_new(path: Path, text: str, mode: int) -> None:
@@ -150,7 +156,7 @@ def write_all(
             with contextlib.suppress(OSError):
                 p.rmdir()
         if isinstance(exc, OSError):
-            raise RenderError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
+            raise OutputPathError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
         raise
     finally:
         if staging is not None:
