@@ -21,7 +21,7 @@ from clusterctl.compose import migration as phases
 from clusterctl.compose.render import PhaseRender, render, render_compose
 from clusterctl.errors import UsageError
 from clusterctl.kafka.kraft import migration as plan
-from clusterctl.spec.model import ClusterSpec, parse_spec
+from clusterctl.spec.model import ClusterSpec, load_spec, parse_spec
 from clusterctl.spec.sections import KRaftSpec
 
 CLI = str(Path(sys.executable).parent / "clusterctl")
@@ -346,3 +346,18 @@ def test_cli_status_reads_the_state_file(tmp_path: Path) -> None:
     data = json.loads(proc.stdout)
     assert [p["state"] for p in data["phases"]][:3] == ["done", "interrupted", "pending"]
     assert data["cluster_id"] == "cid" and data["can_roll_back"] is True
+
+
+def test_phase_5_rewrites_the_spec_as_kraft_and_keeps_the_old_one(tmp_path: Path) -> None:
+    from clusterctl.runtime.migrate import write_kraft_spec
+
+    spec_path = tmp_path / "lab.yaml"
+    original = "# my ZooKeeper cluster\n" + yaml.safe_dump(ZK_SPEC)
+    spec_path.write_text(original)
+    kept = write_kraft_spec(spec_path, TARGET)
+    assert kept == tmp_path / "lab.zookeeper.yaml" and kept.read_text() == original
+    rewritten = load_spec(spec_path)
+    assert rewritten.kraft_mode and rewritten.name == "mig" and rewritten.topology.controller_ids == [101, 102, 103]
+    assert rewritten.topology.broker_ip(1) == SPEC.topology.broker_ip(1)
+    assert write_kraft_spec(spec_path, TARGET) == kept and kept.read_text() == original  # again: the first copy stays
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.yaml", "lab.zookeeper.yaml"]

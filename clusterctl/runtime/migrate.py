@@ -20,7 +20,7 @@ from clusterctl.compose import migration as phases
 from clusterctl.compose.render import PhaseRender, render
 from clusterctl.errors import NotFoundError
 from clusterctl.kafka.kraft import migration as plan
-from clusterctl.runtime import compose
+from clusterctl.runtime import compose, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import migrate_checks as checks
 from clusterctl.spec.model import ClusterSpec, load_spec
@@ -80,6 +80,7 @@ class _Run:
         render(self.spec, out, protect=self.spec_path, phase=PhaseRender(context, services, self.state.cluster_id))
 
     def up(self, *services: str) -> None:
+        volumes.create(self.spec, volumes.check(self.spec, self.root))  # the controllers' volumes, labelled as `up`'s
         compose.run(self.spec, "up", "-d", "--no-deps", "--pull", "never", *services, root=self.root)
 
     def roll_brokers(self, in_zookeeper: bool) -> list[str]:
@@ -137,17 +138,24 @@ def kept_spec_path(spec_path: Path) -> Path:
     return spec_path.with_name(f"{spec_path.stem}.zookeeper{spec_path.suffix or '.yaml'}")
 
 
-def _phase_remove_zookeeper(run: _Run) -> tuple[list[str], str]:
-    kept = kept_spec_path(run.spec_path)
+def write_kraft_spec(spec_path: Path, target: ClusterSpec) -> Path:
+    """Keep the ZooKeeper-mode spec beside it (once: a repeated phase 5 keeps the first copy) and write the kraft
+    spec in its place; the kept copy's path."""
+    kept = kept_spec_path(spec_path)
     if not kept.exists():
-        kept.write_bytes(run.spec_path.read_bytes())
-    run.state.kept_spec = str(kept)
-    plan.save_state(plan.state_path(run.spec_path), run.state)
-    data = run.target.model_dump(mode="json", exclude_unset=True)
+        kept.write_bytes(spec_path.read_bytes())
+    data = target.model_dump(mode="json", exclude_unset=True)
     text = f"# rewritten by `clusterctl migrate kraft`; the ZooKeeper-mode spec is kept in {kept.name}\n"
-    tmp = run.spec_path.with_name(f".{run.spec_path.name}.tmp")
+    tmp = spec_path.with_name(f".{spec_path.name}.tmp")
     tmp.write_text(text + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    tmp.replace(run.spec_path)
+    tmp.replace(spec_path)
+    return kept
+
+
+def _phase_remove_zookeeper(run: _Run) -> tuple[list[str], str]:
+    run.state.kept_spec = str(kept_spec_path(run.spec_path))
+    plan.save_state(plan.state_path(run.spec_path), run.state)  # recorded first: a resumed run finds it
+    kept = write_kraft_spec(run.spec_path, run.target)
     out = run.target.topology.compose_dir if run.root is None else run.root / run.target.topology.compose_dir
     render(run.target, out, protect=run.spec_path)
     removed = [run.spec.topology.zk_service(i) for i in run.spec.topology.zk_ids]
