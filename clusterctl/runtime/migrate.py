@@ -79,20 +79,26 @@ class _Run:
         out = self.spec.topology.compose_dir if self.root is None else self.root / self.spec.topology.compose_dir
         render(self.spec, out, protect=self.spec_path, phase=PhaseRender(context, services, self.state.cluster_id))
 
-    def up(self, *services: str) -> None:
+    def up(self, *services: str) -> list[str]:
+        """Start or recreate `services` where their configuration changed; the ones compose (re)created."""
+        before = {s: self._container_id(s) for s in services}
         volumes.create(self.spec, volumes.check(self.spec, self.root))  # the controllers' volumes, labelled as `up`'s
         compose.run(self.spec, "up", "-d", "--no-deps", "--pull", "never", *services, root=self.root)
+        return [s for s in services if self._container_id(s) != before[s]]
+
+    def _container_id(self, service: str) -> str | None:
+        container = dk.find_container(self.spec.topology.container_name(service))
+        return None if container is None else str(container.id)
 
     def roll_brokers(self, in_zookeeper: bool) -> list[str]:
         bootstrap = self.spec.topology.bootstrap_servers
-        done = []
+        done: list[str] = []
         for b in self.spec.topology.broker_ids:
             checks.wait_full_isr(bootstrap, self.timeout)
             service = self.spec.topology.broker_service(b)
-            self.progress(f"restarting {service}")
-            self.up(service)
+            self.progress(f"restarting {service} (if its configuration changed)")
+            done += self.up(service)
             checks.wait_broker_back(self.spec, b, self.timeout, in_zookeeper)
-            done.append(service)
         checks.wait_full_isr(bootstrap, self.timeout)
         return done
 
@@ -101,8 +107,8 @@ def _phase_controllers(run: _Run) -> tuple[list[str], str]:
     run.render_phase(1)
     services = [run.target.topology.controller_service(c) for c in run.target.topology.controller_ids]
     run.progress(f"starting {', '.join(services)} (migration enabled, cluster id {run.state.cluster_id})")
-    run.up(*services)
-    return services, checks.wait_quorum(run.target, run.timeout)
+    started = run.up(*services)
+    return started, checks.wait_quorum(run.target, run.timeout)
 
 
 def _phase_migration_mode(run: _Run) -> tuple[list[str], str]:
@@ -123,13 +129,13 @@ def _phase_kraft_brokers(run: _Run) -> tuple[list[str], str]:
 
 def _phase_finalize(run: _Run) -> tuple[list[str], str]:
     run.render_phase(4)
-    restarted, detail = [], ""
+    restarted: list[str] = []
+    detail = ""
     for c in run.target.topology.controller_ids:
         service = run.target.topology.controller_service(c)
         run.progress(f"restarting {service} without migration")
-        run.up(service)
+        restarted += run.up(service)
         detail = checks.wait_quorum(run.target, run.timeout, node_id=c)
-        restarted.append(service)
     checks.wait_kraft_healthy(run.target, run.timeout)
     return restarted, detail
 
