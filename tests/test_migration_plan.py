@@ -89,6 +89,8 @@ def test_what_each_phase_sets_per_the_guide() -> None:
     assert c1["process.roles"] == "controller" and c1["node.id"] == "101"
     assert c1["zookeeper.metadata.migration.enable"] == "true"
     assert c1["zookeeper.connect"] == "zk1:2181,zk2:2181,zk3:2181"
+    assert c1["inter.broker.listener.name"] == "INTERNAL"  # how it reaches the ZooKeeper-mode brokers
+    assert c1["listener.security.protocol.map"] == "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT"
     assert "zookeeper.metadata.migration.enable" not in node(p1, "kafka1").properties  # brokers untouched
     b2 = node(p2, "kafka1").properties
     assert b2["broker.id"] == "1" and "process.roles" not in b2
@@ -105,6 +107,7 @@ def test_what_each_phase_sets_per_the_guide() -> None:
     assert node(p3, "controller1").properties["zookeeper.metadata.migration.enable"] == "true"  # not yet final
     c4 = node(p4, "controller1").properties
     assert "zookeeper.metadata.migration.enable" not in c4 and "zookeeper.connect" not in c4
+    assert "inter.broker.listener.name" not in c4
 
 
 def test_brokers_wait_for_the_controllers_and_the_cluster_keeps_its_names() -> None:
@@ -146,6 +149,8 @@ def _mutated(number: int, service: str, **props: str | None) -> list[str]:
          "controller2: finalized (migration off) while kafka1 still runs in ZooKeeper mode"),
         (2, "controller1", {"node_id": "1"}, "broker id 1 is also a controller's node.id"),
         (3, "kafka1", {"zookeeper_connect": "zk1:2181"}, "kafka1: KRaft node with zookeeper.connect"),
+        (1, "controller2", {"inter_broker_listener_name": None},
+         "controller2: inter.broker.listener.name PLAINTEXT is not the brokers' INTERNAL"),
         (1, "controller3", {"process_roles": "broker,controller"},
          "controller3: combined broker and controller roles cannot migrate from ZooKeeper"),
     ],

@@ -166,6 +166,17 @@ def _check_migrating_zk_broker(b: NodeConfig, voters: str | None) -> list[str]:
     return problems
 
 
+def _check_controller_reaches_brokers(c: NodeConfig, broker: NodeConfig) -> list[str]:
+    """A migrating controller sends the ZooKeeper-mode brokers their RPCs on its own inter.broker.listener.name."""
+    name = c.properties.get("inter.broker.listener.name", "PLAINTEXT").upper()
+    wanted = broker.properties.get("inter.broker.listener.name", "PLAINTEXT").upper()
+    if name != wanted:
+        return [f"{c.service}: inter.broker.listener.name {name} is not the brokers' {wanted}"]
+    if _protocol_map(c.properties).get(name) != _protocol_map(broker.properties).get(name):
+        return [f"{c.service}: inter-broker listener {name} has another security protocol than the brokers'"]
+    return []
+
+
 def check_migration(zk: list[NodeConfig], kraft: list[NodeConfig], zk_brokers: list[NodeConfig]) -> list[str]:
     """A cluster between ZooKeeper and KRaft mode (Kafka 3.7's "ZooKeeper to KRaft Migration")."""
     problems = check_kraft(kraft) + _broker_ids(zk_brokers)
@@ -182,6 +193,9 @@ def check_migration(zk: list[NodeConfig], kraft: list[NodeConfig], zk_brokers: l
     broker_ids += [n.properties.get("node.id") for n in kraft if roles[n.service] == {"broker"}]
     problems += [f"broker id {i} is also a controller's node.id" for i in broker_ids if i in controller_ids]
     voters = next((n.properties.get("controller.quorum.voters") for n in kraft), None)
+    for c in controllers:
+        if migrating(c) and zk_brokers:  # it reaches them on their inter-broker listener, as it names it
+            problems += _check_controller_reaches_brokers(c, zk_brokers[0])
     for b in zk_brokers:
         if migrating(b):
             problems += _check_migrating_zk_broker(b, voters)

@@ -48,6 +48,7 @@ PHASES: tuple[Phase, ...] = (
             "listeners=CONTROLLER://",
             "zookeeper.metadata.migration.enable=true",
             "zookeeper.connect",
+            "inter.broker.listener.name=INTERNAL (+ INTERNAL:PLAINTEXT in the protocol map)",
         ),
     ),
     Phase(
@@ -84,7 +85,11 @@ PHASES: tuple[Phase, ...] = (
         "Finalizing the migration",
         "rolling restart of the controllers without migration: the point of no return",
         "controllers",
-        ("zookeeper.metadata.migration.enable removed", "zookeeper.connect removed"),
+        (
+            "zookeeper.metadata.migration.enable removed",
+            "zookeeper.connect removed",
+            "inter.broker.listener.name removed",
+        ),
     ),
     Phase(
         5,
@@ -145,6 +150,10 @@ def controller_phase_env(spec: ClusterSpec, target: ClusterSpec, node_id: int, n
     if number < FINALIZE:
         env[MIGRATION_ENABLE] = "true"
         env["KAFKA_ZOOKEEPER_CONNECT"] = spec.topology.internal_zk_connect
+        # the migrating controller sends LeaderAndIsr/UpdateMetadata to the ZooKeeper-mode brokers on their
+        # inter-broker listener, named by its own inter.broker.listener.name (default PLAINTEXT, which ours lack)
+        env["KAFKA_INTER_BROKER_LISTENER_NAME"] = "INTERNAL"
+        env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] += ",INTERNAL:PLAINTEXT"
     return env
 
 
