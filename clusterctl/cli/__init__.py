@@ -33,6 +33,7 @@ NOUN_MODULES = (
     "scenario",
     "spark",
     "ui",
+    "migrate",
 )
 # The module that registers each top-level command: main() imports and builds only the one a command line
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
@@ -50,6 +51,7 @@ COMMAND_MODULE = {
     "scenario": "scenario",
     "spark": "spark",
     "ui": "ui",
+    "migrate": "migrate",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
 

@@ -174,7 +174,8 @@ def _zookeepers(spec: ClusterSpec) -> list[dict[str, Any]]:
     return out
 
 
-def _controllers(spec: ClusterSpec) -> list[dict[str, Any]]:
+def controllers_context(spec: ClusterSpec) -> list[dict[str, Any]]:
+    """The dedicated controllers of a kraft spec (also what a migration phase adds to a ZooKeeper one)."""
     out = []
     for node_id in spec.topology.dedicated_controller_ids:
         svc = spec.topology.controller_service(node_id)
@@ -260,7 +261,7 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
     """Everything the compose template places, derived from the spec."""
     zookeepers = _zookeepers(spec)
     zk_services = [spec.topology.zk_service(i) for i in spec.topology.zk_ids]
-    controllers = _controllers(spec)
+    controllers = controllers_context(spec)
     brokers = _brokers(spec, zk_services + [str(c["service"]) for c in controllers])
     return {
         "cluster": spec.name,

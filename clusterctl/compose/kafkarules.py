@@ -80,7 +80,7 @@ def check_kraft(nodes: list[NodeConfig]) -> list[str]:
         roles = set(p.get("process.roles", "").split(","))
         if not roles or not roles <= {"broker", "controller"} or roles == {""}:
             problems.append(f"{who}: process.roles {p.get('process.roles')!r} is not broker and/or controller")
-        if "zookeeper.connect" in p:
+        if "zookeeper.connect" in p and not migrating(n):  # Kafka needs it only to migrate from ZooKeeper
             problems.append(f"{who}: KRaft node with zookeeper.connect")
         cnames = set(filter(None, p.get("controller.listener.names", "").upper().split(",")))
         if not cnames:
@@ -133,17 +133,92 @@ def check_zookeeper(zk: list[NodeConfig], brokers: list[NodeConfig]) -> list[str
     return problems
 
 
+def _broker_ids(brokers: list[NodeConfig]) -> list[str]:
+    ids = [n.properties.get("broker.id") for n in brokers]
+    problems = [f"broker.id {i} is used twice" for i, c in Counter(ids).items() if c > 1]
+    return problems + [f"{n.service}: no fixed broker.id" for n, i in zip(brokers, ids, strict=True) if i in (None, "-1")]
+
+
+def migrating(node: NodeConfig) -> bool:
+    return node.properties.get("zookeeper.metadata.migration.enable", "false").lower() == "true"
+
+
+def _version(text: str) -> tuple[int, int]:
+    parts = text.split("-", 1)[0].split(".")
+    return (int(parts[0]), int(parts[1])) if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() else (0, 0)
+
+
+def _check_migrating_zk_broker(b: NodeConfig, voters: str | None) -> list[str]:
+    """KafkaConfig's rules for a ZooKeeper-mode broker with zookeeper.metadata.migration.enable=true."""
+    p, who = b.properties, b.service
+    problems = []
+    if not p.get("controller.quorum.voters"):
+        problems.append(f"{who}: migration enabled without controller.quorum.voters")
+    elif voters is not None and p["controller.quorum.voters"] != voters:
+        problems.append(f"{who}: controller.quorum.voters {p['controller.quorum.voters']!r} are not the controllers'")
+    cnames = set(filter(None, p.get("controller.listener.names", "").upper().split(",")))
+    if not cnames:
+        problems.append(f"{who}: migration enabled without controller.listener.names")
+    pmap = _protocol_map(p)
+    problems += [f"{who}: controller listener {c} has no security protocol" for c in sorted(cnames) if c not in pmap]
+    if _version(p.get("inter.broker.protocol.version", "")) < (3, 4):
+        problems.append(f"{who}: migration needs inter.broker.protocol.version 3.4 or later")
+    return problems
+
+
+def _check_controller_reaches_brokers(c: NodeConfig, broker: NodeConfig) -> list[str]:
+    """A migrating controller sends the ZooKeeper-mode brokers their RPCs on its own inter.broker.listener.name."""
+    name = c.properties.get("inter.broker.listener.name", "PLAINTEXT").upper()
+    wanted = broker.properties.get("inter.broker.listener.name", "PLAINTEXT").upper()
+    if name != wanted:
+        return [f"{c.service}: inter.broker.listener.name {name} is not the brokers' {wanted}"]
+    if _protocol_map(c.properties).get(name) != _protocol_map(broker.properties).get(name):
+        return [f"{c.service}: inter-broker listener {name} has another security protocol than the brokers'"]
+    return []
+
+
+def check_migration(zk: list[NodeConfig], kraft: list[NodeConfig], zk_brokers: list[NodeConfig]) -> list[str]:
+    """A cluster between ZooKeeper and KRaft mode (Kafka 3.7's "ZooKeeper to KRaft Migration")."""
+    problems = check_kraft(kraft) + _broker_ids(zk_brokers)
+    problems += check_zookeeper(zk, zk_brokers + [n for n in kraft if migrating(n)])
+    roles = {n.service: set(n.properties.get("process.roles", "").split(",")) for n in kraft}
+    problems += [
+        f"{n.service}: combined broker and controller roles cannot migrate from ZooKeeper"
+        for n in kraft
+        if {"broker", "controller"} <= roles[n.service] and migrating(n)
+    ]
+    controllers = [n for n in kraft if "controller" in roles[n.service]]
+    controller_ids = {n.properties.get("node.id") for n in controllers}
+    broker_ids = [n.properties.get("broker.id") for n in zk_brokers]
+    broker_ids += [n.properties.get("node.id") for n in kraft if roles[n.service] == {"broker"}]
+    problems += [f"broker id {i} is also a controller's node.id" for i in broker_ids if i in controller_ids]
+    voters = next((n.properties.get("controller.quorum.voters") for n in kraft), None)
+    for c in controllers:
+        if migrating(c) and zk_brokers:  # it reaches them on their inter-broker listener, as it names it
+            problems += _check_controller_reaches_brokers(c, zk_brokers[0])
+    for b in zk_brokers:
+        if migrating(b):
+            problems += _check_migrating_zk_broker(b, voters)
+            problems += [
+                f"{c.service}: finalized (migration off) while {b.service} still runs in ZooKeeper mode"
+                for c in controllers
+                if not migrating(c)
+            ]
+    return problems
+
+
 def check_cluster(nodes: list[NodeConfig]) -> list[str]:
     """Every start-up rule over one rendered cluster's derived configs; [] when all hold."""
     zk = [n for n in nodes if n.role == "zookeeper"]
     kafka = [n for n in nodes if n.role in ("broker", "controller")]
     problems = [msg for n in kafka for msg in check_listeners(n)]
     kraft = [n for n in kafka if "process.roles" in n.properties]
-    if kraft:
+    zk_brokers = [n for n in kafka if "process.roles" not in n.properties]
+    if kraft and (zk or zk_brokers):  # a migration from ZooKeeper in progress
+        problems += check_migration(zk, kraft, zk_brokers)
+    elif kraft:
         problems += check_kraft(kafka)
     else:
         problems += check_zookeeper(zk, kafka)
-        ids = [n.properties.get("broker.id") for n in kafka]
-        problems += [f"broker.id {i} is used twice" for i, c in Counter(ids).items() if c > 1]
-        problems += [f"{n.service}: no fixed broker.id" for n, i in zip(kafka, ids, strict=True) if i in (None, "-1")]
+        problems += _broker_ids(kafka)
     return problems

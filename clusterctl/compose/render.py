@@ -46,6 +46,15 @@ _OWNED = {SECRET_VAR: _SECRET_RE, CONSOLE_TOKEN_VAR: _TOKEN_RE, CLUSTER_ID_VAR: 
 
 
 @dataclass
+class PhaseRender:
+    """What a migration phase renders in place of the spec's own nodes (clusterctl.compose.migration)."""
+
+    context: dict[str, Any]
+    services: list[RenderedService]
+    cluster_id: str
+
+
+@dataclass
 class RenderResult:
     cluster: str
     profile: str
@@ -71,10 +80,12 @@ def _environment(templates_dir: Path) -> jinja2.Environment:
     return text_environment(templates_dir, {"q": _q})
 
 
-def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR) -> str:
-    """The compose file text (deterministic for a given spec)."""
+def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR, context: dict[str, Any] | None = None) -> str:
+    """The compose file text (deterministic for a given spec); `context` replaces the spec's own (a migration
+    phase's, clusterctl.compose.migration)."""
     try:
-        text = _environment(templates_dir).get_template(COMPOSE_TEMPLATE).render(**build_context(spec))
+        context = build_context(spec) if context is None else context
+        text = _environment(templates_dir).get_template(COMPOSE_TEMPLATE).render(**context)
         yamlfile.load_text(text, f"rendered {COMPOSE_FILE}")
     except jinja2.TemplateError as exc:
         raise RenderError(f"template {COMPOSE_TEMPLATE}: {' '.join(str(exc).split())}") from None
@@ -174,20 +185,22 @@ def render(
     templates_dir: Path = TEMPLATES_DIR,
     validate: bool = True,
     protect: Path | None = None,
+    phase: PhaseRender | None = None,
 ) -> RenderResult:
     """Render into `out_dir` (default compose/<name>): all files or none (see clusterctl.compose.writer).
 
     The output is checked (`docker compose config`) in the staging directory first. Nothing is deleted
     that clusterctl did not write: a non-empty directory that an earlier render did not produce is
     refused, other files in a rendered directory and the user's lines in .env are left alone, and
-    `protect` (the spec file) is never written over.
+    `protect` (the spec file) is never written over. `phase` renders a migration phase's nodes instead of the
+    spec's own, with the cluster id it names.
     """
     out_dir = Path(out_dir) if out_dir is not None else spec.topology.compose_dir
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputPathError(f"{out_dir} exists and is not a directory")
-    text = render_compose(spec, templates_dir)
+    text = render_compose(spec, templates_dir, phase.context if phase else None)
     previous = _previous_render(out_dir)
-    env_text, secret_state, cluster_id_state = _env_file(spec, out_dir)
+    env_text, secret_state, cluster_id_state = _env_file(spec, out_dir, phase.cluster_id if phase else None)
     files: dict[str, tuple[str, int]] = {COMPOSE_FILE: (text, 0o644)}
     if env_text is not None:
         files[ENV_FILE] = (env_text, 0o600)
@@ -212,7 +225,7 @@ def render(
         network=spec.topology.network_name,
         subnet=spec.network.subnet,
         gateway=spec.network.gateway_ip,
-        services=summarize(spec),
+        services=phase.services if phase else summarize(spec),
         secret=secret_state,
         validated_by_compose=validated,
         mode=spec.kafka.mode,
@@ -244,7 +257,7 @@ def _kept_or_new(found: str | None, wanted: bool, make: Any) -> tuple[str | None
     return (make(), "created") if wanted else (None, "none")
 
 
-def _env_file(spec: ClusterSpec, out_dir: Path) -> tuple[str | None, str, str]:
+def _env_file(spec: ClusterSpec, out_dir: Path, cluster_id: str | None = None) -> tuple[str | None, str, str]:
     """The new .env text (None: no .env is written), and whether its secret and KRaft cluster id were kept,
     created or none. Only render's keys are set; a secret or id once minted is kept even while unused
     (toggling the manager off and on keeps its token)."""
@@ -254,7 +267,10 @@ def _env_file(spec: ClusterSpec, out_dir: Path) -> tuple[str | None, str, str]:
     secret_var = CONSOLE_TOKEN_VAR if console else SECRET_VAR
     secret, secret_state = _kept_or_new(found[secret_var], spec.kafka_manager.enabled, lambda: secrets.token_hex(32))
     # kept across renders: a node whose storage was formatted with another id refuses to start
-    cluster_id, cluster_id_state = _kept_or_new(found[CLUSTER_ID_VAR], spec.kraft_mode, new_cluster_id)
+    if cluster_id is not None:  # a migration: the id ZooKeeper's cluster already has
+        cluster_id_state = "kept" if found[CLUSTER_ID_VAR] == cluster_id else "created"
+    else:
+        cluster_id, cluster_id_state = _kept_or_new(found[CLUSTER_ID_VAR], spec.kraft_mode, new_cluster_id)
     what = "console access token" if console else "CMAK application secret"
     values: dict[str, tuple[str, str]] = {}
     if secret is not None:

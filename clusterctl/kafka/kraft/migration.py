@@ -1,0 +1,249 @@
+"""The ZooKeeper → KRaft migration plan: which phases run, what is refused, and the state file beside the spec.
+
+The phases themselves (and what each renders) are clusterctl.compose.migration's; running them is
+clusterctl.runtime.migrate's. Everything here is plain data and decisions, so it runs without Docker.
+A phase is recorded as started before its first change and as done after its done-check: an interrupted
+phase is run again from the start (every phase is idempotent: it re-renders and restarts only what differs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from clusterctl.compose.migration import FINALIZE, PHASES, Phase, phase
+from clusterctl.errors import ClusterctlError
+from clusterctl.spec.model import ClusterSpec
+from clusterctl.spec.profiles import kafka_version_of
+
+MIN_VERSION = (3, 7)  # the first release whose migration the Kafka project and vendors advise for production
+STATE_SUFFIX = ".migration.json"
+STATE_VERSION = 1
+
+
+class MigrationRefused(ClusterctlError):
+    """The migration cannot start or go on as asked; nothing was changed."""
+
+    exit_code = 2
+
+
+@dataclass
+class PhaseRecord:
+    phase: str
+    started: float
+    finished: float | None = None
+    detail: str = ""  # what the done-check saw (e.g. the controller's migration log line)
+
+
+@dataclass
+class MigrationState:
+    """What the state file beside the spec records."""
+
+    cluster: str
+    kafka_version: str  # major.minor: the brokers' inter.broker.protocol.version during the migration
+    controllers: int
+    cluster_id: str | None = None  # ZooKeeper's /cluster/id, which the controllers are formatted with
+    done: list[str] = field(default_factory=list)  # phase names, in order
+    current: str | None = None  # a phase started and not yet done (interrupted, or running)
+    history: list[PhaseRecord] = field(default_factory=list)
+    kept_spec: str | None = None  # the ZooKeeper-mode spec, kept when phase 5 rewrites the spec
+    rolled_back: bool = False
+
+    @property
+    def last_done(self) -> int:
+        return phase(self.done[-1]).number if self.done else 0
+
+    @property
+    def finished(self) -> bool:
+        return self.last_done == len(PHASES)
+
+    def started(self, p: Phase) -> None:
+        self.current = p.name
+        self.history.append(PhaseRecord(p.name, time.time()))
+
+    def completed(self, p: Phase, detail: str = "") -> None:
+        if p.name not in self.done:
+            self.done.append(p.name)
+        self.current = None
+        record = next((r for r in reversed(self.history) if r.phase == p.name), None)
+        if record is None or record.finished is not None:
+            record = PhaseRecord(p.name, time.time())
+            self.history.append(record)
+        record.finished = time.time()
+        record.detail = detail
+
+
+@dataclass
+class PhaseStatus:
+    number: int
+    name: str
+    section: str
+    state: str  # done | interrupted | pending
+    settings: list[str]
+
+
+@dataclass
+class MigrationStatus:
+    cluster: str
+    state_file: str
+    started: bool
+    kafka_version: str | None
+    cluster_id: str | None
+    phases: list[PhaseStatus]
+    next_phase: str | None
+    can_roll_back: bool
+    kept_spec: str | None = None
+
+
+def state_path(spec_path: Path) -> Path:
+    """The state file beside the spec: clusterctl.yaml → clusterctl.yaml.migration.json."""
+    return spec_path.with_name(spec_path.name + STATE_SUFFIX)
+
+
+def load_state(path: Path) -> MigrationState | None:
+    """The recorded migration, or None when none was started; an unreadable file is refused, never replaced."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise MigrationRefused(f"{path}: cannot read the migration state ({exc})") from None
+    try:
+        if data.pop("version") != STATE_VERSION:
+            raise ValueError("another state version")
+        history = [PhaseRecord(**r) for r in data.pop("history")]
+        state = MigrationState(**data, history=history)
+        for name in state.done + ([state.current] if state.current else []):
+            phase(name)
+    except (KeyError, TypeError, ValueError, AttributeError, ClusterctlError) as exc:
+        raise MigrationRefused(f"{path}: not a migration state file this clusterctl wrote ({exc})") from None
+    return state
+
+
+def save_state(path: Path, state: MigrationState) -> None:
+    """Write the state file atomically (a crash leaves the old or the new one, never half)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"version": STATE_VERSION, **asdict(state)}, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def check_migratable(spec: ClusterSpec, image: str, combined: bool = False) -> tuple[int, int]:
+    """Refuse a spec the migration cannot start from (one line each); the brokers' Kafka (major, minor)."""
+    if spec.kraft_mode:
+        raise MigrationRefused(f"cluster {spec.name} already runs in KRaft mode: there is nothing to migrate")
+    if spec.kafka.engine != "kafka":
+        raise MigrationRefused(f"cluster {spec.name} runs {spec.kafka.engine}, not Kafka: there is nothing to migrate")
+    if spec.image_profile.broker_flavor != "cp":
+        raise MigrationRefused(
+            f"profile {spec.profile}'s broker image has no KRaft support: use profile default or offline"
+        )
+    if combined:
+        raise MigrationRefused(
+            "combined mode (brokers that are also controllers) cannot migrate from ZooKeeper: "
+            "Kafka's migration needs dedicated controllers"
+        )
+    version = kafka_version_of(image)
+    if version is None:
+        raise MigrationRefused(
+            f"cannot tell the Kafka version of image {image}: pin images.kafka to a tagged 3.7+ image"
+        )
+    if version < MIN_VERSION:
+        raise MigrationRefused(
+            f"image {image} is Kafka {version[0]}.{version[1]}; migrating to KRaft needs Kafka "
+            f"{MIN_VERSION[0]}.{MIN_VERSION[1]} or later: upgrade the brokers first"
+        )
+    return version
+
+
+def plan(state: MigrationState, to: str | int | None = None, yes: bool = False) -> list[Phase]:
+    """The phases to run, in order, to reach `to` (default: the end); [] when it is already reached."""
+    if state.rolled_back:
+        raise MigrationRefused(
+            f"the migration of {state.cluster} was rolled back: remove its state file to start again"
+        )
+    target = phase(to).number if to is not None else len(PHASES)
+    first = state.last_done + 1
+    todo = [p for p in PHASES if first <= p.number <= target]
+    if any(p.number == FINALIZE for p in todo) and not yes:
+        raise MigrationRefused(
+            "phase 4 (finalize) is the point of no return: afterwards the cluster cannot go back to ZooKeeper; "
+            "pass --yes to run it"
+        )
+    return todo
+
+
+def check_single(state: MigrationState, ref: str | int) -> Phase:
+    """One phase by itself (`--phase`): only the next one, or the last one done again (idempotent)."""
+    p = phase(ref)
+    if p.number > state.last_done + 1:
+        missing = PHASES[state.last_done]
+        raise MigrationRefused(
+            f"phase {p.number} ({p.name}) is out of order: phase {missing.number} ({missing.name}) is not done yet"
+        )
+    if p.number < state.last_done:
+        raise MigrationRefused(
+            f"phase {p.number} ({p.name}) is out of order: the migration is past it (done up to {state.last_done})"
+        )
+    return p
+
+
+def rollback_level(state: MigrationState) -> int:
+    """The migration guide's revert row: the furthest phase begun (an interrupted one is backed out too)."""
+    level = max(state.last_done, phase(state.current).number if state.current else 0)
+    if level >= FINALIZE:
+        raise MigrationRefused(
+            f"the migration of {state.cluster} reached phase {level} (finalize): it can no longer go back to ZooKeeper"
+        )
+    return level
+
+
+ROLLBACK_STEPS: dict[int, tuple[str, ...]] = {
+    0: (),
+    1: ("remove the controllers",),
+    2: ("remove the controllers", "delete /controller and /migration", "roll the brokers without migration"),
+    3: (
+        "roll the brokers back to ZooKeeper mode (migration still enabled)",
+        "remove the controllers",
+        "delete /controller and /migration",
+        "roll the brokers without migration",
+    ),
+}
+
+
+def status(state: MigrationState | None, cluster: str, path: Path) -> MigrationStatus:
+    """Where the migration stands, phase by phase."""
+    done = set(state.done) if state else set()
+    current = state.current if state else None
+    phases = [
+        PhaseStatus(
+            p.number,
+            p.name,
+            p.section,
+            "done" if p.name in done else ("interrupted" if p.name == current else "pending"),
+            list(p.settings),
+        )
+        for p in PHASES
+    ]
+    next_phase = None
+    if state is None or (not state.finished and not state.rolled_back):
+        next_phase = PHASES[state.last_done if state else 0].name
+    can_roll_back = False
+    if state is not None and not state.rolled_back:
+        try:
+            can_roll_back = rollback_level(state) > 0
+        except MigrationRefused:
+            can_roll_back = False
+    return MigrationStatus(
+        cluster=cluster,
+        state_file=str(path),
+        started=state is not None,
+        kafka_version=state.kafka_version if state else None,
+        cluster_id=state.cluster_id if state else None,
+        phases=phases,
+        next_phase=next_phase,
+        can_roll_back=can_roll_back,
+        kept_spec=state.kept_spec if state else None,
+    )
