@@ -201,7 +201,25 @@ def _append(cols: dict[str, list[Any]], part: KafkaInputPartition, msg: Any, off
 
 
 def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
-    """Yield Arrow record batches with every record of `part`; fail the task on data loss or a stall."""
+    """Yield Arrow record batches with every record of `part`; fail the task on data loss or a stall.
+
+    librdkafka's batch consume straight into Arrow buffers (`arrowread`) where it loads, else
+    confluent-kafka's Consumer."""
+    from clusterctl.spark import arrowread
+
+    if arrowread.available():
+        return arrowread.read_range(
+            _reader_config(opts),
+            _arrow_schema(),
+            (part.topic, part.partition, part.start, part.end),
+            fail_on_data_loss=opts.fail_on_data_loss,
+            poll_timeout_ms=opts.poll_timeout_ms,
+        )
+    return read_range_client(opts, part)
+
+
+def read_range_client(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
+    """read_range through confluent-kafka's Consumer (a Message object per record: slower)."""
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 

@@ -1,0 +1,74 @@
+"""The Spark source's two partition readers (librdkafka batches into Arrow, confluent-kafka's Consumer) on tansu."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from clusterctl.kafka.admin import create_topic
+from clusterctl.kafka.connection import producer_config
+
+pytest.importorskip("pyspark", reason="needs the spark extra (pip install 'clusterctl[spark]')")
+pa = pytest.importorskip("pyarrow", reason="needs the spark extra (pip install 'clusterctl[spark]')")
+
+from clusterctl.spark import arrowread, source  # noqa: E402
+from clusterctl.spark.options import KafkaOptions  # noqa: E402
+from clusterctl.spark.source import KafkaInputPartition  # noqa: E402
+
+pytestmark = [pytest.mark.spark, pytest.mark.tansu]
+
+
+def _fill(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes, int]]:
+    """300 records on partition 0: keys every other record (None otherwise), empty and 4 KiB values."""
+    create_topic(bootstrap, topic, 1, 1)
+    p = Producer(producer_config(bootstrap))
+    records = []
+    for i in range(300):
+        key = f"k{i}".encode() if i % 2 else None
+        value = b"" if i % 50 == 0 else (b"x" * 4096 if i % 7 == 0 else f"value {i}".encode())
+        ts = 1_700_000_000_000 + i
+        p.produce(topic, key=key, value=value, partition=0, timestamp=ts)
+        records.append((key, value, ts))
+    assert p.flush(30) == 0
+    return records
+
+
+def _read(fn: Any, bootstrap: str, topic: str, start: int, end: int) -> Any:
+    opts = KafkaOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, need_topics=True)
+    batches = list(fn(opts, KafkaInputPartition(topic, 0, start, end)))
+    assert all(isinstance(b, pa.RecordBatch) for b in batches)
+    return pa.Table.from_batches(batches, schema=source._arrow_schema())
+
+
+def test_native_reader_matches_the_records_and_the_client_reader(
+    bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+):
+    assert arrowread.available(), "the wheel's librdkafka or numpy does not load: the source would be slow"
+    records = _fill(bootstrap, unique_name)
+
+    native = _read(source.read_range, bootstrap, unique_name, 25, 260)
+    rows = native.to_pylist()
+    assert [r["offset"] for r in rows] == list(range(25, 260))
+    for r in rows:
+        key, value, ts = records[r["offset"]]
+        assert (r["key"], r["value"], r["topic"], r["partition"]) == (key, value, unique_name, 0)
+        assert int(r["timestamp"].timestamp() * 1000) == ts and r["timestampType"] == 0  # CreateTime
+
+    client = _read(source.read_range_client, bootstrap, unique_name, 25, 260)
+    assert native.equals(client)
+
+    # a batch whose bytes pass the cap is cut into several, none lost
+    monkeypatch.setattr(arrowread, "MAX_BATCH_BYTES", 8192)
+    opts = KafkaOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": unique_name}, need_topics=True)
+    cut = list(source.read_range(opts, KafkaInputPartition(unique_name, 0, 0, 300)))
+    assert len(cut) > 3
+    assert all(sum(len(v or b"") for v in b.column("value").to_pylist()) <= 8192 + 4096 for b in cut)
+    assert pa.Table.from_batches(cut).column("offset").to_pylist() == list(range(300))
+
+
+def test_native_reader_fails_on_a_range_past_the_log_end(bootstrap: str, unique_name: str):
+    _fill(bootstrap, unique_name)
+    with pytest.raises(RuntimeError, match=r"data loss on .*\[0\] offsets 290\.\.310: the log ends at 300"):
+        _read(source.read_range, bootstrap, unique_name, 290, 310)
