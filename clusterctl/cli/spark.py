@@ -86,6 +86,13 @@ def cmd_spark_run(
         Path | None,
         typer.Option("--checkpoint", help="checkpoint directory; rerun with the same one to resume (default: temp)"),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="resume from --checkpoint: it must exist (exit 8 when missing, or another job's or topics')",
+        ),
+    ] = False,
     trigger: TriggerOpt = 1.0,
     until_idle: UntilIdleOpt = None,
     timeout: StreamTimeoutOpt = None,
@@ -133,6 +140,7 @@ def cmd_spark_run(
         options=parse_kv(option, "--option"),
         spark_conf=spark_conf,
         checkpoint_root=checkpoint_root,
+        resume=resume,
         on_progress=None if as_json else progress,
         on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
     )

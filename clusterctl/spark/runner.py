@@ -236,12 +236,14 @@ def run_job(
     on_progress: Callable[[BatchProgress], None] | None = None,
     on_start: Callable[[], None] | None = None,
     checkpoint_root: str | Path | None = None,
+    resume: bool = False,
 ) -> RunResult:
     """Run job `name`; streaming jobs stop after `until_idle_s` without input (or `timeout_s`, or Ctrl-C).
 
     Bad names, options, topics and an unreachable cluster fail before Spark starts; `on_start` is
     called just before it does. A temporary checkpoint (no `checkpoint`) goes under `checkpoint_root`
-    (default: the system temp dir); executors on other machines need one they can see.
+    (default: the system temp dir); executors on other machines need one they can see. A given checkpoint
+    must be this job's, on these topics, and exist when `resume` (CheckpointError otherwise, before Spark).
     """
     if connector not in CONNECTORS:
         raise UsageError(f"--connector must be python or builtin, got {connector!r}")
@@ -254,7 +256,12 @@ def run_job(
     opts = {**job.OPTIONS, **(options or {})}
     if hasattr(job, "resolve_options"):  # e.g. a default taken from an input file
         opts = job.resolve_options(opts)
+    owner = _check_checkpoint(name, job, opts, connector, checkpoint, resume)
     preflight(bootstrap, job, opts)
+    if owner is not None and checkpoint is not None:
+        from clusterctl.spark import checkpoint as checkpoints
+
+        checkpoints.record(Path(checkpoint), owner)
     if on_start:
         on_start()
 
@@ -298,6 +305,21 @@ def run_job(
         if own_session:
             with contextlib.suppress(Exception):
                 spark.stop()
+
+
+def _check_checkpoint(
+    name: str, job: ModuleType, opts: dict[str, str], connector: str, checkpoint: str | Path | None, resume: bool
+) -> Any:
+    """The checkpoint's owner once it is checked to fit this run (None: no checkpoint of the user's)."""
+    from clusterctl.spark import checkpoint as checkpoints
+
+    if resume and (checkpoint is None or job.KIND != "streaming"):
+        raise UsageError("--resume needs --checkpoint and a streaming job")
+    if checkpoint is None or job.KIND != "streaming":
+        return None
+    owner = checkpoints.owner_of(name, job, opts, connector)
+    checkpoints.check(Path(checkpoint), owner, resume=resume)
+    return owner
 
 
 def _is_connector_option(key: str) -> bool:
