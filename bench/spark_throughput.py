@@ -78,7 +78,7 @@ def fill(bootstrap: str, topic: str, rows: int) -> None:
 def source_alone(spark: Any, bootstrap: str, topic: str) -> float:
     """rows/s of a noop-sink streaming query over the whole topic (start to the end of the last batch)."""
     from clusterctl.spark.options import FORMAT
-    from clusterctl.spark.runner import _parse_ts
+    from clusterctl.spark.progress import parse_ts
 
     df = spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
     df = df.option("startingOffsets", "earliest").load()
@@ -91,7 +91,7 @@ def source_alone(spark: Any, bootstrap: str, topic: str) -> float:
         batches = [p for p in q.recentProgress if p["numInputRows"]]
     rows = sum(int(p["numInputRows"]) for p in batches)
     last = batches[-1]
-    end = _parse_ts(last["timestamp"]) + last["durationMs"]["triggerExecution"] / 1000
+    end = parse_ts(last["timestamp"]) + last["durationMs"]["triggerExecution"] / 1000
     if rows != ROWS:
         raise SystemExit(f"source query read {rows} rows, expected {ROWS}")
     return rows / (end - start)

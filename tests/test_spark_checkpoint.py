@@ -102,3 +102,18 @@ def test_own_checkpoint_resumes_and_a_changed_output_is_refused(
     with pytest.raises(CheckpointError, match=f"belongs to job word_count reading {src} writing {out}"):
         run_job("word_count", bootstrap, spark=spark, checkpoint=cp, resume=True, options={**opts, "output": src})
     assert log_end_offsets(bootstrap, [(out, 0)]) == written
+
+
+def test_run_reports_each_batch_with_rates_and_lag(bootstrap: str, topics: tuple[str, str]):
+    """--json: one event per micro-batch on stderr (rows, rates, lag), the result on stdout."""
+    src, out = topics
+    proc = spark_run(bootstrap, "--json", "-o", f"input={src}", "-o", f"output={out}", "-o", "maxOffsetsPerTrigger=20")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    events = [json.loads(ln) for ln in proc.stderr.splitlines() if ln.startswith("{")]
+    batches = [e for e in events if e["event"] == "batch" and e["input_rows"]]
+    assert [e["input_rows"] for e in batches] == [20, 20, 10]
+    # each batch leaves the rest of the topic's 50 records behind it
+    assert [e["lag"] for e in batches] == [30, 10, 0]
+    assert all(e["processed_rows_per_s"] > 0 for e in batches)
+    assert (result["input_rows"], result["batches"], result["lag"]) == (50, len(events), 0)

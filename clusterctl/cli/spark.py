@@ -8,7 +8,7 @@ import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
-from clusterctl.output import Column, emit, info
+from clusterctl.output import Column, emit, event_json, info
 
 if TYPE_CHECKING:
     from clusterctl.spec.model import ClusterSpec
@@ -124,8 +124,13 @@ def cmd_spark_run(
     master, servers, checkpoint_root, cluster_conf = _target(master, bootstrap, checkpoint)
     spark_conf = {**cluster_conf, **spark_conf}
 
-    def progress(p: Any) -> None:  # runner.BatchProgress
-        info(f"batch {p.batch_id}: {p.input_rows} input rows in {p.duration_ms} ms")
+    def progress(p: Any) -> None:  # progress.BatchProgress: a line, or with --json an event, on stderr
+        if as_json:
+            event_json({"event": "batch", "job": job, **vars(p)})
+        else:
+            from clusterctl.output import err_console  # rich: loaded only when a progress line is due
+
+            err_console.print(p.line(), soft_wrap=True, highlight=False)
 
     result = runner.run_job(
         job,
@@ -141,7 +146,7 @@ def cmd_spark_run(
         spark_conf=spark_conf,
         checkpoint_root=checkpoint_root,
         resume=resume,
-        on_progress=None if as_json else progress,
+        on_progress=progress,
         on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
     )
     _emit_result(job, result, as_json)
@@ -187,6 +192,7 @@ def _emit_result(job: str, result: Any, as_json: bool) -> None:
             Column("Input rows", "input_rows"),
             Column("Busy (s)", "busy_s"),
             Column("Records/s", "records_per_s"),
+            Column("Lag (records)", "lag"),
             Column("Wall (s)", "wall_s"),
             Column("Checkpoint", "checkpoint"),
         ],
