@@ -72,3 +72,31 @@ def test_native_reader_fails_on_a_range_past_the_log_end(bootstrap: str, unique_
     _fill(bootstrap, unique_name)
     with pytest.raises(RuntimeError, match=r"data loss on .*\[0\] offsets 290\.\.310: the log ends at 300"):
         _read(source.read_range, bootstrap, unique_name, 290, 310)
+
+
+def test_batch_progress_reads_rates_and_lag_from_spark_progress():
+    from clusterctl.spark.progress import BatchProgress
+
+    def progress(rate_in: float, end: str, latest: str | None) -> dict[str, Any]:
+        return {
+            "batchId": 4,
+            "numInputRows": 1500,
+            "timestamp": "2026-11-26T01:00:00.000Z",
+            "durationMs": {"triggerExecution": 750},
+            "inputRowsPerSecond": rate_in,
+            "processedRowsPerSecond": 2000.0,
+            "sources": [{"endOffset": end, "latestOffset": latest}],
+        }
+
+    p = BatchProgress.of(progress(float("nan"), '{"t": {"0": 10, "1": 5}}', '{"t": {"0": 25, "1": 5, "2": 7}}'))
+    assert (p.batch_id, p.input_rows, p.duration_ms, p.input_rows_per_s, p.processed_rows_per_s) == (
+        4,
+        1500,
+        750,
+        None,  # NaN: no previous batch to measure the input rate against
+        2000.0,
+    )
+    assert p.lag == 15 + 0 + 7  # a partition the batch has not read yet counts whole
+    assert p.line() == "batch 4: 1,500 rows in 750 ms (2,000 rows/s processed), lag 22"
+    unknown = BatchProgress.of(progress(120.0, '{"t": {"0": 10}}', None))
+    assert unknown.lag is None and unknown.line().endswith("(2,000 rows/s processed, 120 rows/s in), lag ?")
