@@ -100,3 +100,31 @@ def test_batch_progress_reads_rates_and_lag_from_spark_progress():
     assert p.line() == "batch 4: 1,500 rows in 750 ms (2,000 rows/s processed), lag 22"
     unknown = BatchProgress.of(progress(120.0, '{"t": {"0": 10}}', None))
     assert unknown.lag is None and unknown.line().endswith("(2,000 rows/s processed, 120 rows/s in), lag ?")
+
+
+@pytest.mark.real_kafka
+@pytest.mark.docker
+def test_ranges_ending_in_transaction_markers_end_without_waiting(real_kafka: Any, unique_name: str):
+    """Commit markers take offsets but are never delivered: a range ending on one ends at once, not after the
+    poll timeout (the reader asks the consumer's position), on both readers."""
+    bootstrap = real_kafka.bootstrap
+    create_topic(bootstrap, unique_name, 1, 3)
+    p = Producer({**producer_config(bootstrap), "transactional.id": f"{unique_name}-tx"})
+    p.init_transactions(30)
+    for batch in range(3):
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(unique_name, value=f"t{batch}-{i}".encode(), partition=0)
+        p.commit_transaction(30)
+    from clusterctl.kafka.connection import log_end_offsets
+
+    end = log_end_offsets(bootstrap, [(unique_name, 0)])[(unique_name, 0)]
+    assert end == 18  # 15 records, 3 commit markers
+    opts = KafkaOptions.parse(
+        {"kafka.bootstrap.servers": bootstrap, "subscribe": unique_name, "kafkaConsumer.pollTimeoutMs": "5000"},
+        need_topics=True,
+    )
+    for fn in (source.read_range, source.read_range_client):
+        rows = pa.Table.from_batches(list(fn(opts, KafkaInputPartition(unique_name, 0, 0, end)))).to_pylist()
+        assert [r["value"] for r in rows] == [f"t{b}-{i}".encode() for b in range(3) for i in range(5)]
+        assert [r["offset"] for r in rows] == [o for o in range(18) if o % 6 != 5]
