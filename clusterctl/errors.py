@@ -79,6 +79,13 @@ class FaultNotAppliedError(ClusterctlError):
     exit_code = 75  # sysexits' EX_TEMPFAIL: nothing happened, trying again may work
 
 
+class CheckpointError(ClusterctlError):
+    """A streaming checkpoint that does not fit the run: another job's or other topics', or missing on resume.
+    Found before Spark starts, so nothing was read or written."""
+
+    exit_code = 8
+
+
 class SpecNotFoundError(SpecError):
     """A spec or scenario file that does not exist: "not found" like any other missing thing."""
 

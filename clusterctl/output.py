@@ -178,6 +178,12 @@ def print_json_line(data: Any) -> None:
     sys.stdout.flush()
 
 
+def event_json(data: Any) -> None:
+    """One compact JSON object per line on stderr: progress events beside a `--json` result on stdout."""
+    sys.stderr.write(json.dumps(to_jsonable(data), separators=(",", ":")) + "\n")
+    sys.stderr.flush()
+
+
 def plain(text: str | None) -> Text | None:
     """User data (names, values, paths, messages) as literal text: never parsed as Rich markup."""
     from rich.text import Text

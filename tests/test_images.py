@@ -206,7 +206,7 @@ def test_zookeeper_image_standalone_runs_as_non_root() -> None:
 @pytest.mark.parametrize(
     ("entry", "listed"),
     [
-        ("clusterctl.spark.datasource", "SPARK_CLUSTERCTL_FILES"),
+        ("clusterctl.spark.datasource, clusterctl.spark.arrowread", "SPARK_CLUSTERCTL_FILES"),
         ("clusterctl.console.app, clusterctl.console.__main__", "CONSOLE_CLUSTERCTL_FILES"),
     ],
 )

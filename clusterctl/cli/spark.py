@@ -8,7 +8,7 @@ import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
-from clusterctl.output import Column, emit, info
+from clusterctl.output import Column, emit, event_json, info
 
 if TYPE_CHECKING:
     from clusterctl.spec.model import ClusterSpec
@@ -86,6 +86,13 @@ def cmd_spark_run(
         Path | None,
         typer.Option("--checkpoint", help="checkpoint directory; rerun with the same one to resume (default: temp)"),
     ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="resume from --checkpoint: it must exist (exit 8 when missing, or another job's or topics')",
+        ),
+    ] = False,
     trigger: TriggerOpt = 1.0,
     until_idle: UntilIdleOpt = None,
     timeout: StreamTimeoutOpt = None,
@@ -117,8 +124,13 @@ def cmd_spark_run(
     master, servers, checkpoint_root, cluster_conf = _target(master, bootstrap, checkpoint)
     spark_conf = {**cluster_conf, **spark_conf}
 
-    def progress(p: Any) -> None:  # runner.BatchProgress
-        info(f"batch {p.batch_id}: {p.input_rows} input rows in {p.duration_ms} ms")
+    def progress(p: Any) -> None:  # progress.BatchProgress: a line, or with --json an event, on stderr
+        if as_json:
+            event_json({"event": "batch", "job": job, **vars(p)})
+        else:
+            from clusterctl.output import err_console  # rich: loaded only when a progress line is due
+
+            err_console.print(p.line(), soft_wrap=True, highlight=False)
 
     result = runner.run_job(
         job,
@@ -133,7 +145,8 @@ def cmd_spark_run(
         options=parse_kv(option, "--option"),
         spark_conf=spark_conf,
         checkpoint_root=checkpoint_root,
-        on_progress=None if as_json else progress,
+        resume=resume,
+        on_progress=progress,
         on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
     )
     _emit_result(job, result, as_json)
@@ -179,6 +192,7 @@ def _emit_result(job: str, result: Any, as_json: bool) -> None:
             Column("Input rows", "input_rows"),
             Column("Busy (s)", "busy_s"),
             Column("Records/s", "records_per_s"),
+            Column("Lag (records)", "lag"),
             Column("Wall (s)", "wall_s"),
             Column("Checkpoint", "checkpoint"),
         ],

@@ -28,7 +28,13 @@ def hash_file(h: hashlib._Hash, path: Path) -> None:
 
 # distributions copied into clusterctl/spark (import name, distribution name); the executors' Python
 # connector needs them and they must be the driver's exact versions (PySpark above all)
-SPARK_DISTS = (("pyspark", "pyspark"), ("py4j", "py4j"), ("pyarrow", "pyarrow"), ("confluent_kafka", "confluent_kafka"))
+SPARK_DISTS = (
+    ("pyspark", "pyspark"),
+    ("py4j", "py4j"),
+    ("pyarrow", "pyarrow"),
+    ("confluent_kafka", "confluent_kafka"),
+    ("numpy", "numpy"),  # the source's Arrow read path (spark/arrowread.py)
+)
 # what executors import of clusterctl: the connector and the Kafka helpers it calls (the Dockerfile's import
 # check fails the build if one is missing); other modules change without rebuilding the image
 SPARK_CLUSTERCTL_FILES = (
@@ -36,10 +42,13 @@ SPARK_CLUSTERCTL_FILES = (
     "errors.py",
     "kafka/__init__.py",
     "kafka/connection.py",
+    "kafka/perf_consume_native.py",
+    "kafka/perf_native.py",
     "kafka/settings.py",
     "spec/__init__.py",
     "spec/validate.py",
     "spark/__init__.py",
+    "spark/arrowread.py",
     "spark/datasource.py",
     "spark/options.py",
     "spark/source.py",

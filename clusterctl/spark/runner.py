@@ -16,14 +16,11 @@ or on Spark's own (`kafka`) where spark-sql-kafka is on the classpath.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import importlib.util
 import os
 import re
 import shutil
-import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,15 +28,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UsageError
+from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.spark.options import FORMAT
+from clusterctl.spark.progress import BatchProgress, QueryWatch
 from clusterctl.spark.session import DEFAULT_MASTER, get_session, has_builtin_kafka
-from clusterctl.wait import wait_until
 
 Connector = Literal["python", "builtin"]
 CONNECTORS: tuple[str, ...] = ("python", "builtin")
 BUILTIN_FORMAT = "kafka"
-GRACEFUL_STOP_S = 60.0
 BUILTIN_HINT = (
     "add it with --conf spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, "
     "or use --connector python"
@@ -154,14 +150,6 @@ class JobContext:
 
 
 @dataclass
-class BatchProgress:
-    batch_id: int
-    input_rows: int
-    started: str
-    duration_ms: int
-
-
-@dataclass
 class RunResult:
     """The outcome of one `spark run`."""
 
@@ -178,12 +166,10 @@ class RunResult:
     #: query start to the end of the last micro-batch that had input (its output acknowledged by then)
     busy_s: float | None = None
     records_per_s: float | None = None
+    #: records the input topics held beyond what the last batch read (its lag)
+    lag: int | None = None
     progress: list[BatchProgress] = field(default_factory=list)
     result: dict[str, Any] | None = None
-
-
-def _parse_ts(value: str) -> float:
-    return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
 def preflight(bootstrap: str, job: ModuleType, options: dict[str, str]) -> None:
@@ -236,25 +222,25 @@ def run_job(
     on_progress: Callable[[BatchProgress], None] | None = None,
     on_start: Callable[[], None] | None = None,
     checkpoint_root: str | Path | None = None,
+    resume: bool = False,
 ) -> RunResult:
     """Run job `name`; streaming jobs stop after `until_idle_s` without input (or `timeout_s`, or Ctrl-C).
 
     Bad names, options, topics and an unreachable cluster fail before Spark starts; `on_start` is
     called just before it does. A temporary checkpoint (no `checkpoint`) goes under `checkpoint_root`
-    (default: the system temp dir); executors on other machines need one they can see.
+    (default: the system temp dir); executors on other machines need one they can see. A given checkpoint
+    must be this job's, on these topics, and exist when `resume` (CheckpointError otherwise, before Spark).
     """
     if connector not in CONNECTORS:
         raise UsageError(f"--connector must be python or builtin, got {connector!r}")
     job = load_job(name)
-    unknown = sorted(k for k in (options or {}) if k not in job.OPTIONS and not _is_connector_option(k))
-    if unknown:
-        raise UsageError(
-            f"job {name} has no option {', '.join(unknown)}; its options: {', '.join(job.OPTIONS) or 'none'}"
-        )
-    opts = {**job.OPTIONS, **(options or {})}
-    if hasattr(job, "resolve_options"):  # e.g. a default taken from an input file
-        opts = job.resolve_options(opts)
+    opts = _job_options(name, job, options)
+    owner = _check_checkpoint(name, job, opts, connector, checkpoint, resume)
     preflight(bootstrap, job, opts)
+    if owner is not None and checkpoint is not None:
+        from clusterctl.spark import checkpoint as checkpoints
+
+        checkpoints.record(Path(checkpoint), owner)
     if on_start:
         on_start()
 
@@ -300,6 +286,34 @@ def run_job(
                 spark.stop()
 
 
+def _job_options(name: str, job: ModuleType, options: dict[str, str] | None) -> dict[str, str]:
+    """The job's defaults overridden by `options` (unknown names refused), completed by the job."""
+    unknown = sorted(k for k in (options or {}) if k not in job.OPTIONS and not _is_connector_option(k))
+    if unknown:
+        raise UsageError(
+            f"job {name} has no option {', '.join(unknown)}; its options: {', '.join(job.OPTIONS) or 'none'}"
+        )
+    opts = {**job.OPTIONS, **(options or {})}
+    if hasattr(job, "resolve_options"):  # e.g. a default taken from an input file
+        opts = job.resolve_options(opts)
+    return opts
+
+
+def _check_checkpoint(
+    name: str, job: ModuleType, opts: dict[str, str], connector: str, checkpoint: str | Path | None, resume: bool
+) -> Any:
+    """The checkpoint's owner once it is checked to fit this run (None: no checkpoint of the user's)."""
+    from clusterctl.spark import checkpoint as checkpoints
+
+    if resume and (checkpoint is None or job.KIND != "streaming"):
+        raise UsageError("--resume needs --checkpoint and a streaming job")
+    if checkpoint is None or job.KIND != "streaming":
+        return None
+    owner = checkpoints.owner_of(name, job, opts, connector)
+    checkpoints.check(Path(checkpoint), owner, resume=resume)
+    return owner
+
+
 def _is_connector_option(key: str) -> bool:
     k = key.lower()
     return k.startswith("kafka.") or k in ("maxoffsetspertrigger", "failondataloss", "startingoffsets", "endingoffsets")
@@ -336,7 +350,7 @@ def _run_streaming(
         query = writer.queryName(f"clusterctl_{name}_{os.getpid()}").start()
     except Exception as exc:
         raise ClusterctlError(f"job {name} could not start: {error_line(exc)}") from None
-    watch = _Watch(query, on_progress)
+    watch = QueryWatch(query, on_progress)
     try:
         stopped = watch.run(start, until_idle_s, timeout_s, available_now)
     finally:
@@ -363,71 +377,6 @@ def _run_streaming(
         input_rows=rows,
         busy_s=busy_s,
         records_per_s=rows / busy_s if busy_s and rows else None,
+        lag=seen[max(seen)].lag if seen else None,
         progress=[seen[k] for k in sorted(seen)],
     )
-
-
-class _Watch:
-    """A running streaming query, watched until it ends, idles, times out or is interrupted."""
-
-    def __init__(self, query: Any, on_progress: Callable[[BatchProgress], None] | None) -> None:
-        self.query = query
-        self.on_progress = on_progress
-        self.seen: dict[int, BatchProgress] = {}
-        self.last_input = time.monotonic()
-        self.last_data_end: float | None = None
-        self.interrupts = 0
-
-    def _collect(self) -> None:
-        """Take the batches the query finished since the last look."""
-        for p in self.query.recentProgress:
-            bid = int(p["batchId"])
-            if bid in self.seen:
-                continue
-            bp = BatchProgress(bid, int(p["numInputRows"]), p["timestamp"], int(p["durationMs"]["triggerExecution"]))
-            self.seen[bid] = bp
-            if bp.input_rows:
-                self.last_input = time.monotonic()
-                self.last_data_end = _parse_ts(bp.started) + bp.duration_ms / 1000
-            if self.on_progress:
-                self.on_progress(bp)
-
-    def _finish_batch(self) -> None:
-        """Let a running micro-batch finish (stopping mid-batch makes Spark spill stack traces); a second
-        Ctrl-C stops at once."""
-        with contextlib.suppress(TimeoutError_):
-            wait_until(
-                lambda: not self.query.status.get("isTriggerActive") or self.interrupts >= 2,
-                timeout=GRACEFUL_STOP_S,
-                interval=0.2,
-                what="the running micro-batch to finish",
-            )
-
-    def run(self, start: float, until_idle_s: float | None, timeout_s: float | None, available_now: bool) -> str:
-        """Why the query stopped: caught up, terminated, idle, timeout or interrupted."""
-        # PySpark's own SIGINT handler calls into the JVM from inside a py4j call; a flag stops the query cleanly
-        previous = None
-        if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGINT, lambda *_: setattr(self, "interrupts", self.interrupts + 1))
-        try:
-            while True:
-                if self.interrupts:
-                    self._finish_batch()
-                    return "interrupted"
-                active = self.query.isActive
-                self._collect()
-                if not active:
-                    return "caught up" if available_now else "terminated"
-                now = time.monotonic()
-                busy = bool(self.query.status.get("isTriggerActive"))
-                # idle counts only once a batch has run: a slow first plan is not idleness
-                if until_idle_s is not None and self.seen and now - self.last_input >= until_idle_s and not busy:
-                    return "idle"
-                if timeout_s is not None and now - start >= timeout_s:
-                    return "timeout"
-                self.query.awaitTermination(0.25)
-        except KeyboardInterrupt:
-            return "interrupted"
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)

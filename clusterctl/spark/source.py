@@ -201,7 +201,25 @@ def _append(cols: dict[str, list[Any]], part: KafkaInputPartition, msg: Any, off
 
 
 def read_range(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
-    """Yield Arrow record batches with every record of `part`; fail the task on data loss or a stall."""
+    """Yield Arrow record batches with every record of `part`; fail the task on data loss or a stall.
+
+    librdkafka's batch consume straight into Arrow buffers (`arrowread`) where it loads, else
+    confluent-kafka's Consumer."""
+    from clusterctl.spark import arrowread
+
+    if arrowread.available():
+        return arrowread.read_range(
+            _reader_config(opts),
+            _arrow_schema(),
+            (part.topic, part.partition, part.start, part.end),
+            fail_on_data_loss=opts.fail_on_data_loss,
+            poll_timeout_ms=opts.poll_timeout_ms,
+        )
+    return read_range_client(opts, part)
+
+
+def read_range_client(opts: KafkaOptions, part: KafkaInputPartition) -> Iterator[Any]:
+    """read_range through confluent-kafka's Consumer (a Message object per record: slower)."""
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -295,6 +313,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, opts: KafkaOptions) -> None:
         self.opts = opts
         self.target: dict[tuple[str, int], int] | None = None
+        #: the log-end offsets latestOffset saw, reported as the trigger's latest (Spark's Kafka source does so)
+        self.latest: dict[tuple[str, int], int] | None = None
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Trigger.AvailableNow: read up to today's end offsets, in limit-sized batches, then stop."""
@@ -321,13 +341,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin.update(earliest_offsets(self.opts.bootstrap, new))
         # never move backwards (e.g. a high watermark briefly lower after a leader change)
         end = {tp: max(e, begin.get(tp, 0)) for tp, e in end.items()}
+        self.latest = dict(end)
         if isinstance(limit, ReadMaxRows):
             end = cap_offsets(begin, end, limit.max_rows)
         return _nest(end)
 
     def reportLatestOffset(self) -> dict | None:
-        tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
-        return _nest(latest_offsets(self.opts.bootstrap, tps))
+        """The latest offsets of this trigger (for the progress' lag), asked of the brokers only when
+        latestOffset did not (with Trigger.AvailableNow: its target, as Spark's own Kafka source)."""
+        if self.latest is None:
+            tps = topic_partitions(self.opts.bootstrap, self.opts.topics)
+            self.latest = latest_offsets(self.opts.bootstrap, tps)
+        return _nest(self.latest)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaInputPartition]:
         begin = _flat(start)
