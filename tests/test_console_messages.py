@@ -92,6 +92,7 @@ def test_messages_page_escapes_keys_values_and_headers(bootstrap: str, topic: st
     assert page.text.count("&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") == 4  # key, value, header name and value
     assert "00000000  00 01 02 03" in page.text and 'class="tag">hex' in page.text  # the binary value
     assert 'data-offset="61"' in page.text and 'data-offset="56"' not in page.text  # 5 newest of partition 0
+    assert 'id="older" href="?partition=0&amp;to_offset=56&amp;limit=5"' in page.text  # the next 5 back
     bad = _get(app, f"/topics/{topic}/messages?limit=100000")
     assert bad.status == 400 and "limit" in bad.text
 
