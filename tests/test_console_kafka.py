@@ -202,6 +202,9 @@ def test_config_edit_in_the_page_is_what_topic_configs_shows(
             sources = set(cells(page, "#configs tr[data-config] td.source"))
             assert {"static (server.properties)", "default"} <= sources, sources
             assert page.locator('#configs tr[data-config="broker.id"]').count() == 1
+            page.fill("#config-filter", "log.retention")
+            shown = [n for n in cells(page, "#configs tr[data-config]:visible td:first-child")]
+            assert shown and all("log.retention" in n for n in shown), shown
             screenshot(page, tmp_path, "broker-configs")
         finally:
             page.close()

@@ -62,7 +62,8 @@ def test_times_and_sizes() -> None:
 
 def test_config_values_read_as_durations_and_sizes() -> None:
     hints = {("retention.ms", "604800000"): "7 d", ("segment.ms", "3600000"): "1 h", ("flush.ms", "1500"): "1.5 s",
-             ("retention.ms", "-1"): "unlimited", ("segment.bytes", "1073741824"): "1.0 GiB",
+             ("retention.ms", "-1"): "unlimited", ("flush.ms", str(2**63 - 1)): "unlimited",
+             ("local.retention.ms", "-2"): "", ("segment.bytes", "1073741824"): "1.0 GiB",
              ("max.message.bytes", "1048588"): "1.0 MiB", ("min.insync.replicas", "2"): "",
              ("cleanup.policy", "delete"): "", ("retention.ms", "999"): ""}  # fmt: skip
     assert {k: present.config_hint(*k) for k in hints} == hints

@@ -76,8 +76,10 @@ def config_hint(name: str, value: Any) -> str:
         n = int(str(value))
     except ValueError:
         return ""
+    if n == -1 or n == 2**63 - 1:  # Kafka's "no limit" (Long.MAX_VALUE as a default)
+        return "unlimited"
     if n < 0:
-        return "unlimited" if n == -1 else ""
+        return ""
     if name.endswith((".ms", ".ms.config")) and n >= 1000:
         return duration(n)
     if name.endswith(".bytes") and n >= 1024:

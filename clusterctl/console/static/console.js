@@ -85,6 +85,17 @@
     window.addEventListener("pagehide", function () { source.close(); });
   }
 
+  // the configs pages: a filter over the rows (a broker has hundreds)
+  var filter = document.getElementById("config-filter");
+  if (filter) {
+    filter.oninput = function () {
+      var needle = filter.value.toLowerCase();
+      document.querySelectorAll("#configs tbody tr").forEach(function (tr) {
+        tr.hidden = needle !== "" && tr.innerText.toLowerCase().indexOf(needle) < 0;
+      });
+    };
+  }
+
   // the messages page's live tail: each event is table rows, newest first; the table keeps the last 200
   var box = document.getElementById("tail-box");
   var toggle = document.getElementById("tail-toggle");
