@@ -3,7 +3,9 @@
 On the session's shared 3-broker cluster (tests/conftest.py). While `scenario run kill-leader` kills partition
 0's leader, a browser on the topic page sees the new leader without a reload; the delay after the observer's own
 metadata poll saw it is printed (and must stay under 2 s). Then the replica actions tansu cannot do: add
-partitions and a preferred-replica election, confirmed in the page, checked by the CLI.
+partitions and a preferred-replica election, confirmed in the page, checked by the CLI; and the configs tansu
+does not describe: a topic config set and deleted in the page, as `clusterctl topic configs` shows it, and a
+broker's configs with their source.
 """
 
 from __future__ import annotations
@@ -151,5 +153,58 @@ def test_add_partitions_and_preferred_election_from_the_page(
             assert cells(page, "#partitions tr[data-partition] td.leader") == [
                 str(p["replicas"][0]) for p in cli_json(spec_path, "topic", "describe", topic)[0]["partitions"]
             ]
+        finally:
+            page.close()
+
+
+def test_config_edit_in_the_page_is_what_topic_configs_shows(
+    real_kafka: RealKafka, spec_path: Path, browser: Any, tmp_path: Path
+) -> None:
+    topic = f"ui-cfg-{uuid.uuid4().hex[:6]}"
+    res = cli(spec_path, "topic", "create", topic, "--partitions", "1", "--replication-factor", "3")
+    assert res.returncode == 0, res.stderr
+
+    def configs() -> dict[str, Any]:
+        return {r["name"]: r for r in cli_json(spec_path, "topic", "configs", topic)}
+
+    with console(cwd=spec_path.parent) as url:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            page.goto(f"{url}/topics/{topic}")
+            page.click("#configs-link")
+            row = page.locator('#configs tr[data-config="retention.ms"]')
+            assert row.locator("td.source").inner_text() == "default"
+            assert row.locator("td.value").inner_text() == "604800000" and "7 d" in row.inner_text()
+            assert "retention.ms" not in configs()
+            page.click("#alter-config summary")
+            page.fill("#alter-config input[name=name]", "retention.ms")
+            page.fill("#alter-config input[name=value]", "4321000")
+            page.click("#alter-config button[type=submit]")
+            assert page.inner_text("#confirm-question") == f"Set retention.ms=4321000 on topic '{topic}'?"
+            assert "retention.ms" not in configs()  # nothing before the confirmation
+            page.click("#confirm")
+            page.wait_for_url(f"{url}/topics/{topic}/configs?done=*")
+            assert (configs()["retention.ms"]["value"], configs()["retention.ms"]["source"]) == (
+                "4321000", "DYNAMIC_TOPIC_CONFIG")  # fmt: skip
+            assert row.locator("td.value").inner_text() == "4321000"
+            assert row.locator("td.source").inner_text() == "dynamic (topic)"
+            screenshot(page, tmp_path, "topic-configs")
+            # the override deleted from the page: back to the broker's default
+            row.locator("button").click()
+            assert "Delete the override of retention.ms" in page.inner_text("#confirm-question")
+            page.click("#confirm")
+            page.wait_for_url(f"{url}/topics/{topic}/configs?done=*")
+            assert "retention.ms" not in configs()
+            assert row.locator("td.source").inner_text() == "default"
+            # a broker's configs: from server.properties (static) and Kafka's defaults
+            page.goto(f"{url}/brokers")
+            page.click("#brokers tr[data-broker] a[href$='/configs']")
+            sources = set(cells(page, "#configs tr[data-config] td.source"))
+            assert {"static (server.properties)", "default"} <= sources, sources
+            assert page.locator('#configs tr[data-config="broker.id"]').count() == 1
+            page.fill("#config-filter", "log.retention")
+            shown = [n for n in cells(page, "#configs tr[data-config]:visible td:first-child")]
+            assert shown and all("log.retention" in n for n in shown), shown
+            screenshot(page, tmp_path, "broker-configs")
         finally:
             page.close()

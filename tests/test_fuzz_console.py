@@ -25,7 +25,7 @@ from clusterctl.console import bounds
 from clusterctl.console.app import build_app
 from clusterctl.console.data import ConsoleTarget
 from clusterctl.console.guard import served
-from clusterctl.kafka import admin
+from clusterctl.kafka import admin, browse
 from clusterctl.testing.tansu import TansuBroker
 
 pytestmark = pytest.mark.tansu
@@ -69,6 +69,7 @@ def site(request: pytest.FixtureRequest, tansu_broker: TansuBroker) -> Iterator[
     yield _site(tansu_broker.bootstrap, canary, TOKEN if request.param == "token" else None)
     names = {t.name for t in admin.describe_topics(tansu_broker.bootstrap)}
     assert canary in names and CREATED not in names  # nothing state-changing got through
+    assert browse.read_window(tansu_broker.bootstrap, canary).records == []  # nothing produced
     admin.delete_topic(tansu_broker.bootstrap, canary)
 
 
@@ -114,12 +115,13 @@ bad_auth = st.one_of(
     st.just(f"Bearer {TOKEN[:-1]}"),
     st.just(f"Bearer {TOKEN}x"),
 )
-action = st.sampled_from(["delete-topic", "create-topic", "add-partitions", "elect"])
+action = st.sampled_from(["delete-topic", "create-topic", "add-partitions", "elect", "produce", "alter-config"])
 
 
 def _post(site: Site, act: str, headers: list[tuple[str, str]]) -> Any:
     form = {"csrftoken": site.csrf, "confirmed": "yes", "partitions": "1", "replication_factor": "1",
-            "topic": site.canary if act != "create-topic" else CREATED}  # fmt: skip
+            "topic": site.canary if act != "create-topic" else CREATED, "value": "fuzz",
+            "name": "retention.ms"}  # fmt: skip
     headers = [*headers, ("cookie", site.cookie), ("content-type", "application/x-www-form-urlencoded")]
     return call(site.app, "POST", f"/actions/{act}", headers, urlencode(form).encode())
 

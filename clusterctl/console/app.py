@@ -35,16 +35,15 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from clusterctl.console import bounds
+from clusterctl.console import actions, bounds, present
 from clusterctl.console.data import ConsoleTarget, Hub
 from clusterctl.console.guard import Guard, Served, TokenGate
+from clusterctl.console.messages import MessagePages
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.kafka import admin, elections
 
 HERE = Path(__file__).resolve().parent
 LIVE_INTERVAL_S = 0.25  # how often a live stream re-renders its fragment (sources are cached, see data.py)
 KEEPALIVE_S = 15.0
-ACTIONS = ("create-topic", "delete-topic", "add-partitions", "elect")
 PAGES = [("cluster", "Cluster"), ("brokers", "Brokers"), ("topics", "Topics"), ("groups", "Consumer groups"),
          ("zk", "ZooKeeper"), ("drills", "Drills")]  # fmt: skip
 
@@ -70,6 +69,10 @@ class Console:
             loader=FileSystemLoader(str(HERE / "templates")), autoescape=select_autoescape(default=True)
         )
         self.env.filters["clock"] = _clock
+        self.env.filters["when"] = present.when
+        self.env.filters["iso"] = present.iso
+        self.env.filters["size"] = present.size
+        self.env.globals["config_hint"] = present.config_hint
 
     # ---- fragments: one per live region
 
@@ -249,25 +252,29 @@ class Pages:
 
     async def action(self, request: Request) -> Response:
         name = request.path_params["action"]
-        if name not in ACTIONS:
+        if name not in actions.ACTIONS:
             return PlainTextResponse("error: unknown action", status_code=404)
         if self.target.read_only:
             return PlainTextResponse("error: this console is read-only (--read-only)", status_code=403)
-        form = {k: str(v).strip() for k, v in (await request.form()).items() if k != "csrftoken"}
-        confirmed = form.pop("confirmed", "") == "yes"
-        back = _back(name, form)
+        raw = (await request.form()).items()
+        form = {k: str(v) if k in actions.VERBATIM else str(v).strip() for k, v in raw if k != "csrftoken"}
+        confirmed = form.pop("confirmed", "") == "yes" or name in actions.UNCONFIRMED
+        back = actions.back(name, form)
         try:
-            summary = _describe_action(name, form)
+            summary = actions.describe(name, form)
             if not confirmed:
+                plan = None
+                if name in actions.PREVIEWED:
+                    plan = await bounds.off_loop(actions.preview, self.target.bootstrap, name, form)
                 return self.console.page(request, "confirm.html", title="Confirm", action=name, form=form,
-                                    summary=summary, back=back)  # fmt: skip
-            done = await bounds.off_loop(_run_action, self.target.bootstrap, name, form,
+                                         summary=summary, back=back, plan=plan)  # fmt: skip
+            done = await bounds.off_loop(actions.run, self.target.bootstrap, name, form,
                                          timeout=bounds.ACTION_TIMEOUT_S,
                                          note="; the action may still complete (reload to see)")  # fmt: skip
         except ClusterctlError as exc:
             return self.console.page(request, "confirm.html", 400, title="Error", action=name, form=form, summary=None,
                                 back=back, error=_error(exc))  # fmt: skip
-        after = "/topics" if name == "delete-topic" else back
+        after = {"delete-topic": "/topics", "delete-group": "/groups"}.get(name, back)
         return RedirectResponse(f"{after}?{urlencode({'done': done})}", status_code=303)
 
     async def healthz(self, request: Request) -> Response:
@@ -276,7 +283,8 @@ class Pages:
 
 def build_app(target: ConsoleTarget, allowed: Served, token: str | None = None) -> ASGIApp:
     """The ASGI app answering only to `allowed` names; `token` (when given) is needed by every request but /healthz."""
-    pages = Pages(Console(target), target)
+    console = Console(target)
+    pages, mp = Pages(console, target), MessagePages(console, target)
     routes = [
         Route("/", pages.index),
         Route("/healthz", pages.healthz),
@@ -284,6 +292,10 @@ def build_app(target: ConsoleTarget, allowed: Served, token: str | None = None) 
         Route("/brokers", pages.brokers),
         Route("/topics", pages.topics),
         Route("/topics/{name}", pages.topic),
+        Route("/topics/{name}/messages", mp.messages),
+        Route("/topics/{name}/tail", mp.tail),
+        Route("/topics/{name}/configs", mp.topic_configs),
+        Route("/brokers/{id}/configs", mp.broker_configs),
         Route("/groups", pages.groups_page),
         Route("/groups/{name}", pages.group),
         Route("/zk", pages.zk_page),
@@ -298,7 +310,7 @@ def build_app(target: ConsoleTarget, allowed: Served, token: str | None = None) 
     app = asgi_csrf(
         app,
         signing_secret=secrets.token_hex(32),
-        always_protect={f"/actions/{a}" for a in ACTIONS},
+        always_protect={f"/actions/{a}" for a in actions.ACTIONS},
         cookie_samesite="Strict",
     )
     if token:
@@ -342,79 +354,3 @@ def _pretty(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, indent=2, sort_keys=True)
     return "" if value is None else str(value)
-
-
-def _int(form: dict[str, str], key: str, what: str) -> int:
-    try:
-        return int(form.get(key, ""))
-    except ValueError:
-        raise UsageError(f"{what} must be a whole number, got {form.get(key, '')!r}") from None
-
-
-def _topic_name(form: dict[str, str]) -> str:
-    name = form.get("topic", "")
-    if not name:
-        raise UsageError("a topic name is required")
-    return name
-
-
-def _configs(form: dict[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in (p.strip() for p in form.get("configs", "").replace("\n", ",").split(",")):
-        if not pair:
-            continue
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--config expects key=value, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _describe_action(name: str, form: dict[str, str]) -> str:
-    """What the confirmation step asks about (validating the form on the way)."""
-    if name == "create-topic":
-        p, rf = _int(form, "partitions", "partitions"), _int(form, "replication_factor", "replication factor")
-        cfg = _configs(form)
-        extra = f" with {', '.join(f'{k}={v}' for k, v in cfg.items())}" if cfg else ""
-        return f"Create topic {_topic_name(form)!r} with {p} partition(s), replication factor {rf}{extra}?"
-    if name == "delete-topic":
-        return f"Delete topic {_topic_name(form)!r} and all its data?"
-    if name == "add-partitions":
-        return f"Grow topic {_topic_name(form)!r} to {_int(form, 'partitions', 'partitions')} partitions?"
-    topic = form.get("topic") or None
-    return f"Run a preferred-replica election for {'topic ' + repr(topic) if topic else 'every partition'}?"
-
-
-def _run_action(bootstrap: str, name: str, form: dict[str, str]) -> str:
-    """Call the same domain functions as the CLI; returns the line shown after the redirect."""
-    if name == "create-topic":
-        topic = _topic_name(form)
-        admin.create_topic(bootstrap, topic, _int(form, "partitions", "partitions"),
-                           _int(form, "replication_factor", "replication factor"), _configs(form))  # fmt: skip
-        return f"created topic {topic}"
-    if name == "delete-topic":
-        topic = _topic_name(form)
-        admin.delete_topic(bootstrap, topic)
-        return f"deleted topic {topic}"
-    if name == "add-partitions":
-        change = admin.create_partitions(bootstrap, _topic_name(form), _int(form, "partitions", "partitions"))
-        return f"topic {change.topic}: {change.note}"
-    only = form.get("topic") or None
-    parts = [(only, p.partition) for p in admin.describe_topic(bootstrap, only).partitions] if only else None
-    results = elections.elect_leaders(bootstrap, "preferred", parts)
-    failed = [r for r in results if not r.ok]
-    if failed:
-        raise ClusterctlError(
-            f"preferred election failed for {len(failed)} partition(s); {failed[0].topic}-{failed[0].partition}: "
-            f"{failed[0].error}"
-        )
-    return f"preferred-replica election done ({len(results)} partition(s) checked)"
-
-
-def _back(name: str, form: dict[str, str]) -> str:
-    topic = form.get("topic")
-    if name in ("add-partitions", "delete-topic") or (name == "elect" and topic):
-        return f"/topics/{topic}" if topic else "/topics"
-    if name == "create-topic" and topic:
-        return f"/topics/{topic}"
-    return "/topics"

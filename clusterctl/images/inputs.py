@@ -165,6 +165,7 @@ CONSOLE_CLUSTERCTL_FILES = (
     "kafka/__init__.py",
     "kafka/admin.py",
     "kafka/brokers.py",
+    "kafka/browse.py",
     "kafka/configs.py",
     "kafka/connection.py",
     "kafka/elections.py",

@@ -18,14 +18,13 @@ from confluent_kafka.admin import (
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
-    ConfigSource,
     NewPartitions,
     NewTopic,
 )
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
 from clusterctl.kafka.brokers import metadata_per_broker, unknown_topic
-from clusterctl.kafka.configs import topic_overrides
+from clusterctl.kafka.configs import ConfigValue, config_values, topic_overrides
 from clusterctl.kafka.connection import (
     METADATA_TIMEOUT_S,
     REQUEST_TIMEOUT_S,
@@ -108,16 +107,6 @@ class TopicChange:
     configs: dict[str, str] = field(default_factory=dict)
     deleted_configs: list[str] = field(default_factory=list)
     note: str | None = None
-
-
-@dataclass
-class ConfigValue:
-    name: str
-    value: str | None
-    source: str
-    is_default: bool
-    read_only: bool
-    sensitive: bool
 
 
 def _partition_state(topic: str, p: Any) -> PartitionState:
@@ -393,17 +382,5 @@ def describe_configs(bootstrap: str, name: str, include_defaults: bool = False) 
     futs = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, name)], request_timeout=REQUEST_TIMEOUT_S)
     out: list[ConfigValue] = []
     for fut in futs.values():
-        for key, e in sorted(_result(fut, bootstrap).items()):
-            if not include_defaults and e.is_default:
-                continue
-            out.append(
-                ConfigValue(
-                    key,
-                    None if e.is_sensitive else e.value,
-                    ConfigSource(e.source).name,
-                    e.is_default,
-                    e.is_read_only,
-                    e.is_sensitive,
-                )
-            )
+        out += config_values(_result(fut, bootstrap), include_defaults)
     return out

@@ -7,11 +7,51 @@ clusterctl.kafka.reassign) and `kafka_version` (the console's broker table).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
-from clusterctl.kafka.connection import REQUEST_TIMEOUT_S, _result, admin
+from clusterctl.kafka.connection import REQUEST_TIMEOUT_S, _result, admin, fetch_metadata
 from clusterctl.kafka.retry import retrying
+
+
+@dataclass
+class ConfigValue:
+    """One config entry as DescribeConfigs gives it; `source` is Kafka's ConfigSource name."""
+
+    name: str
+    value: str | None
+    source: str
+    is_default: bool
+    read_only: bool
+    sensitive: bool
+
+
+def config_values(entries: dict[str, Any], include_defaults: bool = True) -> list[ConfigValue]:
+    """DescribeConfigs entries as ConfigValues (sorted by name; a sensitive value is never carried)."""
+    return [
+        ConfigValue(
+            key,
+            None if e.is_sensitive else e.value,
+            ConfigSource(e.source).name,
+            e.is_default,
+            e.is_read_only,
+            e.is_sensitive,
+        )
+        for key, e in sorted(entries.items())
+        if include_defaults or not e.is_default
+    ]
+
+
+def describe_broker_configs(bootstrap: str, broker_id: int) -> list[ConfigValue]:
+    """Every config of one broker with its source (static from server.properties, dynamic, default)."""
+    client = admin(bootstrap)  # held until the answer comes: a collected client cancels its requests
+    fetch_metadata(bootstrap, client=client)  # an unreachable cluster is the usual one line
+    res = ConfigResource(ConfigResource.Type.BROKER, str(broker_id))
+    fut = next(iter(client.describe_configs([res], request_timeout=REQUEST_TIMEOUT_S).values()))
+    return config_values(_result(fut, bootstrap))
 
 
 def topic_overrides(client: AdminClient, names: list[str]) -> dict[str, dict[str, str]]:

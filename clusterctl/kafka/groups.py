@@ -69,7 +69,14 @@ class ResetPlan:
     partitions: list[OffsetReset] = field(default_factory=list)
 
 
-ResetTarget = Literal["earliest", "latest"] | int
+@dataclass(frozen=True)
+class AtTime:
+    """A reset to the first offset whose timestamp is at or after `ms` (epoch ms); the log end where none is."""
+
+    ms: int
+
+
+ResetTarget = Literal["earliest", "latest"] | int | AtTime
 INACTIVE_STATES = ("EMPTY", "DEAD", "UNKNOWN")
 
 
@@ -193,12 +200,15 @@ def reset_offsets(
     keys = [(topic, p.partition) for p in parts]
     earliest = _offsets(client, bootstrap, keys, OffsetSpec.earliest())
     latest = log_end_offsets(bootstrap, keys, client)
+    at_time = _offsets(client, bootstrap, keys, OffsetSpec.for_timestamp(to.ms)) if isinstance(to, AtTime) else {}
     plan = []
     for key in keys:
         if to == "earliest":
             new = earliest[key]
         elif to == "latest":
             new = latest[key]
+        elif isinstance(to, AtTime):
+            new = latest[key] if at_time[key] < 0 else min(max(at_time[key], earliest[key]), latest[key])
         else:
             if to < 0:
                 raise UsageError(f"--to-offset must be >= 0, got {to}")
@@ -210,7 +220,7 @@ def reset_offsets(
         bad = [tp for tp in res.topic_partitions or [] if tp.error is not None]
         if bad:
             raise ClusterctlError(f"offset reset failed for {bad[0].topic}-{bad[0].partition}: {bad[0].error}")
-    label = to if isinstance(to, str) else f"offset {to}"
+    label = to if isinstance(to, str) else f"timestamp {to.ms}" if isinstance(to, AtTime) else f"offset {to}"
     return ResetPlan(group, topic, label, execute, plan)
 
 
