@@ -119,6 +119,7 @@ def test_e2e_measures_every_record_at_the_rate(bootstrap: str, unique_name: str)
     sched = (r["scheduled_p50_ms"], r["scheduled_p99_ms"], r["scheduled_p999_ms"])
     assert all(s >= c for s, c in zip(sched, (r["p50_ms"], r["p99_ms"], r["p999_ms"]), strict=True))
     assert 0 < sched[0] <= sched[1] <= sched[2]
+    assert 0 < r["cpu_seconds"] <= 2 * r["elapsed_s"] + 0.5  # this process, its threads over ~2 cores at most
     human = run_cli("perf", "e2e", unique_name, "-n", "200", "-b", bootstrap)
     assert human.returncode == 0 and "99th" in human.stdout and "200 / 200" in human.stdout
 

@@ -61,6 +61,7 @@ class E2EResult:
     scheduled_p50_ms: float = 0.0
     scheduled_p99_ms: float = 0.0
     scheduled_p999_ms: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time (all threads) from the first send until the last record
 
 
 class _Producer:
@@ -250,7 +251,10 @@ def run_e2e(
     consuming them; produce -> consume latency percentiles."""
     check_args(records, record_size, throughput)
     pconf = perf_producer_config(bootstrap, acks, "none", None, 0, producer_extra or {})
-    cconf = {**consumer_config(bootstrap), "socket.nagle.disable": True, **(consumer_extra or {})}
+    # read_uncommitted as Java's consumer (librdkafka's default is read_committed: the broker bounds each fetch
+    # by the last stable offset and looks up aborted transactions)
+    cconf = {**consumer_config(bootstrap), "socket.nagle.disable": True, "isolation.level": "read_uncommitted",
+             **(consumer_extra or {})}  # fmt: skip
     perf_native.check_config(pconf)
     perf_consume_native.check_config(cconf)
     run_id = uuid.uuid4().int & ((1 << 64) - 1)
@@ -264,7 +268,9 @@ def run_e2e(
         producer = _Producer(pconf, topic, record_size, run_id, records)
         rx = _Receiver(run, consumer, producer, run_id)
         _prime(rx)
+        cpu = time.process_time()
         elapsed = _one_in_flight(rx, records) if one_in_flight else _pace(rx, records, throughput)
+        cpu = time.process_time() - cpu
     finally:
         run.done.set()
         if producer is not None:
@@ -283,4 +289,5 @@ def run_e2e(
         avg_latency_ms=round(rec.sum_us / n / 1000, 3) if n else 0.0, p50_ms=p50, p99_ms=p99, p999_ms=p999,
         max_latency_ms=rec.max_us / 1000, complete=n >= records, errors={**producer.failed, **run.errors},
         scheduled_p50_ms=sched[0], scheduled_p99_ms=sched[1], scheduled_p999_ms=sched[2],
+        cpu_seconds=round(cpu, 2),
     )  # fmt: skip
