@@ -27,6 +27,9 @@ AT_RATE_LINE = re.compile(
     r"e2e: records \d+ received (?P<received>\d+) achieved/s (?P<rate>[\d.]+) p50 (?P<p50>[\d.]+) "
     r"p99 (?P<p99>[\d.]+) p99.9 (?P<p999>[\d.]+) max [\d.]+ cpu_s (?P<cpu>[\d.]+)"
 )
+# `perf e2e` as it was before it capped requests in flight and read uncommitted (librdkafka's defaults)
+BEFORE_PROPS = ["--producer-prop", "max.in.flight.requests.per.connection=1000000",
+                "--consumer-prop", "isolation.level=read_committed"]  # fmt: skip
 # a G1 pause in the broker's GC log (`-Xlog:gc*:...:time,tags`): its wall-clock start and length
 GC_PAUSE = re.compile(r"^\[(?P<at>[^\]]+)\]\[gc\s*\] GC\(\d+\) Pause .* (?P<ms>[\d.]+)ms$")
 
@@ -101,10 +104,12 @@ def run_java_at_rate(home: Path, bootstrap: str, topic: str, records: int, rate:
     return got
 
 
-def run_cc_e2e(bootstrap: str, topic: str, records: int, rate: int | None) -> dict[str, float]:
-    """`perf e2e` at `rate` records/s, or with one record in flight (rate None)."""
+def run_cc_e2e(
+    bootstrap: str, topic: str, records: int, rate: int | None, props: list[str] | None = None
+) -> dict[str, float]:
+    """`perf e2e` at `rate` records/s, or with one record in flight (rate None); `props`: more options."""
     pace = ["--one-in-flight"] if rate is None else ["--throughput", str(rate)]
-    cmd = [*clusterctl_cmd(), "perf", "e2e", topic, "-n", str(records), *pace,
+    cmd = [*clusterctl_cmd(), "perf", "e2e", topic, "-n", str(records), *pace, *(props or []),
            "--record-size", "100", "--acks", "1", "-b", bootstrap, "--json"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
@@ -128,7 +133,7 @@ def gc_pause_share(gc_log: Path | None, start: float, end: float) -> float | Non
 
 def compare_e2e(
     home: Path, bootstrap: str, runs: int, records: int, seconds: float, rate: int = E2E_RATE,
-    gc_log: Path | None = None,
+    gc_log: Path | None = None, before: bool = False,
 ) -> list[E2ERow]:  # fmt: skip
     """Java's EndToEndLatency (`records`, one in flight) and ours the same way; ours and the Java clients at
     `rate` records/s for `seconds`, measured the same way. Rotating order, a fresh 1-partition topic each run
@@ -136,7 +141,8 @@ def compare_e2e(
 
     The fixed-rate runs are about as long as the EndToEndLatency runs: at a fixed rate a stall of D ms delays
     rate x D records, with one in flight it delays one. One untimed round first, twice as long: the broker's
-    JIT is cold, and a cold broker at 10k/s stalls for seconds."""
+    JIT is cold, and a cold broker at 10k/s stalls for seconds. `before`: ours with BEFORE_PROPS too, in the
+    same rotation."""
     at_rate = int(rate * seconds)
     rows = {
         "java": E2ERow("EndToEndLatency (1 in flight)", records, "-"),
@@ -144,9 +150,13 @@ def compare_e2e(
         "jrate": E2ERow("Java clients (E2ELatencyAtRate.java)", at_rate, f"{rate:,}/s"),
         "cc": E2ERow("clusterctl perf e2e", at_rate, f"{rate:,}/s", compared_to="Java clients at the rate"),
     }
+    if before:
+        rows["old"] = E2ERow(
+            "clusterctl perf e2e, before", at_rate, f"{rate:,}/s", compared_to="Java clients at the rate"
+        )
     tools = list(rows)
     for i in range(-1, runs):
-        for tool in tools[i % 4 :] + tools[: i % 4]:
+        for tool in tools[i % len(tools) :] + tools[: i % len(tools)]:
             topic = f"bench-java-e2e-{tool}-{i + 1}"
             admin.create_topic(bootstrap, topic, 1, 1)
             n = (records if i >= 0 else 1000) if tool in ("java", "one") else (at_rate if i >= 0 else 2 * at_rate)
@@ -158,7 +168,7 @@ def compare_e2e(
             elif tool == "jrate":
                 got = run_java_at_rate(home, bootstrap, topic, n, rate)
             else:
-                got = run_cc_e2e(bootstrap, topic, n, rate)
+                got = run_cc_e2e(bootstrap, topic, n, rate, BEFORE_PROPS if tool == "old" else None)
             share = gc_pause_share(gc_log, start, time.time())
             admin.delete_topic(bootstrap, topic)
             row = rows[tool]
@@ -172,7 +182,8 @@ def compare_e2e(
         row.settle()
     # EndToEndLatency truncates each latency to whole ms, so ours is compared at that resolution
     rows["one"].p99_le = int(rows["one"].p99_ms) <= rows["java"].p99_ms
-    rows["cc"].p99_le = rows["cc"].p99_ms <= rows["jrate"].p99_ms
+    for key in ("cc", "old") if before else ("cc",):
+        rows[key].p99_le = rows[key].p99_ms <= rows["jrate"].p99_ms
     return list(rows.values())
 
 
@@ -197,7 +208,7 @@ def show_e2e(e2e: list[E2ERow], runs: int) -> None:
              Column("p99 <= (same measure)", "p99_le", fmt=lambda v: "-" if v is None else ("yes" if v else "NO")),
              Column("vs", "compared_to"),
          ])  # fmt: skip
-    cc = e2e[-1]
+    cc = next(r for r in e2e if r.tool == "clusterctl perf e2e")
     print(f"clusterctl perf e2e at {cc.target}: p99 {cc.p99_ms:g} ms; EndToEndLatency (1 in flight) p99 "
           f"{java_tool_p99:g} ms: {'<=' if int(cc.p99_ms) <= java_tool_p99 else '>'} (a fixed rate against one "
           "record in flight: not the same measure)")  # fmt: skip

@@ -290,6 +290,11 @@ def main() -> int:
     ap.add_argument("--consume-partitions", type=int, default=3, help="partitions of the consume test topics")
     ap.add_argument("--e2e-records", type=int, default=10_000, help="records per EndToEndLatency run (Java)")
     ap.add_argument("--e2e-seconds", type=float, default=10.0, help="seconds of each fixed-rate e2e run")
+    ap.add_argument(
+        "--e2e-before",
+        action="store_true",
+        help="also run perf e2e with librdkafka's in-flight and isolation defaults (the old settings)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     dist = os.environ.get(DIST_ENV)
@@ -323,7 +328,9 @@ def main() -> int:
             consume_rows = compare_consume(home, bootstrap, args.runs, args.scale, args.consume_partitions)
         if "e2e" in parts:
             gc_log = None if kafka is None else kafka.work / "logs" / "kafkaServer-gc.log"
-            e2e_rows = compare_e2e(home, bootstrap, args.runs, args.e2e_records, args.e2e_seconds, gc_log=gc_log)
+            e2e_rows = compare_e2e(
+                home, bootstrap, args.runs, args.e2e_records, args.e2e_seconds, gc_log=gc_log, before=args.e2e_before
+            )
     finally:
         if kafka is not None:
             kafka.stop()
