@@ -4,14 +4,15 @@
  * record in flight, so it cannot run at a fixed rate).
  *
  * Run from a Kafka distribution's class path as a single-file program (JDK 11+), e.g.
- *   kafka-run-class.sh bench/E2ELatencyAtRate.java BOOTSTRAP TOPIC RECORDS RATE SIZE
+ *   kafka-run-class.sh bench/E2ELatencyAtRate.java BOOTSTRAP TOPIC RECORDS RATE SIZE [WARM_UP_SECONDS]
  *
  * A producer (acks=1, linger.ms=0, as EndToEndLatency sets) sends RECORDS records of SIZE bytes at RATE records/s
  * in bursts of about a millisecond's worth; each record carries a run id, its sequence number and the
  * System.nanoTime() read just before its send call. A consumer thread, assigned every partition at its end offset
  * before the first send (fetch.max.wait.ms and fetch.min.bytes at the Java defaults: the broker answers as soon as
  * one byte is there), reads them; a record's latency is the time its poll returned minus its send stamp. Measuring
- * starts once a warm-up record has made the whole trip. Prints one line:
+ * starts once a warm-up record has made the whole trip and, with WARM_UP_SECONDS, after that many seconds at
+ * RATE whose records are not counted (this JVM's JIT warms up in them; ours has no JIT). Prints one line:
  *   e2e: records R received N achieved/s X p50 A p99 B p99.9 C max D cpu_s S
  * (latencies in ms to the microsecond; S: this process's CPU seconds from the first send until the reader is done)
  */
@@ -35,10 +36,11 @@ import org.apache.kafka.common.TopicPartition;
 
 public class E2ELatencyAtRate {
     static final long WARM_UP = -1L;
+    static final long WARM_RATE = -2L;  // records of the untimed phase at RATE
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 5) {
-            System.err.println("usage: E2ELatencyAtRate BOOTSTRAP TOPIC RECORDS RATE SIZE");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: E2ELatencyAtRate BOOTSTRAP TOPIC RECORDS RATE SIZE [WARM_UP_SECONDS]");
             System.exit(2);
         }
         String brokers = args[0];
@@ -46,6 +48,7 @@ public class E2ELatencyAtRate {
         int records = Integer.parseInt(args[2]);
         double rate = Double.parseDouble(args[3]);
         int size = Math.max(24, Integer.parseInt(args[4]));
+        double warmUpSeconds = args.length > 5 ? Double.parseDouble(args[5]) : 0.0;
         long runId = new Random().nextLong();
         Properties pp = new Properties();
         pp.put("bootstrap.servers", brokers);
@@ -92,21 +95,10 @@ public class E2ELatencyAtRate {
                 producer.send(new ProducerRecord<>(topic, payload(size, runId, WARM_UP)));
                 Thread.sleep(50);
             }
-            int burst = Math.max(1, (int) (rate / 1000));
+            pace(producer, topic, size, runId, (int) (warmUpSeconds * rate), rate, true);
             long cpu0 = cpuNanos();
             long start = System.nanoTime();
-            int sent = 0;
-            while (sent < records) {
-                long elapsed = System.nanoTime() - start;
-                int due = (int) Math.min(records, (long) (elapsed * rate / 1e9) + 1);
-                if (due - sent >= burst || (due > sent && due == records)) {
-                    for (; sent < due; sent++) {
-                        producer.send(new ProducerRecord<>(topic, payload(size, runId, sent)));
-                    }
-                } else {
-                    LockSupport.parkNanos(Math.max((long) ((sent + burst - 1) / rate * 1e9) - elapsed, 100_000));
-                }
-            }
+            int sent = pace(producer, topic, size, runId, records, rate, false);
             double seconds = (System.nanoTime() - start) / 1e9;
             reader.join(30_000);
             stop.set(true);
@@ -118,6 +110,27 @@ public class E2ELatencyAtRate {
                     records, n, sent / seconds, pct(seen, 0.5), pct(seen, 0.99), pct(seen, 0.999),
                     n == 0 ? 0.0 : seen[n - 1] / 1e6, cpu);
         }
+    }
+
+    /** Send `count` records at `rate` in bursts of about a millisecond's worth, numbered from 0 (or all
+     * WARM_RATE: `warm`); the number sent. */
+    static int pace(KafkaProducer<byte[], byte[]> producer, String topic, int size, long runId, int count,
+                    double rate, boolean warm) {
+        int burst = Math.max(1, (int) (rate / 1000));
+        long start = System.nanoTime();
+        int sent = 0;
+        while (sent < count) {
+            long elapsed = System.nanoTime() - start;
+            int due = (int) Math.min(count, (long) (elapsed * rate / 1e9) + 1);
+            if (due - sent >= burst || (due > sent && due == count)) {
+                for (; sent < due; sent++) {
+                    producer.send(new ProducerRecord<>(topic, payload(size, runId, warm ? WARM_RATE : sent)));
+                }
+            } else {
+                LockSupport.parkNanos(Math.max((long) ((sent + burst - 1) / rate * 1e9) - elapsed, 100_000));
+            }
+        }
+        return sent;
     }
 
     /** This process's CPU time (all threads, ns). */

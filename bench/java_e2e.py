@@ -22,6 +22,7 @@ from clusterctl.output import Column, emit, info
 E2E_RATE = 10_000
 E2E_TOOL = "org.apache.kafka.tools.EndToEndLatency"  # Kafka 3.5+; kafka.tools.EndToEndLatency before
 AT_RATE_SOURCE = Path(__file__).resolve().parent / "E2ELatencyAtRate.java"
+JAVA_WARM_UP_S = 5  # untimed seconds at the rate inside each Java-clients run: its fresh JVM's JIT warms up
 JAVA_E2E = re.compile(r"Percentiles: 50th = (?P<p50>\d+), 99th = (?P<p99>\d+), 99.9th = (?P<p999>\d+)")
 AT_RATE_LINE = re.compile(
     r"e2e: records \d+ received (?P<received>\d+) achieved/s (?P<rate>[\d.]+) p50 (?P<p50>[\d.]+) "
@@ -91,9 +92,10 @@ def run_java_e2e(home: Path, bootstrap: str, topic: str, records: int) -> dict[s
 
 def run_java_at_rate(home: Path, bootstrap: str, topic: str, records: int, rate: int) -> dict[str, float]:
     """Kafka's Java clients at `rate`, measured as `perf e2e` is (bench/E2ELatencyAtRate.java, run as a
-    single-file program by kafka-run-class.sh: the tools' JVM options and the distribution's client jars)."""
+    single-file program by kafka-run-class.sh: the tools' JVM options and the distribution's client jars),
+    after JAVA_WARM_UP_S untimed seconds at the rate in the same JVM."""
     cmd = [str(home / "bin" / "kafka-run-class.sh"), str(AT_RATE_SOURCE), bootstrap, topic, str(records),
-           str(rate), "100"]  # fmt: skip
+           str(rate), "100", str(JAVA_WARM_UP_S)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_java_env())
     m = AT_RATE_LINE.search(proc.stdout)
     if proc.returncode != 0 or m is None:
