@@ -133,6 +133,16 @@ def gc_pause_share(gc_log: Path | None, start: float, end: float) -> float | Non
     return round(paused / 10 / (end - start), 2)
 
 
+def _run_one(tool: str, home: Path, bootstrap: str, topic: str, n: int, rate: int) -> dict[str, float]:
+    if tool == "java":
+        return run_java_e2e(home, bootstrap, topic, n)
+    if tool == "one":
+        return run_cc_e2e(bootstrap, topic, n, None)
+    if tool == "jrate":
+        return run_java_at_rate(home, bootstrap, topic, n, rate)
+    return run_cc_e2e(bootstrap, topic, n, rate, BEFORE_PROPS if tool == "old" else None)
+
+
 def compare_e2e(
     home: Path, bootstrap: str, runs: int, records: int, seconds: float, rate: int = E2E_RATE,
     gc_log: Path | None = None, before: bool = False,
@@ -163,16 +173,16 @@ def compare_e2e(
             admin.create_topic(bootstrap, topic, 1, 1)
             n = (records if i >= 0 else 1000) if tool in ("java", "one") else (at_rate if i >= 0 else 2 * at_rate)
             start = time.time()
-            if tool == "java":
-                got = run_java_e2e(home, bootstrap, topic, n)
-            elif tool == "one":
-                got = run_cc_e2e(bootstrap, topic, n, None)
-            elif tool == "jrate":
-                got = run_java_at_rate(home, bootstrap, topic, n, rate)
-            else:
-                got = run_cc_e2e(bootstrap, topic, n, rate, BEFORE_PROPS if tool == "old" else None)
+            try:
+                got = _run_one(tool, home, bootstrap, topic, n, rate)
+            except SystemExit as e:
+                if i >= 0:
+                    raise
+                info(f"e2e warm-up {rows[tool].tool} failed (not counted): {e}")  # the broker was still cold
+                continue
+            finally:
+                admin.delete_topic(bootstrap, topic)
             share = gc_pause_share(gc_log, start, time.time())
-            admin.delete_topic(bootstrap, topic)
             row = rows[tool]
             if i < 0:
                 info(f"e2e warm-up {row.tool}: p99 {got['p99']} ms (not counted)")
