@@ -16,10 +16,13 @@ host with the same settings (acks=1, linger.ms, batch.size, no compression), alt
    filled once, read whole by kafka-consumer-perf-test.sh and `clusterctl perf consume` alternately, each
    run with a fresh group (both tools' default): medians of the Java tool's columns (MB/s, records/s,
    rebalance ms, fetch ms, fetch MB/s, fetch records/s) side by side, and the ratios overall and fetch;
-4. end-to-end latency: Kafka's EndToEndLatency tool (one record in flight: send, wait for the ack, poll until
-   consumed; 10,000 records, ~20 s here) against `clusterctl perf e2e` at 10,000 records/s for 10 s, 100 B,
-   acks=1, a fresh 1-partition topic each run: medians of p50/p99/p99.9 (Java's whole ms; ours compared at that
-   resolution).
+4. end-to-end latency (bench/java_e2e.py), 100 B, acks=1, a fresh 1-partition topic each run, medians of
+   p50/p99/p99.9, each compared with the run measured the same way:
+   - Kafka's EndToEndLatency tool (one record in flight: send, wait for the ack, poll until consumed; 10,000
+     records, ~20 s here; whole ms) against `clusterctl perf e2e --one-in-flight` (ours at that resolution);
+   - Kafka's Java clients at 10,000 records/s for 10 s (bench/E2ELatencyAtRate.java: every record, from its
+     send call to its consumer's poll) against `clusterctl perf e2e` at the same rate, measured the same way;
+   with the broker's GC pause share during each run (from its GC log, when the script started the broker).
 
 `--parts` picks among produce (1 and 2), consume and e2e. Producing, both sides are timed by their own clock
 (first send to last ack) and measure latency from the send call to the served acknowledgement.
@@ -47,7 +50,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("COLUMNS", "170")
 
-from java_consume import ConsumeRow, E2ERow, compare_consume, compare_e2e, show  # noqa: E402
+from java_consume import ConsumeRow, compare_consume, show_consume  # noqa: E402
+from java_e2e import E2ERow, compare_e2e, show_e2e  # noqa: E402
 from perf_vs_kcat import run_clusterctl  # noqa: E402
 
 from clusterctl.kafka import admin  # noqa: E402
@@ -285,7 +289,12 @@ def main() -> int:
     ap.add_argument("--parts", default="produce,consume,e2e", help="which comparisons to run (comma-separated)")
     ap.add_argument("--consume-partitions", type=int, default=3, help="partitions of the consume test topics")
     ap.add_argument("--e2e-records", type=int, default=10_000, help="records per EndToEndLatency run (Java)")
-    ap.add_argument("--e2e-seconds", type=float, default=10.0, help="length of each `perf e2e` run (ours)")
+    ap.add_argument("--e2e-seconds", type=float, default=10.0, help="seconds of each fixed-rate e2e run")
+    ap.add_argument(
+        "--e2e-before",
+        action="store_true",
+        help="also run perf e2e with librdkafka's in-flight and isolation defaults (the old settings)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     dist = os.environ.get(DIST_ENV)
@@ -318,7 +327,10 @@ def main() -> int:
         if "consume" in parts:
             consume_rows = compare_consume(home, bootstrap, args.runs, args.scale, args.consume_partitions)
         if "e2e" in parts:
-            e2e_rows = compare_e2e(home, bootstrap, args.runs, args.e2e_records, args.e2e_seconds)
+            gc_log = None if kafka is None else kafka.work / "logs" / "kafkaServer-gc.log"
+            e2e_rows = compare_e2e(
+                home, bootstrap, args.runs, args.e2e_records, args.e2e_seconds, gc_log=gc_log, before=args.e2e_before
+            )
     finally:
         if kafka is not None:
             kafka.stop()
@@ -369,7 +381,8 @@ def main() -> int:
         )
         shown = "-" if verdict is None else ("yes" if verdict else "NO")
         print(f"our p99 <= Java's at every fixed rate both tools reach: {shown}")
-    show(consume_rows, e2e_rows, args.runs, bootstrap)
+    show_consume(consume_rows, args.runs, bootstrap)
+    show_e2e(e2e_rows, args.runs)
     return 0
 
 

@@ -119,6 +119,7 @@ def test_e2e_measures_every_record_at_the_rate(bootstrap: str, unique_name: str)
     sched = (r["scheduled_p50_ms"], r["scheduled_p99_ms"], r["scheduled_p999_ms"])
     assert all(s >= c for s, c in zip(sched, (r["p50_ms"], r["p99_ms"], r["p999_ms"]), strict=True))
     assert 0 < sched[0] <= sched[1] <= sched[2]
+    assert 0 < r["cpu_seconds"] <= 2 * r["elapsed_s"] + 0.5  # this process, its threads over ~2 cores at most
     human = run_cli("perf", "e2e", unique_name, "-n", "200", "-b", bootstrap)
     assert human.returncode == 0 and "99th" in human.stdout and "200 / 200" in human.stdout
 
@@ -143,3 +144,14 @@ def test_e2e_one_in_flight_waits_for_each_record(bootstrap: str, unique_name: st
     assert r["records_per_sec"] <= 1000 / r["p50_ms"] * 1.5
     # no schedule: each record's slot is its send call
     assert (r["scheduled_p50_ms"], r["scheduled_p99_ms"]) == (r["p50_ms"], r["p99_ms"])
+
+
+def test_e2e_producer_keeps_few_requests_in_flight() -> None:
+    from clusterctl.kafka import perf_e2e, perf_native
+
+    conf = perf_e2e.e2e_producer_config("127.0.0.1:9092", "1", {})
+    assert conf["max.in.flight.requests.per.connection"] == "5" and conf["linger.ms"] == 0
+    perf_native.check_config(conf)  # librdkafka takes it, with idempotence (acks=all) too
+    perf_native.check_config(perf_e2e.e2e_producer_config("127.0.0.1:9092", "all", {}))
+    mine = perf_e2e.e2e_producer_config("127.0.0.1:9092", "1", {"max.in.flight.requests.per.connection": "100"})
+    assert mine["max.in.flight.requests.per.connection"] == "100"  # --producer-prop wins

@@ -279,6 +279,7 @@ E2E_FIELDS = [
         ),
     ),
     Column("Record size", "record_size", fmt=lambda v: f"{v} B"),
+    Column("CPU while sending", "cpu_seconds", fmt=lambda v: f"{v:g} s"),
     Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
 ]
 

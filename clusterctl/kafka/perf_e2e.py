@@ -37,6 +37,11 @@ HEADER = 16  # run id, sequence number (little-endian uint64 each)
 RD_KAFKA_MSG_F_COPY = 0x2
 WATERMARK_TIMEOUT_MS = 10_000
 WARM_UP = (1 << 64) - 1  # the sequence number of warm-up records
+# Produce requests in flight per connection: Java's producer default. librdkafka's (1,000,000) lets a fixed-rate
+# sender pipeline one small request per burst while the broker is stalled (a GC pause, a busy CPU); a broker reads
+# one request per connection at a time, so the queue drains one round trip per request and the records behind it
+# wait. With a few in flight, what is sent during a stall waits in the client and goes as one request after it.
+MAX_IN_FLIGHT = 5
 
 
 @dataclass
@@ -61,6 +66,7 @@ class E2EResult:
     scheduled_p50_ms: float = 0.0
     scheduled_p99_ms: float = 0.0
     scheduled_p999_ms: float = 0.0
+    cpu_seconds: float = 0.0  # this process's CPU time (all threads) from the first send until the last record
 
 
 class _Producer:
@@ -227,6 +233,13 @@ def check_args(records: int, record_size: int, throughput: float) -> None:
     validate.at_most(throughput, "--throughput", validate.MAX_THROUGHPUT, minimum=-1)
 
 
+def e2e_producer_config(bootstrap: str, acks: str, extra: dict[str, str]) -> dict[str, Any]:
+    """The producing end's settings: sent at once (linger.ms=0, as EndToEndLatency), MAX_IN_FLIGHT requests in
+    flight; `extra` (--producer-prop) overrides either."""
+    in_flight = {"max.in.flight.requests.per.connection": str(MAX_IN_FLIGHT)}
+    return perf_producer_config(bootstrap, acks, "none", None, 0, {**in_flight, **extra})
+
+
 def e2e_test(
     bootstrap: str, topic: str, records: int, *, partitions: int, replication_factor: int,
     notify: Callable[[str], None] = lambda _line: None, **kw: Any,
@@ -249,8 +262,11 @@ def run_e2e(
     """Produce `records` at `throughput` (or each once the previous was consumed: `one_in_flight`) while
     consuming them; produce -> consume latency percentiles."""
     check_args(records, record_size, throughput)
-    pconf = perf_producer_config(bootstrap, acks, "none", None, 0, producer_extra or {})
-    cconf = {**consumer_config(bootstrap), "socket.nagle.disable": True, **(consumer_extra or {})}
+    pconf = e2e_producer_config(bootstrap, acks, producer_extra or {})
+    # read_uncommitted as Java's consumer (librdkafka's default is read_committed: the broker bounds each fetch
+    # by the last stable offset and looks up aborted transactions)
+    cconf = {**consumer_config(bootstrap), "socket.nagle.disable": True, "isolation.level": "read_uncommitted",
+             **(consumer_extra or {})}  # fmt: skip
     perf_native.check_config(pconf)
     perf_consume_native.check_config(cconf)
     run_id = uuid.uuid4().int & ((1 << 64) - 1)
@@ -264,7 +280,9 @@ def run_e2e(
         producer = _Producer(pconf, topic, record_size, run_id, records)
         rx = _Receiver(run, consumer, producer, run_id)
         _prime(rx)
+        cpu = time.process_time()
         elapsed = _one_in_flight(rx, records) if one_in_flight else _pace(rx, records, throughput)
+        cpu = time.process_time() - cpu
     finally:
         run.done.set()
         if producer is not None:
@@ -283,4 +301,5 @@ def run_e2e(
         avg_latency_ms=round(rec.sum_us / n / 1000, 3) if n else 0.0, p50_ms=p50, p99_ms=p99, p999_ms=p999,
         max_latency_ms=rec.max_us / 1000, complete=n >= records, errors={**producer.failed, **run.errors},
         scheduled_p50_ms=sched[0], scheduled_p99_ms=sched[1], scheduled_p999_ms=sched[2],
+        cpu_seconds=round(cpu, 2),
     )  # fmt: skip
