@@ -30,6 +30,9 @@ ERR_PARTITION_EOF = -191
 ERR_AUTO_OFFSET_RESET = -140
 #: one record batch's binary column must stay under Arrow's 32-bit offsets
 MAX_BATCH_BYTES = 1 << 30
+#: a task reads one bounded range: pre-fetch less past its end than perf consume's 256 MiB (several tasks
+#: share an executor's memory)
+QUEUE_KBYTES = 65_536
 _TS_TYPE_SHIFT = 1  # librdkafka's timestamp type (0 none, 1 create, 2 log append) minus 1 = Kafka's id
 
 
@@ -64,7 +67,8 @@ class RangeConsumer:
     def __init__(self, conf: dict[str, Any], topic: str, partition: int, start: int) -> None:
         lib, pcn, pn = _native()
         self.lib, self.pcn, self.topic, self.partition = lib, pcn, topic, partition
-        rconf = pn._new_conf(lib, {**pcn.THROUGHPUT_CONFIG, **conf}, "consumer")
+        settings = {**pcn.THROUGHPUT_CONFIG, "queued.max.messages.kbytes": QUEUE_KBYTES, **conf}
+        rconf = pn._new_conf(lib, settings, "consumer")
         errstr = ctypes.create_string_buffer(512)
         self.rk = lib.rd_kafka_new(pcn.RD_KAFKA_CONSUMER, rconf, errstr, 512)
         if not self.rk:
