@@ -5,7 +5,7 @@ one file, `.clusterctl-fill`, allocated from the host in the volume's root until
 block, so every write of the node's process that needs a new block gets ENOSPC, as on a real full disk. Kafka
 then marks the log dir offline, and with its only log dir offline the broker halts (exit 1); Docker's restart
 policy restarts it, and it halts again for as long as the disk stays full. Healing removes the file and
-restarts a node that is not running. The fill file and the mounts are found from the containers' volumes, so
+restarts the node. The fill file and the mounts are found from the containers' volumes, so
 `heal` needs no state of the fault.
 """
 
@@ -122,7 +122,7 @@ def _free(d: NodeDisk) -> int:
 
 
 def heal_disk(spec: ClusterSpec, name: str) -> FaultResult | None:
-    """Remove the fill of node `name`'s volumes and restart it when it is not running; None when not filled."""
+    """Remove the fill of node `name`'s volumes and restart it; None when it was not filled."""
     target, cname = node_target(spec, name)
     c = dk.find_container(cname)
     if c is None:
@@ -133,10 +133,12 @@ def heal_disk(spec: ClusterSpec, name: str) -> FaultResult | None:
     if not freed:
         return None
     before = state_of(c)
+    loops = int(c.attrs.get("RestartCount") or 0)
     note = "freed " + ", ".join(f"{n // (1024 * 1024)} MiB on {d.destination} ({d.volume})" for d, n in freed)
-    if before != "running":
-        dk.restart(c)  # exited, or restarting between two halts: start it now on the freed disk
-        note += f"; restarted ({before} before)"
+    # always: a process that met the full disk may be halting, between two of Docker's restarts, or carrying on
+    # with a failed write behind it; a fresh start on the freed disk is the recovery
+    dk.restart(c)
+    note += f"; restarted (was {before}" + (f", restarted {loops}x by Docker meanwhile)" if loops else ")")
     took = round(time.monotonic() - t0, 3)
     return FaultResult("free-disk", target, cname, "disk full", state_of(c), started, took, note)
 
