@@ -15,12 +15,13 @@ CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of t
 SHIPPED = {
     "kill-leader", "graceful-stop", "pause-broker", "network-partition", "zk-node-loss", "rolling-restart",
     "preferred-election-after-restart", "short-pause", "short-partition", "acks1-leader-isolated", "unclean-election",
-    "kill-controller", "kill-controller-quorum", "slow-follower", "lossy-leader",
+    "kill-controller", "kill-controller-quorum", "slow-follower", "lossy-leader", "disk-full-broker", "slow-zookeeper",
+    "slow-controller-quorum",
 }  # fmt: skip
 # the tests that run shipped scenarios end to end: tansu/ZooKeeper (CI) and real Apache Kafka (ZooKeeper and KRaft mode)
 DRILL_TESTS = (
     "test_chaos_zk.py", "test_chaos_kafka.py", "test_kraft_cluster.py", "test_scenario_compare.py",
-    "test_chaos_degraded.py",
+    "test_chaos_degraded.py", "test_chaos_disk.py",
 )  # fmt: skip
 
 

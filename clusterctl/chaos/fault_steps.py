@@ -53,6 +53,12 @@ class FaultSteps:
         self.cond.snapshot_leaders()
         if a in NET_ACTIONS:
             return self._net_fault(f)
+        if a == "fill-disk":
+            from clusterctl.chaos import disk
+
+            r = disk.fill_disk(spec, self._net_node(f))
+            self._mark(r, heal=False)
+            return f"{r.action} {r.target}: {r.note}"
         if a in ("pause-broker", "partition-node", "pause-followers") and f.for_ is not None:
             return self._timed_fault(f)
         if a == "pause-followers":
@@ -140,9 +146,12 @@ class FaultSteps:
         return f"{f.action} {target.get(f.action, str(f.node))} for {seconds:g}s (heals itself)"
 
     def _net_node(self, f: Fault) -> str:
-        """The node a network fault names: a service, or the leader / a follower of topic-partition now."""
+        """The node a network or disk fault names: a service, the leader / a follower of topic-partition now, the
+        ZooKeeper ensemble's leader (zk-leader), or the active controller (controller)."""
         from clusterctl.chaos import faults
 
+        if f.node in ("zk-leader", "controller"):
+            return faults.role_node(self.spec, f.node)
         if f.node not in ("leader", "follower"):
             return f.node or ""
         leader, followers = faults.replicas_of(self._live_bootstrap(), f.topic or self.topic, f.partition)

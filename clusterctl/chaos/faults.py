@@ -181,6 +181,20 @@ def active_controller(spec: ClusterSpec) -> int:
     return cid
 
 
+def role_node(spec: ClusterSpec, role: str) -> str:
+    """The service holding a role now: zk-leader (the ensemble's leader) or controller (the active controller:
+    KRaft's quorum leader, or ZooKeeper mode's controller broker)."""
+    if role == "controller":
+        cid = active_controller(spec)
+        return spec.topology.controller_service(cid) if spec.kraft_mode else spec.topology.broker_service(cid)
+    from clusterctl.zookeeper import client as zk
+
+    leaders = [s.id for s in zk.node_statuses(spec) if s.mode == "leader"]
+    if not leaders:
+        raise ClusterctlError("the ZooKeeper ensemble has no leader right now")
+    return spec.topology.zk_service(leaders[0])
+
+
 def kill_controller(spec: ClusterSpec) -> FaultResult:
     """SIGKILL the active controller: the quorum leader (KRaft) or the controller broker (ZooKeeper mode)."""
     cid = active_controller(spec)

@@ -31,9 +31,10 @@ from clusterctl.wait import wait_until
 
 
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
-    """Undo every fault: reconnect detached nodes, remove network degradations, unpause paused and start stopped
-    containers."""
+    """Undo every fault: free filled disks (restarting their nodes), reconnect detached nodes, remove network
+    degradations, unpause paused and start stopped containers."""
     from clusterctl.chaos.degrade import heal_all_network
+    from clusterctl.chaos.disk import heal_all_disks
     from clusterctl.runtime.cluster import Cluster
 
     cluster = Cluster(spec)
@@ -46,6 +47,10 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         except ClusterctlError as exc:
             problems.append(exc.message)
 
+    try:  # first: a node must not be started on a full disk
+        out.extend(heal_all_disks(spec))
+    except ClusterctlError as exc:
+        problems.append(exc.message)
     for d in detached or []:
         undo(partial(reconnect, d))
     for service, target in (

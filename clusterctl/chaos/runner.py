@@ -92,6 +92,12 @@ class Runner(FaultSteps):
                 f"scenario {self.sc.name} wants RF {self.sc.topic.replication_factor} but the spec has "
                 f"{len(self.spec.topology.broker_ids)} brokers"
             )
+        fills = [s for s in self.sc.parsed_steps() if getattr(s.args, "action", None) == "fill-disk"]
+        if fills and self.spec.storage.bounded_mb is None:
+            raise UsageError(
+                f"scenario {self.sc.name} fills a log dir; cluster {self.spec.name} keeps its data on the host's disk",
+                hint="set storage.bounded_mb in the spec, then `clusterctl down` and `clusterctl up`",
+            )
         from clusterctl.runtime.docker import find_container
 
         missing = [
@@ -273,7 +279,9 @@ class Runner(FaultSteps):
         self.paused.clear()
         for r in res:
             self.observer.mark(r.action, r.target, heal=True, note=r.note, t=r.started)
-        done = ", ".join(f"{r.action} {r.target}" for r in res) or "nothing to heal"
+        # a freed disk says what was freed and restarted: the recovery steps the report shows
+        done = ", ".join(f"{r.action} {r.target}" + (f" ({r.note})" if r.action == "free-disk" else "") for r in res)
+        done = done or "nothing to heal"
         if not a.wait:
             return done
         w = recovery.wait_healed(self.spec, a.timeout, on_progress=self.progress)

@@ -65,6 +65,7 @@ FaultAction = Literal[
     "rate",
     "duplicate",
     "corrupt",
+    "fill-disk",
 ]
 NET_ACTIONS = ("delay", "loss", "rate", "duplicate", "corrupt")
 
@@ -199,7 +200,10 @@ class Fault(_M):
     broker: int | None = None
     zk: int | None = None
     controller: int | None = Field(default=None, description="start-controller: voter node id")
-    node: str | None = None
+    node: str | None = Field(
+        default=None,
+        description="a service (kafka2, zk1), leader / follower of topic-partition, zk-leader, or controller (active)",
+    )
     topic: str | None = None
     partition: int = 0
     for_: float | None = Field(
@@ -227,6 +231,8 @@ class Fault(_M):
             raise ValueError("start-controller needs controller: <voter node id>")
         if a == "partition-node" and self.node is None:
             raise ValueError("partition-node needs node: <service, e.g. kafka2 or zk1>")
+        if a == "fill-disk" and self.node is None:
+            raise ValueError("fill-disk needs node: <service, or leader / follower of topic-partition>")
         if a in NET_ACTIONS:
             if self.node is None:
                 raise ValueError(f"{a} needs node: <service, or leader / follower of topic-partition>")

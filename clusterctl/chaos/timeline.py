@@ -15,6 +15,7 @@ HEAL_ACTIONS = {
     "restart-broker",
     "heal",
     "heal-network",
+    "free-disk",
 }
 PAUSE_ACTIONS = {"pause", "pause-broker", "pause-follower"}
 

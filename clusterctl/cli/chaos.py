@@ -249,6 +249,15 @@ def cmd_chaos_start_controller(
     _emit_faults([faults.start_controller(get_spec(), node_id)], as_json)
 
 
+@chaos_app.command("fill-disk")
+def cmd_chaos_fill_disk(node: NodeArg, as_json: JsonOpt = False) -> None:
+    """Fill NODE's data volumes to 100% (needs storage.bounded_mb): a broker's log dir goes offline and it halts;
+    `chaos heal` frees the space and restarts it."""
+    from clusterctl.chaos import disk
+
+    _emit_faults([disk.fill_disk(get_spec(), node)], as_json)
+
+
 @chaos_app.command("heal")
 def cmd_chaos_heal(
     wait: Annotated[
@@ -259,7 +268,8 @@ def cmd_chaos_heal(
     ] = 120.0,
     as_json: JsonOpt = False,
 ) -> None:
-    """Undo every fault: unpause, reconnect, remove network degradations, start stopped containers; then wait."""
+    """Undo every fault: free filled disks, unpause, reconnect, remove network degradations, start stopped
+    containers; then wait."""
     from clusterctl.chaos import recovery
     from clusterctl.errors import UsageError
     from clusterctl.output import err_console, info

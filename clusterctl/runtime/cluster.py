@@ -22,7 +22,7 @@ from pathlib import Path
 from docker.models.containers import Container
 
 from clusterctl.errors import ClusterctlError, NotFoundError
-from clusterctl.runtime import cmak, compose, health, volumes
+from clusterctl.runtime import cmak, compose, disks, health, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import pull as pulling
 from clusterctl.runtime.status import ClusterStatus, ServiceStatus, cluster_status
@@ -60,6 +60,7 @@ class DownResult:
     networks_removed: list[str]
     volumes_removed: list[str]
     volumes_kept: list[str]
+    disks_released: list[str] = field(default_factory=list)  # storage.bounded_mb: unmounted, removed images
 
 
 class Cluster:
@@ -180,7 +181,9 @@ class Cluster:
         pulled = self.pull(pull, on_pull)
         existed = bool(dk.project_containers(self.project))
         had_volumes = bool(dk.project_volumes(self.project))
-        volumes.create(self.spec, new_volumes)  # labelled with the profile and image user; compose adopts them
+        # bounded volumes: each image mounted before its Docker volume (a bind of the mount point) is used
+        disks.attach(self.spec, [c.name for c in volumes.claims(self.spec, self.root)], self.root)
+        volumes.create(self.spec, new_volumes, self.root)  # labelled with profile and image user; compose adopts
         started = time.monotonic() if started is None else started
         try:
             compose.up(self.spec, pull="never", root=self.root)
@@ -190,6 +193,7 @@ class Cluster:
             if not keep_on_failure and not existed:
                 try:
                     compose.down(self.spec, volumes=not had_volumes, root=self.root)
+                    disks.release(self.spec, self.root, remove=not had_volumes)
                 except ClusterctlError as down_exc:
                     if isinstance(exc, ClusterctlError):
                         exc.message += f"; teardown also failed: {down_exc.message}"
@@ -298,8 +302,9 @@ class Cluster:
             except ClusterctlError:
                 if not kill_first:
                     raise
-            if kill_first and self.leftovers():  # the file may be gone: remove by project label then
+            if kill_first and self._engine_leftovers():  # the file may be gone: remove by project label then
                 compose.down(self.spec, volumes=volumes, by_label=True)
+        released = disks.release(self.spec, self.root, remove=volumes)  # after the containers let go of them
         after_v = dk.project_volumes(self.project)
         result = DownResult(
             project=self.project,
@@ -307,6 +312,7 @@ class Cluster:
             networks_removed=sorted(set(before_n) - set(dk.project_networks(self.project))),
             volumes_removed=sorted(set(before_v) - set(after_v)),
             volumes_kept=sorted(after_v),
+            disks_released=released,
         )
         if kill_first and (left := self.leftovers()):
             raise ClusterctlError(f"cluster {self.spec.name} not fully removed: {left}")
@@ -321,7 +327,12 @@ class Cluster:
                     dk.kill(c)
 
     def leftovers(self) -> dict[str, list[str]]:
-        """What of this cluster still exists in the engine (empty after `down(volumes=True)`)."""
+        """What of this cluster still exists in the engine, and its bounded disks' images, mounts and loop devices
+        on the host (empty after `down(volumes=True)`)."""
+        found = {**self._engine_leftovers(), "disks": disks.leftovers(self.spec, self.root)}
+        return {k: v for k, v in found.items() if v}
+
+    def _engine_leftovers(self) -> dict[str, list[str]]:
         found = {
             "containers": sorted(c.name for c in dk.project_containers(self.project)),
             "networks": dk.project_networks(self.project),

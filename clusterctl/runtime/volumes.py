@@ -18,7 +18,7 @@ from typing import Any
 from docker.errors import NotFound
 
 from clusterctl.errors import UsageError
-from clusterctl.runtime import compose
+from clusterctl.runtime import compose, disks
 from clusterctl.runtime import docker as dk
 from clusterctl.spec import yamlfile
 from clusterctl.spec.model import ClusterSpec
@@ -95,20 +95,37 @@ def check(spec: ClusterSpec, root: Any = None) -> list[VolumeClaim]:
     todo: list[VolumeClaim] = []
     for claim in claims(spec, root):
         try:
-            labels = dict(dk.client().volumes.get(claim.name).attrs.get("Labels") or {})
+            attrs = dk.client().volumes.get(claim.name).attrs
         except NotFound:
             todo.append(claim)
             continue
-        why = mismatch(claim, labels)
+        labels = dict(attrs.get("Labels") or {})
+        why = mismatch(claim, labels) or _storage_mismatch(spec, claim, attrs.get("Options") or {}, root)
         if why is not None:
             raise UsageError(why, hint="remove the old data with `clusterctl down --volumes`, then `clusterctl up`")
     return todo
 
 
-def create(spec: ClusterSpec, todo: list[VolumeClaim]) -> list[str]:
-    """Create the volumes `check` found missing, with compose's labels and ours; their names."""
+def _storage_mismatch(spec: ClusterSpec, claim: VolumeClaim, options: dict[str, str], root: Any) -> str | None:
+    """Why an existing volume is not where `storage.bounded_mb` puts it (a bounded image, or the host's disk)."""
+    want = disks.volume_options(spec, claim.name, root).get("device")
+    if options.get("device") == want:
+        return None
+    return f"volume {claim.name} keeps its data on {_where(options.get('device'))}; this spec puts it on {_where(want)}"
+
+
+def _where(device: str | None) -> str:
+    return f"the bounded image mounted at {device}" if device else "the host's disk"
+
+
+def create(spec: ClusterSpec, todo: list[VolumeClaim], root: Any = None) -> list[str]:
+    """Create the volumes `check` found missing, with compose's labels and ours (with `storage.bounded_mb`, as
+    binds of their mounted images); their names."""
     for claim in todo:
-        dk.client().volumes.create(name=claim.name, labels=volume_labels(spec, claim))
+        opts = disks.volume_options(spec, claim.name, root)
+        dk.client().volumes.create(
+            name=claim.name, driver="local", driver_opts=opts or None, labels=volume_labels(spec, claim)
+        )
     return [c.name for c in todo]
 
 

@@ -31,6 +31,7 @@ from clusterctl.spec.sections import (
     Profile,
     PublishSpec,
     SparkSpec,
+    StorageSpec,
     ZooKeeperSpec,
     _Model,
 )
@@ -48,6 +49,7 @@ class ClusterSpec(_Model):
     images: ImagesSpec = ImagesSpec()
     publish: PublishSpec = PublishSpec()
     spark: SparkSpec = SparkSpec()
+    storage: StorageSpec = StorageSpec()
 
     @field_validator("name")
     @classmethod

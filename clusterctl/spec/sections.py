@@ -268,3 +268,14 @@ class PublishSpec(_Model):
         except ValueError:
             raise ValueError(f"publish.bind_address {v!r} is not an IPv4 address") from None
         return v
+
+
+class StorageSpec(_Model):
+    """Where the data volumes live: Docker volumes on the host's disk, or bounded loop-mounted ext4 images."""
+
+    bounded_mb: int | None = Field(
+        default=None,
+        ge=64,
+        le=65536,
+        description="each data volume an ext4 image of this many MiB (needs root: losetup); null = plain volumes",
+    )
