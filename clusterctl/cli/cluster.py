@@ -287,6 +287,7 @@ def cmd_status(as_json: JsonOpt = False) -> None:
             Column("IP", "ip"),
             Column("Host port", "host_port"),
             *([] if spec.kraft_mode else [Column("ZK mode", "zk_mode")]),
+            *([Column("Node", "node"), Column("Rack", "rack")] if spec.swarm else []),
         ],
     )
     if result.controllers:
