@@ -134,6 +134,8 @@ class NsHosts:
         _run("ip", "link", "add", self.bridge, "type", "bridge")
         _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
         _run("ip", "link", "set", self.bridge, "up")
+        # br_netfilter sends bridged frames through FORWARD, whose policy the main daemon sets to DROP
+        _run("iptables", "-I", "FORWARD", "1", *self._forward_rule)
         for i in range(1, self.n + 1):
             self.hosts.append(self._add_host(i))
         for host in self.hosts:
@@ -142,6 +144,10 @@ class NsHosts:
             wait_until(host.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {host.name}")
         if self.swarm:
             self._form_swarm()
+
+    @property
+    def _forward_rule(self) -> tuple[str, ...]:
+        return ("-i", self.bridge, "-o", self.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", self.prefix)
 
     def _add_host(self, i: int) -> NsHost:
         name = f"{self.prefix}h{i}"
@@ -239,6 +245,30 @@ class NsHosts:
                 os.killpg(host.proc.pid, signal.SIGKILL)
                 host.proc.wait(timeout=30)
 
+    def lose(self, host: NsHost) -> None:
+        """The host is gone at once: its link goes down and its daemon, containerd, shims and every container
+        process are SIGKILLed together (nothing shuts down cleanly, nothing answers on its address)."""
+        _run("ip", "link", "set", host.name, "down")
+        pids = _tree(host.proc.pid) if host.proc is not None else set()
+        for pid, args in _processes_by_pid().items():
+            if str(host.run_dir) in args:  # containerd shims name our exec root; containers are their children
+                pids |= _tree(pid)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if host.proc is not None:
+            host.proc.wait(timeout=30)
+
+    def restore(self, host: NsHost) -> None:
+        """The lost host comes back: link up, its daemon started on the same data; it rejoins the swarm."""
+        _run("ip", "link", "set", host.name, "up")
+        for mount in self._mounts():
+            if mount.startswith(str(host.run_dir)):
+                _run("umount", "-l", mount, check=False)
+        (host.run_dir / "docker.pid").unlink(missing_ok=True)
+        host.proc = self._start_dockerd(host)
+        wait_until(host.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {host.name} again")
+
     # ---------------------------------------------------------------- teardown
 
     def close(self) -> None:
@@ -254,6 +284,9 @@ class NsHosts:
             _run("ip", "netns", "del", host.name, check=False)
             _run("ip", "link", "del", host.name, check=False)
         _run("ip", "link", "del", self.bridge, check=False)
+        for _ in range(3):  # inserted once; deleted until none is left
+            if subprocess.run(["iptables", "-D", "FORWARD", *self._forward_rule], capture_output=True).returncode:
+                break
         shutil.rmtree(self.run_root, ignore_errors=True)
         shutil.rmtree(self.data_root, ignore_errors=True)
 
@@ -273,6 +306,7 @@ class NsHosts:
             "processes": [a for a in _processes() if str(self.run_root) in a or str(self.data_root) in a],
             "mounts": self._mounts(),
             "files": [str(p) for p in (self.run_root, self.data_root) if p.exists()],
+            "iptables": [ln for ln in _run("iptables", "-S", "FORWARD").splitlines() if self.prefix in ln],
         }
         return {k: v for k, v in found.items() if v}
 
@@ -283,9 +317,30 @@ def _kill_group(pgid: int) -> None:
 
 
 def _processes() -> list[str]:
-    out = []
+    return list(_processes_by_pid().values())
+
+
+def _processes_by_pid() -> dict[int, str]:
+    out = {}
     for p in Path("/proc").iterdir():
         if p.name.isdigit():
             with contextlib.suppress(OSError):
-                out.append((p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                out[int(p.name)] = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    return out
+
+
+def _tree(root: int) -> set[int]:
+    """`root` and every descendant process."""
+    children: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(p.name))
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo += children.get(pid, [])
     return out

@@ -124,7 +124,11 @@ def deploy(spec: ClusterSpec, stack_file: Path) -> None:
 
 def _tasks(spec: ClusterSpec) -> list[dict[str, Any]]:
     ids = docker(spec, "stack", "ps", "-q", "--no-trunc", spec.name, check=False).split()
-    return list(json.loads(docker(spec, "inspect", "--type", "task", *ids))) if ids else []
+    if not ids:
+        return []
+    # the swarm prunes old tasks of a restarting service at any time: inspect prints those it still has
+    out = docker(spec, "inspect", "--type", "task", *ids, check=False).strip()
+    return list(json.loads(out)) if out.startswith("[") else []
 
 
 def _current(tasks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
