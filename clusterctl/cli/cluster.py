@@ -133,7 +133,8 @@ def cmd_render(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Render compose/<name>/docker-compose.yml from the spec (atomically; checked by `docker compose config`)."""
+    """Render compose/<name>/docker-compose.yml (deploy.target swarm: docker-stack.yml) from the spec, atomically,
+    checked by `docker compose config` (`docker stack config`)."""
     from clusterctl.compose import render as rendering
     from clusterctl.errors import UsageError
     from clusterctl.output import Column, emit, info
@@ -145,7 +146,8 @@ def cmd_render(
     if as_json:
         emit(result, as_json=True)
         return
-    checked = "checked by docker compose config" if result.validated_by_compose else "compose v2 not found: unchecked"
+    tool = "docker stack config" if result.target == "swarm" else "docker compose config"
+    checked = f"checked by {tool}" if result.validated_by_compose else f"{tool} not found: unchecked"
     info(f"wrote {', '.join(result.files)} ({checked}; kafka-manager secret: {result.secret})")
     emit(
         result.services,
@@ -156,7 +158,7 @@ def cmd_render(
             Column("Service", "service"),
             Column("Role", "role"),
             Column("Image", "image"),
-            Column("IP", "ip"),
+            Column("Rack", "rack") if result.target == "swarm" else Column("IP", "ip"),
             Column("Host ports", "host_ports"),
         ],
     )
@@ -285,6 +287,7 @@ def cmd_status(as_json: JsonOpt = False) -> None:
             Column("IP", "ip"),
             Column("Host port", "host_port"),
             *([] if spec.kraft_mode else [Column("ZK mode", "zk_mode")]),
+            *([Column("Node", "node"), Column("Rack", "rack")] if spec.swarm else []),
         ],
     )
     if result.controllers:

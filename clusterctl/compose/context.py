@@ -28,6 +28,7 @@ class RenderedService:
     image: str
     ip: str
     host_ports: list[str]
+    rack: str | None = None  # deploy.target swarm: the rack the service is pinned to
 
 
 def _labels(spec: ClusterSpec, role: str, ident: int) -> dict[str, str]:
@@ -285,6 +286,8 @@ def build_context(spec: ClusterSpec) -> dict[str, Any]:
 
 def summarize(spec: ClusterSpec) -> list[RenderedService]:
     """Service, role, image, IP and published host ports of every rendered service."""
+    if spec.swarm:
+        return _summarize_stack(spec)
     host = spec.publish.bind_address
     out = [
         RenderedService(
@@ -352,4 +355,25 @@ def summarize(spec: ClusterSpec) -> list[RenderedService]:
             )
             for i in spec.topology.spark_worker_ids
         ]
+    return out
+
+
+def _summarize_stack(spec: ClusterSpec) -> list[RenderedService]:
+    """deploy.target swarm: no static IPs (the overlay assigns them); ports are published on the rack's host."""
+    topo = spec.topology
+    out = [
+        RenderedService(topo.zk_service(i), topo.zk_service(i), "zookeeper", spec.zookeeper_image, "",
+                        [f"{topo.zk_host(i)}:{topo.zk_host_port(i)}"], topo.zk_rack(i))
+        for i in topo.zk_ids
+    ]  # fmt: skip
+    out += [
+        RenderedService(topo.controller_service(n), topo.controller_service(n), "controller", spec.broker_image, "",
+                        [], topo.controller_rack(n))
+        for n in topo.dedicated_controller_ids
+    ]  # fmt: skip
+    out += [
+        RenderedService(topo.broker_service(i), topo.broker_service(i), "broker", spec.broker_image, "",
+                        [f"{topo.broker_host(i)}:{topo.broker_host_port(i)}"], topo.broker_rack(i))
+        for i in topo.broker_ids
+    ]  # fmt: skip
     return out

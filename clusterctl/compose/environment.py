@@ -111,6 +111,9 @@ def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     env |= jvm_env(spec)
     if spec.kraft_mode:
         del env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"]
+    rack = spec.topology.broker_rack(broker_id)
+    if rack is not None:
+        env["KAFKA_BROKER_RACK"] = rack
     if spec.kafka.jmx_port is not None and profile.broker_flavor == "cp":
         env["KAFKA_JMX_PORT"] = str(spec.kafka.jmx_port)
         env["KAFKA_JMX_HOSTNAME"] = spec.topology.broker_service(broker_id)
@@ -122,6 +125,6 @@ def tansu_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     return {
         "CLUSTER_ID": spec.name,
         "LISTENER_URL": f"tcp://0.0.0.0:{port}",
-        "ADVERTISED_LISTENER_URL": f"tcp://{spec.topology.host}:{port}",
+        "ADVERTISED_LISTENER_URL": f"tcp://{spec.topology.broker_host(broker_id)}:{port}",
         "STORAGE_ENGINE": "memory://tansu/",
     }

@@ -31,6 +31,7 @@ from clusterctl.compose.context import (
     summarize,
 )
 from clusterctl.compose.environment import CLUSTER_ID_VAR
+from clusterctl.compose.stack import build_stack_context
 from clusterctl.compose.writer import ENV_FILE, STAGING_PREFIX, OutputPathError, RenderError, merge_env, read_env, write_all
 from clusterctl.errors import SpecError
 from clusterctl.templating import text_environment
@@ -38,6 +39,7 @@ from clusterctl.spec.model import ClusterSpec
 
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
+STACK_TEMPLATE = "docker-stack.yml.j2"  # deploy.target swarm
 
 _SECRET_RE = re.compile(rf"^{SECRET_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
 _TOKEN_RE = re.compile(rf"^{CONSOLE_TOKEN_VAR}=([0-9a-f]{{32,}})\s*$", re.MULTILINE)
@@ -69,6 +71,7 @@ class RenderResult:
     validated_by_compose: bool = False
     mode: str = "zookeeper"
     cluster_id: str = "none"  # kraft mode: created | kept
+    target: str = "compose"  # deploy.target: compose | swarm (a stack file)
 
 
 def _q(value: Any) -> str:
@@ -81,18 +84,21 @@ def _environment(templates_dir: Path) -> jinja2.Environment:
 
 
 def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR, context: dict[str, Any] | None = None) -> str:
-    """The compose file text (deterministic for a given spec); `context` replaces the spec's own (a migration
-    phase's, clusterctl.compose.migration)."""
+    """The compose file (or, deploy.target swarm, the stack file) text, deterministic for a given spec;
+    `context` replaces the spec's own (a migration phase's, clusterctl.compose.migration)."""
+    name = spec.topology.compose_file.name
+    template = STACK_TEMPLATE if spec.swarm else COMPOSE_TEMPLATE
     try:
-        context = build_context(spec) if context is None else context
-        text = _environment(templates_dir).get_template(COMPOSE_TEMPLATE).render(**context)
-        yamlfile.load_text(text, f"rendered {COMPOSE_FILE}")
+        if context is None:
+            context = build_stack_context(spec) if spec.swarm else build_context(spec)
+        text = _environment(templates_dir).get_template(template).render(**context)
+        yamlfile.load_text(text, f"rendered {name}")
     except jinja2.TemplateError as exc:
-        raise RenderError(f"template {COMPOSE_TEMPLATE}: {' '.join(str(exc).split())}") from None
+        raise RenderError(f"template {template}: {' '.join(str(exc).split())}") from None
     except SpecError as exc:
         raise RenderError(exc.message) from None
     except yaml.YAMLError as exc:
-        raise RenderError(f"rendered {COMPOSE_FILE} is not valid YAML ({' '.join(str(exc).split())[:200]})") from None
+        raise RenderError(f"rendered {name} is not valid YAML ({' '.join(str(exc).split())[:200]})") from None
     return text
 
 
@@ -129,13 +135,27 @@ def new_cluster_id() -> str:
 
 def compose_config_check(compose_file: Path) -> bool:
     """`docker compose -f FILE config -q` (engine-less validation); False when compose v2 is absent."""
+    return _config_check(compose_file, stack=False)
+
+
+def stack_config_check(stack_file: Path) -> bool:
+    """`docker stack config -c FILE` (engine-less validation, with .env's values in the environment as `up`
+    passes them); False when the docker CLI has no `stack config`."""
+    return _config_check(stack_file, stack=True)
+
+
+def _config_check(compose_file: Path, stack: bool) -> bool:
     if not shutil.which("docker"):
         return False
     if not str(compose_file.resolve()).isprintable():  # compose cannot open a path with control characters
         return False
+    path = str(compose_file.resolve())
+    cmd = ["docker", "stack", "config", "-c", path] if stack else ["docker", "compose", "-f", path, "config", "-q"]
+    env = stack_environment(compose_file.parent) if stack else None
     try:
         proc = subprocess.run(
-            ["docker", "compose", "-f", str(compose_file.resolve()), "config", "-q"],
+            cmd,
+            env=env,
             capture_output=True,
             text=True,
             errors="replace",  # it may quote a path that is not UTF-8
@@ -149,8 +169,20 @@ def compose_config_check(compose_file: Path) -> bool:
         if "is not a docker command" in out or "unknown command" in out:
             return False
         last = out.splitlines()[-1] if out else "(no output)"
-        raise RenderError(f"docker compose rejected the rendered file: {last[:300]}")
+        raise RenderError(f"docker {cmd[1]} rejected the rendered file: {last[:300]}")
     return True
+
+
+def stack_environment(out_dir: Path) -> dict[str, str]:
+    """This process's environment plus render's own keys from `out_dir`'s .env: `docker stack deploy` reads
+    no .env file, so the KRaft cluster id reaches the stack file through the environment."""
+    import os
+
+    env = dict(os.environ)
+    for var, pattern in _OWNED.items():
+        if (value := _env_value(out_dir, pattern)) is not None:
+            env[var] = value
+    return env
 
 
 MANIFEST_FILE = ".clusterctl-render.json"
@@ -201,7 +233,8 @@ def render(
     text = render_compose(spec, templates_dir, phase.context if phase else None)
     previous = _previous_render(out_dir)
     env_text, secret_state, cluster_id_state = _env_file(spec, out_dir, phase.cluster_id if phase else None)
-    files: dict[str, tuple[str, int]] = {COMPOSE_FILE: (text, 0o644)}
+    main = spec.topology.compose_file.name
+    files: dict[str, tuple[str, int]] = {main: (text, 0o644)}
     if env_text is not None:
         files[ENV_FILE] = (env_text, 0o600)
     manifest = {"cluster": spec.name, "files": sorted(files)}
@@ -214,13 +247,13 @@ def render(
     # written by an earlier render, not produced now; the user's .env is never removed
     stale = sorted(set(previous) - set(files) - {ENV_FILE})
     validated = write_all(
-        out_dir, files, stale, lambda staged: compose_config_check(staged / COMPOSE_FILE) if validate else False
+        out_dir, files, stale, lambda staged: (stack_config_check if spec.swarm else compose_config_check)(staged / main) if validate else False
     )
     return RenderResult(
         cluster=spec.name,
         profile=spec.profile,
         engine=spec.kafka.engine,
-        compose_file=str(out_dir / COMPOSE_FILE),
+        compose_file=str(out_dir / main),
         files=[str(out_dir / f) for f in files if f != MANIFEST_FILE],
         network=spec.topology.network_name,
         subnet=spec.network.subnet,
@@ -230,6 +263,7 @@ def render(
         validated_by_compose=validated,
         mode=spec.kafka.mode,
         cluster_id=cluster_id_state,
+        target=spec.deploy.target,
     )
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from docker.models.containers import Container
 
 from clusterctl.errors import ClusterctlError, NotFoundError
-from clusterctl.runtime import cmak, compose, disks, health, volumes
+from clusterctl.runtime import cmak, compose, disks, health, swarm, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import pull as pulling
 from clusterctl.runtime.status import ClusterStatus, ServiceStatus, cluster_status
@@ -175,6 +175,8 @@ class Cluster:
         The `timeout` clock starts after the pull, unless `started` (a time.monotonic() reading) counts it
         from an earlier moment.
         """
+        if self.spec.swarm:
+            return self._up_swarm(timeout, keep_on_failure, on_report, started)
         self.check_rendered()
         self.check_images()
         new_volumes = volumes.check(self.spec, self.root)  # volumes of another profile/user: refused first
@@ -205,6 +207,33 @@ class Cluster:
         result.manager_url = self.manager_url
         result.manager = self.register_manager(manager_timeout)
         return result
+
+    def _up_swarm(
+        self, timeout: float, keep_on_failure: bool, on_report: OnReport | None, started: float | None
+    ) -> UpResult:
+        """deploy.target swarm: the swarm and its racks checked, images present on every known host, then
+        `docker stack deploy` and the same health wait; a failed first deploy is removed again."""
+        path = self.check_rendered()
+        swarm.check_swarm(self.spec)
+        images = sorted(set(compose.file_images(self.spec, self.root).values()))
+        if missing := swarm.missing_images(self.spec, images):
+            where = "; ".join(f"{ep}: {', '.join(names)}" for ep, names in missing.items())
+            hint = "`docker save IMAGE | docker -H HOST load` on each host (no registry)"
+            raise NotFoundError(f"images not present on the swarm hosts ({where}); nothing was deployed", hint=hint)
+        existed = bool(swarm.leftovers(self.spec).get("services"))
+        started = time.monotonic() if started is None else started
+        try:
+            swarm.deploy(self.spec, path)
+            report = self.wait_healthy(timeout, on_report=on_report, started=started)
+        except (ClusterctlError, KeyboardInterrupt) as exc:
+            if not keep_on_failure and not existed:
+                try:
+                    swarm.remove(self.spec, volumes=True)
+                except ClusterctlError as down_exc:
+                    if isinstance(exc, ClusterctlError):
+                        exc.message += f"; removing the stack also failed: {down_exc.message}"
+            raise
+        return self._up_result(report, time.monotonic() - started)
 
     def _up_result(self, report: health.HealthReport, seconds: float) -> UpResult:
         return UpResult(
@@ -258,6 +287,11 @@ class Cluster:
 
     def container(self, service: str) -> Container:
         """The service's container; NotFoundError when it does not exist."""
+        if self.spec.swarm:
+            raise ClusterctlError(
+                f"per-container verbs on {service} are not built for deploy.target swarm yet (its task runs on "
+                "another host's engine)"
+            )
         return dk.get_container(self.container_name(service))
 
     def kill(self, service: str) -> None:
@@ -281,6 +315,10 @@ class Cluster:
         """`docker compose logs` attached to this terminal; the exit code."""
         if service is not None:
             self.container_name(service)  # a NotFoundError naming the services
+        if self.spec.swarm:
+            if service is None:
+                raise ClusterctlError("on a swarm, `logs` needs a SERVICE (docker service logs)")
+            return swarm.passthrough(self.spec, "service", "logs", *args, f"{self.project}_{service}")
         return compose.passthrough(self.spec, "logs", *args, *([service] if service else []), root=self.root)
 
     # ------------------------------------------------------------------ down / leftovers
@@ -291,6 +329,10 @@ class Cluster:
         `kill_first` SIGKILLs every container before removing it: a throwaway cluster needs no controlled
         shutdown, and brokers' grace periods would dominate. Raises when something is left behind then.
         """
+        if self.spec.swarm:
+            gone = swarm.remove(self.spec, volumes=volumes)
+            return DownResult(gone.stack, gone.services_removed, gone.networks_removed, gone.volumes_removed,
+                              gone.volumes_kept)  # fmt: skip
         before_c = sorted(c.name for c in dk.project_containers(self.project))
         before_n = dk.project_networks(self.project)
         before_v = dk.project_volumes(self.project)
@@ -333,6 +375,8 @@ class Cluster:
         return {k: v for k, v in found.items() if v}
 
     def _engine_leftovers(self) -> dict[str, list[str]]:
+        if self.spec.swarm:
+            return swarm.leftovers(self.spec)
         found = {
             "containers": sorted(c.name for c in dk.project_containers(self.project)),
             "networks": dk.project_networks(self.project),

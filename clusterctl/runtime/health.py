@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ClusterctlError
-from clusterctl.runtime.docker import container_states
+from clusterctl.runtime.docker import ContainerState, container_states
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
 from clusterctl.zookeeper import client as zk
@@ -36,6 +36,15 @@ class HealthReport:
         return not self.missing
 
 
+def states(spec: ClusterSpec) -> list[ContainerState]:
+    """Every service's container (compose) or current task (swarm)."""
+    if spec.swarm:
+        from clusterctl.runtime import swarm
+
+        return list(swarm.task_states(spec))
+    return container_states(spec)
+
+
 def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
     """Probe everything `up` waits for; never raises for an unhealthy cluster."""
     if spec.kraft_mode:
@@ -43,7 +52,7 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
     statuses = zk.node_statuses(spec, timeout=zk_timeout)
     summary = zk.summarize(statuses)
     report = HealthReport(summary.serving, summary.nodes, summary.leaders)
-    for c in container_states(spec):
+    for c in states(spec):
         if c.state != "running":
             code = f", exit code {c.exit_code}" if c.exit_code not in (None, 0) else ""
             report.missing.append(f"container {c.container} {c.state}{code}")
@@ -85,7 +94,7 @@ def _check_kraft(spec: ClusterSpec) -> HealthReport:
     from clusterctl.kafka.kraft import quorum as kraft
 
     report = HealthReport(0, 0, [])
-    for c in container_states(spec):
+    for c in states(spec):
         if c.state != "running":
             code = f", exit code {c.exit_code}" if c.exit_code not in (None, 0) else ""
             report.missing.append(f"container {c.container} {c.state}{code}")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clusterctl.errors import ClusterctlError
-from clusterctl.runtime import docker as dk
+from clusterctl.runtime import health
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.zookeeper import client as zk
 
@@ -22,6 +22,8 @@ class ServiceStatus:
     ip: str | None
     host_port: int | None
     zk_mode: str | None = None
+    node: str | None = None  # deploy.target swarm: the node the service's task runs on
+    rack: str | None = None  # and that node's clusterctl.rack
 
 
 @dataclass
@@ -47,22 +49,16 @@ def cluster_status(spec: ClusterSpec) -> ClusterStatus:
     """Containers, ZooKeeper Mode per node, quorum, broker registrations and controller."""
     if spec.kraft_mode:
         return _status_kraft(spec)
-    containers = dk.container_states(spec)
     nodes = zk.node_statuses(spec)
     mode_by_service = {spec.topology.zk_service(n.id): n.mode for n in nodes}
-    services = [
-        ServiceStatus(
-            c.service, c.container, c.role, c.state, c.health, c.ip, c.host_port, mode_by_service.get(c.service)
-        )
-        for c in containers
-    ]
+    services = _services(spec, mode_by_service)
     q = zk.summarize(nodes)
     registered: list[int] | None = None
     missing: list[int] | None = None
     controller: int | None = None
     reachable: bool | None = None
     lines = [q.summary]
-    if all(c.state == "missing" for c in containers):
+    if all(c.state == "missing" for c in services):
         lines = [f"cluster {spec.name} is not running: no containers (start it with `clusterctl up`)"]
     elif spec.kafka.engine == "tansu":
         from clusterctl.kafka.brokers import metadata_brokers
@@ -106,14 +102,13 @@ def _status_kraft(spec: ClusterSpec) -> ClusterStatus:
     from clusterctl.kafka.kraft import quorum as kraft
     from clusterctl.kafka.kraft.describe_quorum import QuorumInfo
 
-    containers = dk.container_states(spec)
-    services = [ServiceStatus(c.service, c.container, c.role, c.state, c.health, c.ip, c.host_port) for c in containers]
+    services = _services(spec, {})
     q = zk.summarize([])
     result = ClusterStatus(
         cluster=spec.name, engine=spec.kafka.engine, services=services, zookeeper=[], quorum=q,
         brokers_registered=None, brokers_missing=None, controller=None, mode="kraft",
     )  # fmt: skip
-    if all(c.state == "missing" for c in containers):
+    if all(c.state == "missing" for c in services):
         result.summary = [f"cluster {spec.name} is not running: no containers (start it with `clusterctl up`)"]
         return result
     info: QuorumInfo | None = None
@@ -148,3 +143,14 @@ def _status_kraft(spec: ClusterSpec) -> ClusterStatus:
         line = f"brokers unfenced: {','.join(map(str, unfenced)) or 'none'} of {len(spec.topology.broker_ids)}"
         result.summary.append(line + (f"; not serving: {', '.join(fenced)}" if fenced else ""))
     return result
+
+
+def _services(spec: ClusterSpec, zk_modes: dict[str, str]) -> list[ServiceStatus]:
+    """Each service's container (compose), or its current task with node and rack (swarm)."""
+    return [
+        ServiceStatus(
+            c.service, c.container, c.role, c.state, c.health, c.ip, c.host_port, zk_modes.get(c.service),
+            getattr(c, "node", None), getattr(c, "rack", None),
+        )
+        for c in health.states(spec)
+    ]  # fmt: skip

@@ -15,6 +15,7 @@ from pydantic import ValidationError, field_validator, model_validator
 from clusterctl.env import DEFAULT_SPEC_PATH
 from clusterctl.errors import SpecError
 from clusterctl.spec import validate, yamlfile
+from clusterctl.spec.deploy import DeploySpec, check_deploy
 from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
 from clusterctl.spec.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
 from clusterctl.spec.sections import (
@@ -50,6 +51,7 @@ class ClusterSpec(_Model):
     publish: PublishSpec = PublishSpec()
     spark: SparkSpec = SparkSpec()
     storage: StorageSpec = StorageSpec()
+    deploy: DeploySpec = DeploySpec()
 
     @field_validator("name")
     @classmethod
@@ -112,6 +114,7 @@ class ClusterSpec(_Model):
             )
         self._check_ips()
         self._check_ports()
+        check_deploy(self)
         return self
 
     def _check_mode(self) -> None:
@@ -304,6 +307,10 @@ class ClusterSpec(_Model):
     @property
     def spark_image(self) -> str:
         return self.images.spark or self.image_profile.spark
+
+    @property
+    def swarm(self) -> bool:
+        return self.deploy.target == "swarm"
 
     @property
     def topology(self) -> Topology:

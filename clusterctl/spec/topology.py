@@ -134,6 +134,37 @@ class Topology:
             ips.update({f"spark worker {i}": self.spark_worker_ip(i) for i in self.spark_worker_ids})
         return ips
 
+    # ---- racks (deploy.target swarm): node i of a kind goes to rack (i-1) mod racks ----
+
+    def _rack(self, index: int) -> str | None:
+        racks = self.spec.deploy.racks
+        return racks[(index - 1) % len(racks)].name if self.spec.swarm else None
+
+    def zk_rack(self, zk_id: int) -> str | None:
+        return self._rack(zk_id)
+
+    def broker_rack(self, broker_id: int) -> str | None:
+        """The broker's rack (its broker.rack); None on compose."""
+        return self._rack(broker_id)
+
+    def controller_rack(self, node_id: int) -> str | None:
+        if node_id in self.broker_ids and self.spec.kraft.combined:
+            return self.broker_rack(node_id)
+        return self._rack(node_id - KRAFT_NODE_ID_BASE)
+
+    def rack_address(self, rack: str | None) -> str:
+        """Where a host-side client reaches the published ports of a rack's host (compose: `host`)."""
+        for r in self.spec.deploy.racks:
+            if r.name == rack:
+                return r.address
+        return self.host
+
+    def broker_host(self, broker_id: int) -> str:
+        return self.rack_address(self.broker_rack(broker_id))
+
+    def zk_host(self, zk_id: int) -> str:
+        return self.rack_address(self.zk_rack(zk_id))
+
     def zk_host_port(self, zk_id: int) -> int:
         return self.spec.zookeeper.client_port + zk_id - 1
 
@@ -159,7 +190,7 @@ class Topology:
     @property
     def bootstrap_servers(self) -> str:
         """Host-side bootstrap list (the advertised host listener of every broker)."""
-        return ",".join(f"{self.host}:{self.broker_host_port(i)}" for i in self.broker_ids)
+        return ",".join(f"{self.broker_host(i)}:{self.broker_host_port(i)}" for i in self.broker_ids)
 
     @property
     def internal_bootstrap_servers(self) -> str:
@@ -169,10 +200,10 @@ class Topology:
     @property
     def zk_connect(self) -> str:
         """Host-side ZooKeeper connect string."""
-        return ",".join(f"{self.host}:{self.zk_host_port(i)}" for i in self.zk_ids)
+        return ",".join(f"{self.zk_host(i)}:{self.zk_host_port(i)}" for i in self.zk_ids)
 
     def zk_host_address(self, zk_id: int) -> tuple[str, int]:
-        return self.host, self.zk_host_port(zk_id)
+        return self.zk_host(zk_id), self.zk_host_port(zk_id)
 
     @property
     def internal_zk_connect(self) -> str:
@@ -197,7 +228,7 @@ class Topology:
     def broker_advertised_listeners(self, broker_id: int) -> str:
         return (
             f"INTERNAL://{self.broker_service(broker_id)}:{self.spec.kafka.internal_port},"
-            f"EXTERNAL://{self.host}:{self.broker_host_port(broker_id)}"
+            f"EXTERNAL://{self.broker_host(broker_id)}:{self.broker_host_port(broker_id)}"
         )
 
     @property
@@ -229,4 +260,5 @@ class Topology:
 
     @property
     def compose_file(self) -> Path:
-        return self.compose_dir / "docker-compose.yml"
+        """The rendered file: docker-compose.yml, or docker-stack.yml for deploy.target swarm."""
+        return self.compose_dir / ("docker-stack.yml" if self.spec.swarm else "docker-compose.yml")

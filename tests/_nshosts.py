@@ -1,0 +1,346 @@
+"""Namespace "hosts" for multi-host Docker Swarm tests: extra Docker daemons, each in a network namespace of
+its own, joined by a bridge on this machine. Privileged containers are refused here, so Docker-in-Docker
+nodes are out; a daemon started with `nsenter --net` (not `ip netns exec`, which remounts /sys and hides the
+cgroups) shares everything but the network with this machine.
+
+    with NsHosts(3) as hosts:          # h1 is the swarm manager, h2, h3 joined
+        hosts.load_images(["clusterctl/zookeeper:3.8.0"])
+        hosts.label_racks()            # clusterctl.rack=r1, r2, r3
+        ...
+
+Every name carries a random tag (`cc<tag>`): namespaces `cc<tag>h1`.., the bridge `cc<tag>br`, host-side veth
+ends `cc<tag>h1`..; files live in /run/cc<tag>/ (sockets need short paths) and /var/tmp/cc<tag>/ (data).
+The daemons' own networks come from address pools outside the main daemon's subnets and this machine's
+routes. `close()` stops the daemons and removes every namespace, link, mount and file; `leftovers()` says
+what of it still exists (empty after close).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clusterctl.wait import wait_until
+
+DOCKERD_READY_S = 60.0
+
+
+def _run(*args: str, check: bool = True, input_: bytes | None = None, timeout: float = 120) -> str:
+    proc = subprocess.run(list(args), capture_output=True, input=input_, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {proc.stderr.decode(errors='replace').strip()[-400:]}")
+    return proc.stdout.decode(errors="replace")
+
+
+def _used_networks() -> list[ipaddress.IPv4Network]:
+    """Subnets this machine routes (every Docker bridge included) and the main daemon's networks."""
+    nets = []
+    for line in _run("ip", "-4", "route", "show", "table", "all").splitlines():
+        word = line.split()[0] if line.split() else ""
+        if word[:1].isdigit():
+            nets.append(ipaddress.IPv4Network(word if "/" in word else f"{word}/32", strict=False))
+    out = _run("docker", "network", "inspect", "--format", "{{json .IPAM.Config}}", *_docker_networks(), check=False)
+    for line in out.splitlines():
+        for cfg in json.loads(line or "null") or []:
+            if cfg.get("Subnet", "").count(".") == 3:
+                nets.append(ipaddress.IPv4Network(cfg["Subnet"], strict=False))
+    return nets
+
+
+def _docker_networks() -> list[str]:
+    return _run("docker", "network", "ls", "-q", check=False).split()
+
+
+def _free_block(used: list[ipaddress.IPv4Network], taken: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
+    """A free 10.x.0.0/16 (x in 200-249) that overlaps nothing routed, nothing Docker uses and nothing taken."""
+    for _ in range(200):
+        block = ipaddress.IPv4Network(f"10.{200 + secrets.randbelow(50)}.0.0/16")
+        if not any(block.overlaps(n) for n in used + taken):
+            return block
+    raise RuntimeError("no free 10.x.0.0/16 for namespace hosts")
+
+
+@dataclass
+class NsHost:
+    name: str  # the namespace, and the host-side end of its veth pair
+    index: int
+    ip: str
+    run_dir: Path  # socket, pid file, exec root
+    data_dir: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"unix://{self.run_dir / 'docker.sock'}"
+
+    def docker(self, *args: str, check: bool = True, timeout: float = 120, input_: bytes | None = None) -> str:
+        """The docker CLI against this host's daemon."""
+        return _run("docker", "-H", self.endpoint, *args, check=check, timeout=timeout, input_=input_)
+
+    def answers(self) -> bool:
+        proc = subprocess.run(["docker", "-H", self.endpoint, "version"], capture_output=True, timeout=20)
+        return proc.returncode == 0
+
+
+class NsHosts:
+    """`n` namespace hosts on one bridge; h1 initialises a swarm, the others join it (`swarm=False`: no swarm)."""
+
+    def __init__(self, n: int, *, swarm: bool = True) -> None:
+        self.tag = secrets.token_hex(2)
+        self.prefix = f"cc{self.tag}"
+        self.n, self.swarm = n, swarm
+        self.run_root = Path("/run") / self.prefix
+        self.data_root = Path("/var/tmp") / self.prefix
+        self.bridge = f"{self.prefix}br"
+        self.hosts: list[NsHost] = []
+        used = _used_networks()
+        self.link_net = ipaddress.IPv4Network(f"{_free_block(used, []).network_address}/24")
+        self.pool = _free_block(used, [self.link_net.supernet(new_prefix=16)])  # the daemons' bridge networks
+        self.swarm_pool = _free_block(used, [self.link_net.supernet(new_prefix=16), self.pool])  # overlays
+        self.stack_block = _free_block(used, [self.link_net.supernet(new_prefix=16), self.pool, self.swarm_pool])
+
+    @property
+    def gateway(self) -> str:
+        """The bridge's address on this machine: how the host side reaches every namespace host."""
+        return str(self.link_net.network_address + 1)
+
+    def free_subnet(self) -> str:
+        """A /24 for a stack's overlay network, outside every pool (clashes with nothing here)."""
+        return str(ipaddress.IPv4Network(f"{self.stack_block.network_address}/24"))
+
+    def __enter__(self) -> NsHosts:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- start
+
+    def start(self) -> None:
+        _run("ip", "link", "add", self.bridge, "type", "bridge")
+        _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
+        _run("ip", "link", "set", self.bridge, "up")
+        # br_netfilter sends bridged frames through FORWARD, whose policy the main daemon sets to DROP
+        _run("iptables", "-I", "FORWARD", "1", *self._forward_rule)
+        for i in range(1, self.n + 1):
+            self.hosts.append(self._add_host(i))
+        for host in self.hosts:
+            host.proc = self._start_dockerd(host)
+        for host in self.hosts:
+            wait_until(host.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {host.name}")
+        if self.swarm:
+            self._form_swarm()
+
+    @property
+    def _forward_rule(self) -> tuple[str, ...]:
+        return ("-i", self.bridge, "-o", self.bridge, "-j", "ACCEPT", "-m", "comment", "--comment", self.prefix)
+
+    def _add_host(self, i: int) -> NsHost:
+        name = f"{self.prefix}h{i}"
+        ip = str(self.link_net.network_address + 1 + i)
+        _run("ip", "netns", "add", name)
+        _run("ip", "link", "add", name, "type", "veth", "peer", "name", f"{name}p")
+        _run("ip", "link", "set", f"{name}p", "netns", name)
+        _run("ip", "link", "set", name, "master", self.bridge, "up")
+        ns = ("ip", "-n", name)
+        _run(*ns, "link", "set", f"{name}p", "name", "eth0")
+        _run(*ns, "addr", "add", f"{ip}/24", "dev", "eth0")
+        _run(*ns, "link", "set", "eth0", "up")
+        _run(*ns, "link", "set", "lo", "up")
+        _run(*ns, "route", "add", "default", "via", self.gateway)
+        run_dir, data_dir = self.run_root / f"h{i}", self.data_root / f"h{i}"
+        run_dir.mkdir(parents=True, mode=0o700)
+        data_dir.mkdir(parents=True, mode=0o700)
+        return NsHost(name, i, ip, run_dir, data_dir)
+
+    def _start_dockerd(self, host: NsHost) -> subprocess.Popen[bytes]:
+        log = (host.run_dir / "dockerd.log").open("wb")
+        cmd = [
+            "nsenter", f"--net=/var/run/netns/{host.name}",
+            "dockerd",
+            "--data-root", str(host.data_dir / "docker"),
+            "--exec-root", str(host.run_dir / "exec"),
+            "-H", host.endpoint,
+            "--pidfile", str(host.run_dir / "docker.pid"),
+            "--bridge", "none",
+            "--iptables=false",
+            "--ip-masq=false",
+            "--default-address-pool", f"base={self.pool},size=24",
+            "--storage-driver", "overlay2",
+        ]  # fmt: skip
+        try:
+            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            log.close()
+
+    def _form_swarm(self) -> None:
+        manager = self.hosts[0]
+        manager.docker(
+            "swarm", "init", "--advertise-addr", manager.ip, "--listen-addr", f"{manager.ip}:2377",
+            "--default-addr-pool", str(self.swarm_pool), "--default-addr-pool-mask-length", "24",
+        )  # fmt: skip
+        token = manager.docker("swarm", "join-token", "-q", "worker").strip()
+        for host in self.hosts[1:]:
+            host.docker("swarm", "join", "--advertise-addr", host.ip, "--listen-addr", f"{host.ip}:2377",
+                        "--token", token, f"{manager.ip}:2377")  # fmt: skip
+        wait_until(lambda: self.ready_nodes() == self.n, timeout=60, what=f"{self.n} ready swarm nodes", seen=str)
+
+    # ---------------------------------------------------------------- use
+
+    @property
+    def manager(self) -> NsHost:
+        return self.hosts[0]
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """`docker node inspect` of every swarm node, as the manager sees them."""
+        ids = self.manager.docker("node", "ls", "-q").split()
+        return list(json.loads(self.manager.docker("node", "inspect", *ids)))
+
+    def ready_nodes(self) -> int:
+        return sum(1 for n in self.nodes() if n["Status"]["State"] == "ready")
+
+    def node_id(self, host: NsHost) -> str:
+        for n in self.nodes():
+            if n["Status"].get("Addr") == host.ip:
+                return str(n["ID"])
+        raise RuntimeError(f"no swarm node with address {host.ip}")
+
+    def label_racks(self) -> dict[str, str]:
+        """Label host i's node clusterctl.rack=r<i>; rack -> address."""
+        for host in self.hosts:
+            self.manager.docker("node", "update", "--label-add", f"clusterctl.rack=r{host.index}", self.node_id(host))
+        return {f"r{h.index}": h.ip for h in self.hosts}
+
+    def load_images(self, images: list[str]) -> None:
+        """`docker save | docker load` into every host (no registry here); one saved archive for all."""
+        archive = self.data_root / "images.tar"
+        _run("docker", "save", "-o", str(archive), *images, timeout=600)
+        try:
+            for host in self.hosts:
+                host.docker("load", "-q", "-i", str(archive), timeout=600)
+        finally:
+            archive.unlink(missing_ok=True)
+
+    def stop_daemon(self, host: NsHost, timeout: float = 60) -> None:
+        """Stop a host's dockerd (and with it every container on it), as a lost host."""
+        if host.proc is not None and host.proc.poll() is None:
+            host.proc.send_signal(signal.SIGTERM)
+            try:
+                host.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(host.proc.pid, signal.SIGKILL)
+                host.proc.wait(timeout=30)
+
+    def lose(self, host: NsHost) -> None:
+        """The host is gone at once: its link goes down and its daemon, containerd, shims and every container
+        process are SIGKILLed together (nothing shuts down cleanly, nothing answers on its address)."""
+        _run("ip", "link", "set", host.name, "down")
+        pids = _tree(host.proc.pid) if host.proc is not None else set()
+        for pid, args in _processes_by_pid().items():
+            if str(host.run_dir) in args:  # containerd shims name our exec root; containers are their children
+                pids |= _tree(pid)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if host.proc is not None:
+            host.proc.wait(timeout=30)
+
+    def restore(self, host: NsHost) -> None:
+        """The lost host comes back: link up, its daemon started on the same data; it rejoins the swarm."""
+        _run("ip", "link", "set", host.name, "up")
+        for mount in self._mounts():
+            if mount.startswith(str(host.run_dir)):
+                _run("umount", "-l", mount, check=False)
+        (host.run_dir / "docker.pid").unlink(missing_ok=True)
+        host.proc = self._start_dockerd(host)
+        wait_until(host.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {host.name} again")
+
+    # ---------------------------------------------------------------- teardown
+
+    def close(self) -> None:
+        """Leave no daemon, namespace, link, mount or file behind (also after a failed start)."""
+        for host in self.hosts:
+            self.stop_daemon(host)
+        for host in self.hosts:
+            if host.proc is not None:
+                _kill_group(host.proc.pid)  # containerd and shims started by that dockerd
+        for mount in self._mounts():
+            _run("umount", "-l", mount, check=False)
+        for host in self.hosts:
+            _run("ip", "netns", "del", host.name, check=False)
+            _run("ip", "link", "del", host.name, check=False)
+        _run("ip", "link", "del", self.bridge, check=False)
+        for _ in range(3):  # inserted once; deleted until none is left
+            if subprocess.run(["iptables", "-D", "FORWARD", *self._forward_rule], capture_output=True).returncode:
+                break
+        shutil.rmtree(self.run_root, ignore_errors=True)
+        shutil.rmtree(self.data_root, ignore_errors=True)
+
+    def _mounts(self) -> list[str]:
+        """Mount points under our directories, deepest first."""
+        roots = (str(self.run_root) + "/", str(self.data_root) + "/")
+        with open("/proc/self/mounts", encoding="utf-8") as fh:
+            points = [line.split()[1] for line in fh]
+        return sorted({p for p in points if p.startswith(roots)}, key=len, reverse=True)
+
+    def leftovers(self) -> dict[str, list[str]]:
+        """What of these hosts still exists: namespaces, links, processes, mounts, files."""
+        links = _run("ip", "-o", "link", "show").splitlines()
+        found = {
+            "namespaces": [n for n in _run("ip", "netns", "list").split() if n.startswith(self.prefix)],
+            "links": [ln.split(":")[1].strip() for ln in links if f" {self.prefix}" in ln],
+            "processes": [a for a in _processes() if str(self.run_root) in a or str(self.data_root) in a],
+            "mounts": self._mounts(),
+            "files": [str(p) for p in (self.run_root, self.data_root) if p.exists()],
+            "iptables": [ln for ln in _run("iptables", "-S", "FORWARD").splitlines() if self.prefix in ln],
+        }
+        return {k: v for k, v in found.items() if v}
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _processes() -> list[str]:
+    return list(_processes_by_pid().values())
+
+
+def _processes_by_pid() -> dict[int, str]:
+    out = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError):
+                out[int(p.name)] = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    return out
+
+
+def _tree(root: int) -> set[int]:
+    """`root` and every descendant process."""
+    children: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(p.name))
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo += children.get(pid, [])
+    return out
