@@ -100,7 +100,9 @@ def check_deploy(spec: ClusterSpec) -> None:
     if spec.spark.enabled:
         raise ValueError("deploy.target=swarm runs no spark services yet: set spark.enabled: false")
     if spec.storage.bounded_mb is not None:
-        raise ValueError("deploy.target=swarm has no bounded data volumes (loop-mounted on this host): set storage.bounded_mb: null")
+        raise ValueError(
+            "deploy.target=swarm has no bounded data volumes (loop-mounted on this host): set storage.bounded_mb: null"
+        )
     brokers = spec.kafka.brokers
     if d.rack_spread == "strict" and brokers > len(d.racks):
         raise ValueError(
