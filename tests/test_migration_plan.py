@@ -272,6 +272,16 @@ def test_rollback_follows_the_furthest_phase_begun() -> None:
         plan.rollback_level(state)
 
 
+def test_status_after_a_rollback() -> None:
+    state = fresh()
+    state.completed(phases.PHASES[0])
+    state.completed(phases.PHASES[1])
+    state.rolled_back = True
+    status = plan.status(state, "mig", Path("s.json"))
+    assert [p.state for p in status.phases] == ["rolled back", "rolled back", "pending", "pending", "pending"]
+    assert status.next_phase is None and not status.can_roll_back
+
+
 # ---------------------------------------------------------------- refusals
 
 

@@ -215,14 +215,19 @@ ROLLBACK_STEPS: dict[int, tuple[str, ...]] = {
 
 def status(state: MigrationState | None, cluster: str, path: Path) -> MigrationStatus:
     """Where the migration stands, phase by phase."""
-    done = set(state.done) if state else set()
+    done = set(state.done) if state and not state.rolled_back else set()
+    reverted = set(state.done) | {state.current or ""} if state and state.rolled_back else set()
     current = state.current if state else None
     phases = [
         PhaseStatus(
             p.number,
             p.name,
             p.section,
-            "done" if p.name in done else ("interrupted" if p.name == current else "pending"),
+            "done"
+            if p.name in done
+            else "rolled back"
+            if p.name in reverted
+            else ("interrupted" if p.name == current else "pending"),
             list(p.settings),
         )
         for p in PHASES
