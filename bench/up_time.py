@@ -180,7 +180,23 @@ def _heal(cluster: Any) -> dict[str, float]:
     return {k: round(v - t0, 2) for k, v in m.items() if v is not None}
 
 
-def one_run(mode: str, code: str, heal: bool, image: str | None = None) -> Run:
+def save_logs(cluster: Any, services: list[str], since: float, where: Path) -> None:
+    """Each service's stdout since `since` (docker's receive time first) into where/SERVICE.log, and Kafka's
+    file-only logs (the quorum controller's controller.log, state-change.log) beside it."""
+    where.mkdir(parents=True, exist_ok=True)
+    for service in services:
+        c = cluster.container(service)
+        lines = _log_lines(c, since=since)
+        stamp = "%H:%M:%S"
+        text = "".join(f"{time.strftime(stamp, time.gmtime(t))}.{int(t % 1 * 1000):03d} {s}\n" for t, s in lines)
+        (where / f"{service}.log").write_text(text)
+        for name in ("controller.log", "state-change.log"):
+            code, out = c.exec_run(["cat", f"/var/log/kafka/{name}"])
+            if code == 0 and out:
+                (where / f"{service}.{name}").write_bytes(out)
+
+
+def one_run(mode: str, code: str, heal: bool, image: str | None = None, logs: Path | None = None) -> Run:
     from clusterctl.compose.render import render
     from clusterctl.runtime.cluster import Cluster
     from clusterctl.testing import specdata
@@ -199,16 +215,19 @@ def one_run(mode: str, code: str, heal: bool, image: str | None = None) -> Run:
             run.heal = _heal(cluster)
     except Exception as exc:  # a failed run is reported, the others still count
         run.error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        if logs is not None:  # every service's whole log, for the why
+            save_logs(cluster, cluster.services(), 0, logs / f"{spec.name}")
     finally:
         cluster.down(volumes=True, kill_first=True)
     return run
 
 
-def child_run(mode: str, code: str, pythonpath: Path, heal: bool, image: str | None) -> Run:
+def child_run(mode: str, code: str, pythonpath: Path, heal: bool, image: str | None, logs: Path | None) -> Run:
     """One run in a child process with `pythonpath`'s clusterctl (this script's code, that checkout's package)."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     argv = [sys.executable, __file__, "--one", mode, "--code", code] + ([] if heal else ["--no-heal"])
     argv += ["--image", image] if image else []
+    argv += ["--logs", str(logs)] if logs else []
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         return Run(mode, code, error=(proc.stderr.strip().splitlines() or ["failed"])[-1])
@@ -278,13 +297,14 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another clusterctl checkout, run alternately with this one")
     ap.add_argument("--baseline-image", help="the Kafka image the baseline runs use (an image built before a change)")
     ap.add_argument("--no-heal", action="store_true", help="time up only")
+    ap.add_argument("--logs", type=Path, help="directory for every service's log of a failed run")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", choices=MODES, help=argparse.SUPPRESS)  # a child run: print one Run as JSON
     ap.add_argument("--code", default="current", help=argparse.SUPPRESS)
     ap.add_argument("--image", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(asdict(one_run(args.one, args.code, not args.no_heal, args.image))))
+        print(json.dumps(asdict(one_run(args.one, args.code, not args.no_heal, args.image, args.logs))))
         return
     sys.path.insert(0, str(REPO))
     load0 = os.getloadavg()[0]
@@ -296,7 +316,7 @@ def main() -> None:
     for i in range(args.runs):
         for mode in modes:
             for code, tree, image in trees if i % 2 == 0 else trees[::-1]:
-                runs.append(child_run(mode, code, tree, not args.no_heal, image))
+                runs.append(child_run(mode, code, tree, not args.no_heal, image, args.logs))
                 print(f"{mode} {code}: {asdict(runs[-1])}", file=sys.stderr, flush=True)
     rows = medians(runs)
     load = (load0, os.getloadavg()[0])

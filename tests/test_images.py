@@ -178,6 +178,39 @@ def test_kafka_entrypoint_requires_zookeeper_connect(stub_kafka_image: str) -> N
         c.remove(force=True, v=True)
 
 
+def test_kafka_entrypoint_sets_aside_kraft_logs_without_topic_id(stub_kafka_image: str) -> None:
+    """A partition directory without partition.metadata (a broker killed between creating it and writing its
+    topic ID) keeps Kafka 3.7 from starting in KRaft mode; the entrypoint renames it to Kafka's stray form and
+    leaves every other directory alone."""
+    volume = dk.client().volumes.create(f"ctl-test-kafka-data-{uuid.uuid4().hex[:6]}")
+    data = {volume.name: {"bind": "/var/lib/kafka/data", "mode": "rw"}}
+    prepare = (
+        "cd /var/lib/kafka/data && mkdir -p t-0 t-1 my-topic-12 __cluster_metadata-0 t-2.0123abcd-delete notes"
+        " && echo topic_id: x > t-1/partition.metadata && touch t-0/00000000000000000000.log"
+    )
+    dk.client().containers.run(stub_kafka_image, ["bash", "-c", prepare], volumes=data, remove=True)
+    env = {
+        "KAFKA_PROCESS_ROLES": "broker",
+        "KAFKA_NODE_ID": "2",
+        "CLUSTER_ID": "AAAAAAAAAAAAAAAAAAAAAA",
+        "KAFKA_ADVERTISED_LISTENERS": "INTERNAL://kafka2:19092",
+    }
+    c = dk.client().containers.run(stub_kafka_image, environment=env, volumes=data, detach=True)
+    try:
+        out = _container_output(c.name, "---")
+        listing = sorted(c.exec_run(["ls", "/var/lib/kafka/data"]).output.decode().split())
+        stray = [n for n in listing if n.endswith("-stray")]
+        assert sorted(n.split(".")[0] for n in stray) == ["my-topic-12", "t-0"], listing
+        assert all(len(n.split(".")[1]) == len("-stray") + 32 for n in stray), stray  # Kafka's <tp>.<id>-stray
+        assert {"t-1", "__cluster_metadata-0", "t-2.0123abcd-delete", "notes", "meta.properties"} <= set(listing)
+        kept = c.exec_run(["ls", f"/var/lib/kafka/data/{next(n for n in stray if n.startswith('t-0'))}"])
+        assert kept.output.decode().split() == ["00000000000000000000.log"]  # set aside, not deleted
+        assert out.count("set aside as") == 2
+    finally:
+        c.remove(force=True, v=True)
+        volume.remove(force=True)
+
+
 def test_zookeeper_image_standalone_runs_as_non_root() -> None:
     c = dk.client().containers.run(
         profiles.OFFLINE_ZOOKEEPER_IMAGE,

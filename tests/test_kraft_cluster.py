@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _runtime_helpers import CLI, cli, cli_json, leftovers, render, up_json
+from _runtime_helpers import CLI, cli, cli_json, leftovers, render, up_json, wait_for
 
 from clusterctl.compose.render import existing_cluster_id
 from clusterctl.images import build as images
@@ -160,6 +160,36 @@ def test_slow_controller_quorum_loses_nothing(kraft_cluster: Path) -> None:
     delayed = [f["target"] for f in out["faults"] if f["action"] == "delay"]
     assert delayed and set(delayed) <= {"controller1", "controller2", "controller3"}, out["faults"]
     print(f"\nkraft slow-controller-quorum: {v['acked']} acked, 0 lost, delayed {delayed}, faults {out['faults']}")
+
+
+def test_broker_killed_before_its_topic_id_was_written_heals(kraft_cluster: Path) -> None:
+    """A broker SIGKILLed between creating a replica's directory and Kafka's asynchronous write of its
+    partition.metadata (the topic ID) never starts again on Kafka 3.7 (KAFKA-16814): every start ends in
+    "does not have a topic ID". `chaos heal` brings it back unfenced, and the replica rejoins the ISR."""
+    spec = load_spec(kraft_cluster)
+    topic = f"no-id-{uuid.uuid4().hex[:6]}"
+    assert cli(kraft_cluster, "topic", "create", topic, "-p", "3", "-r", "3").returncode == 0
+    container = spec.topology.broker_container(2)
+    path = f"{spec.image_profile.kafka_data_dir}/{topic}-0/partition.metadata"
+    has_id = ["docker", "exec", container, "test", "-f", path]
+    wait_for(lambda: subprocess.run(has_id).returncode == 0, 60, f"{path} in {container}")
+    assert cli(kraft_cluster, "chaos", "kill-broker", "2").returncode == 0
+    image = subprocess.run(["docker", "inspect", "-f", "{{.Image}}", container], capture_output=True, text=True)
+    drop = ["docker", "run", "--rm", "--user", "root", "--volumes-from", container, image.stdout.strip(), "rm", path]
+    assert subprocess.run(drop, capture_output=True, text=True, timeout=60).returncode == 0
+    healed = cli(kraft_cluster, "chaos", "heal", "--timeout", "90", "--json", timeout=180)
+    assert healed.returncode == 0, healed.stderr[-1000:]
+    logs = subprocess.run(["docker", "logs", container], capture_output=True, text=True).stdout
+    assert f"{topic}-0 has no partition.metadata (topic ID): set aside as" in logs
+    assert "does not have a topic ID" not in logs
+    brokers = {b["broker"]: b["state"] for b in cli_json(kraft_cluster, "status")["brokers"]}
+    assert brokers == {1: "unfenced", 2: "unfenced", 3: "unfenced"}
+
+    def in_sync() -> bool:
+        (described,) = cli_json(kraft_cluster, "topic", "describe", topic)
+        return all(sorted(p["isr"]) == [1, 2, 3] for p in described["partitions"])
+
+    wait_for(in_sync, 60, f"{topic}'s ISR full again")
 
 
 def test_down_and_up_keep_topics_and_data(kraft_cluster: Path) -> None:

@@ -4,7 +4,8 @@
 #   ZooKeeper mode: KAFKA_ZOOKEEPER_CONNECT and KAFKA_ADVERTISED_LISTENERS are required.
 #   KRaft mode (KAFKA_PROCESS_ROLES set): CLUSTER_ID is required; a controller-only node has no advertised
 #   listeners. The log dir is formatted with CLUSTER_ID on first start only (meta.properties absent), so a
-#   restart keeps its data; a dir formatted with another id makes Kafka refuse to start, as it should.
+#   restart keeps its data; a dir formatted with another id makes Kafka refuse to start, as it should. A partition
+#   directory without its topic ID (a broker killed while creating it) is set aside as stray at every start.
 #   KAFKA_HEAP_OPTS, KAFKA_OPTS, KAFKA_LOG4J_OPTS are passed to the JVM as Kafka's scripts expect.
 #   KAFKA_JMX_PORT / KAFKA_JMX_HOSTNAME enable JMX for the broker process ONLY: JMX_PORT is exported to
 #   kafka-server-start.sh alone, so CLI tools run with `docker exec` don't try to bind the same port.
@@ -53,15 +54,36 @@ if [[ -n "${KAFKA_LOG4J_ROOT_LOGLEVEL:-}" ]]; then
     export KAFKA_LOG4J_OPTS="${KAFKA_LOG4J_OPTS:--Dlog4j.configuration=file:/etc/kafka/log4j.properties}"
 fi
 
+# KRaft: a partition directory without partition.metadata (the topic ID) keeps Kafka before 3.8 from ever starting
+# again: "The log dir ... does not have a topic ID, which is not allowed when running in KRaft mode" is fatal at
+# every start, and the container restarts forever (KAFKA-16814). A replica creates its directory at once but
+# writes partition.metadata asynchronously, so a broker SIGKILLed in between (`chaos kill` soon after a topic was
+# created) leaves one behind. Kafka 3.8 treats such a log as stray; so does this, before the JVM starts: it is
+# renamed the way Kafka marks a stray log (<topic>-<partition>.<id>-stray), which Kafka loads as stray and leaves
+# alone (the data stays on disk), and the broker fetches the replica again from its leader.
+set_aside_logs_without_topic_id() {
+    local dir part name id
+    for dir in "$@"; do
+        for part in "$dir"/*; do
+            name="${part##*/}"
+            [[ -d "$part" && ! -e "$part/partition.metadata" && "$name" =~ ^.+-[0-9]+$ ]] || continue
+            [[ "$name" == __cluster_metadata-* ]] && continue # the metadata log has no topic ID
+            id="$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+            mv "$part" "$part.$id-stray"
+            echo "kafka-entrypoint: $part has no partition.metadata (topic ID): set aside as $name.$id-stray"
+        done
+    done
+}
+
 if [[ -n "${KAFKA_PROCESS_ROLES:-}" ]]; then
     log_dirs="${KAFKA_LOG_DIRS:-/var/lib/kafka/data}"
     log_dir="${log_dirs%%,*}"
+    IFS=',' read -ra dirs <<<"$log_dirs"
     if [[ ! -f "$log_dir/meta.properties" ]]; then
         echo "kafka-entrypoint: formatting $log_dirs for cluster $CLUSTER_ID (first start)"
         if [[ -n "${KAFKA_NODE_ID:-}" && "$CLUSTER_ID" =~ ^[A-Za-z0-9_-]{22}$ ]]; then
             # what `kafka-storage.sh format` writes, without a second JVM start on the critical path; Kafka adds
             # each dir's directory.id and takes metadata.version from its configuration (no bootstrap.checkpoint)
-            IFS=',' read -ra dirs <<<"$log_dirs"
             for dir in "${dirs[@]}"; do
                 mkdir -p "$dir"
                 printf 'version=1\ncluster.id=%s\nnode.id=%s\n' "$CLUSTER_ID" "$KAFKA_NODE_ID" >"$dir/meta.properties"
@@ -70,6 +92,7 @@ if [[ -n "${KAFKA_PROCESS_ROLES:-}" ]]; then
             KAFKA_HEAP_OPTS="-Xmx256m" kafka-storage.sh format --ignore-formatted -t "$CLUSTER_ID" -c "$props"
         fi
     fi
+    set_aside_logs_without_topic_id "${dirs[@]}"
 fi
 
 export KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
