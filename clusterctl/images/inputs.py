@@ -153,6 +153,7 @@ CONSOLE_CLUSTERCTL_FILES = (
     "env.py",
     "errors.py",
     "spec/__init__.py",
+    "spec/deploy.py",
     "spec/profiles.py",
     "spec/model.py",
     "spec/sections.py",
