@@ -18,6 +18,7 @@ what of it still exists (empty after close).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import os
@@ -32,6 +33,9 @@ from typing import Any
 from clusterctl.wait import wait_until
 
 DOCKERD_READY_S = 60.0
+# one harness at a time on this machine: each picks its address blocks from what is routed when it starts, so
+# two starting side by side (pytest-xdist workers) could pick the same blocks
+LOCK_FILE = Path("/run/clusterctl-nshosts.lock")
 
 
 def _run(*args: str, check: bool = True, input_: bytes | None = None, timeout: float = 120) -> str:
@@ -102,6 +106,10 @@ class NsHosts:
         self.data_root = Path("/var/tmp") / self.prefix
         self.bridge = f"{self.prefix}br"
         self.hosts: list[NsHost] = []
+        self._lock: int | None = None
+        self._choose_blocks()
+
+    def _choose_blocks(self) -> None:
         used = _used_networks()
         self.link_net = ipaddress.IPv4Network(f"{_free_block(used, []).network_address}/24")
         self.pool = _free_block(used, [self.link_net.supernet(new_prefix=16)])  # the daemons' bridge networks
@@ -118,15 +126,23 @@ class NsHosts:
         return str(ipaddress.IPv4Network(f"{self.stack_block.network_address}/24"))
 
     def __enter__(self) -> NsHosts:
+        self._lock = os.open(LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._lock, fcntl.LOCK_EX)  # waits for another harness's close()
         try:
+            self._choose_blocks()
             self.start()
         except BaseException:
-            self.close()
+            self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        try:
+            self.close()
+        finally:
+            if self._lock is not None:
+                os.close(self._lock)  # releases the flock
+                self._lock = None
 
     # ---------------------------------------------------------------- start
 
