@@ -7,7 +7,8 @@ import math
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,33 @@ def write_spec(
     path = directory / "clusterctl.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return path
+
+
+@contextmanager
+def running_cluster(
+    directory: Path,
+    name: str,
+    subnet: str,
+    zk_port: int,
+    broker_port: int,
+    *,
+    extra: dict[str, Any] | None = None,
+    heal: bool = False,
+) -> Iterator[Path]:
+    """A ZooKeeper + tansu cluster from `write_spec` (plus `extra` top-level sections) up for the block; then
+    (`heal`: faults healed, then) `down --volumes`, also when the block fails."""
+    spec_path = write_spec(directory, name, subnet, zk_port=zk_port, broker_port=broker_port)
+    if extra:
+        spec_path.write_text(yaml.safe_dump({**yaml.safe_load(spec_path.read_text()), **extra}, sort_keys=False))
+    render(spec_path)
+    try:
+        res = cli(spec_path, "up", "--timeout", "120")
+        assert res.returncode == 0, res.stderr
+        yield spec_path
+    finally:
+        if heal:
+            cli(spec_path, "chaos", "heal", "--no-wait")
+        cli(spec_path, "down", "--volumes")
 
 
 def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:

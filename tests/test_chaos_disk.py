@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _runtime_helpers import cli, cli_json, leftovers, render, write_spec
+from _runtime_helpers import cli, cli_json, leftovers, render, running_cluster, write_spec
 
 from clusterctl.images import build as images
 from clusterctl.runtime import disks
@@ -39,18 +39,10 @@ SIZE_MB = 64
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu"])
+    name, bounded = f"ctldisk-{uuid.uuid4().hex[:6]}", {"storage": {"bounded_mb": SIZE_MB}}
     work = tmp_path_factory.mktemp("disk")
-    spec_path = write_spec(work, f"ctldisk-{uuid.uuid4().hex[:6]}", "10.94.0.0/24", zk_port=28381, broker_port=29892)
-    data = yaml.safe_load(spec_path.read_text())
-    spec_path.write_text(yaml.safe_dump({**data, "storage": {"bounded_mb": SIZE_MB}}, sort_keys=False))
-    render(spec_path)
-    try:
-        res = cli(spec_path, "up", "--timeout", "120")
-        assert res.returncode == 0, res.stderr
+    with running_cluster(work, name, "10.94.0.0/24", 28381, 29892, extra=bounded, heal=True) as spec_path:
         yield spec_path
-    finally:
-        cli(spec_path, "chaos", "heal", "--no-wait")
-        cli(spec_path, "down", "--volumes")
 
 
 def in_container(container: str, script: str) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _runtime_helpers import CLI, cli, cli_json, render, wait_for, write_spec
+from _runtime_helpers import CLI, cli, cli_json, running_cluster, wait_for
 
 from clusterctl.chaos import degrade, faults, netns
 from clusterctl.chaos.handlers import handler_pids
@@ -81,15 +81,8 @@ def test_absurd_settings_are_refused(kind: str, value: float, jitter: float) -> 
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu"])
     work = tmp_path_factory.mktemp("net")
-    spec_path = write_spec(work, f"ctlnet-{uuid.uuid4().hex[:6]}", "10.91.0.0/24", zk_port=28181, broker_port=29992)
-    render(spec_path)
-    try:
-        res = cli(spec_path, "up", "--timeout", "120")
-        assert res.returncode == 0, res.stderr
+    with running_cluster(work, f"ctlnet-{uuid.uuid4().hex[:6]}", "10.91.0.0/24", 28181, 29992, heal=True) as spec_path:
         yield spec_path
-    finally:
-        cli(spec_path, "chaos", "heal", "--no-wait")
-        cli(spec_path, "down", "--volumes")
 
 
 def connect_ms(ip: str, port: int = 2181, n: int = 9) -> float:

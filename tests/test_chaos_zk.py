@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _runtime_helpers import cli, cli_json, render, wait_for, write_spec
+from _runtime_helpers import cli, cli_json, running_cluster, wait_for
 
 from clusterctl.chaos import faults, recovery
 from clusterctl.chaos.analysis import analyze
@@ -35,14 +35,8 @@ pytestmark = pytest.mark.docker
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu"])
     work = tmp_path_factory.mktemp("chaos")
-    spec_path = write_spec(work, f"ctlchaos-{uuid.uuid4().hex[:6]}", "10.79.0.0/24", zk_port=23181, broker_port=29392)
-    render(spec_path)
-    try:
-        res = cli(spec_path, "up", "--timeout", "120")
-        assert res.returncode == 0, res.stderr
+    with running_cluster(work, f"ctlchaos-{uuid.uuid4().hex[:6]}", "10.79.0.0/24", 23181, 29392) as spec_path:
         yield spec_path
-    finally:
-        cli(spec_path, "down", "--volumes")
 
 
 def state(name: str) -> str:
