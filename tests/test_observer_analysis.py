@@ -97,3 +97,24 @@ def test_a_killed_controller_is_neither_a_broker_nor_a_zookeeper_node() -> None:
     tl.events = [Event(T0 + 1.5, "quorum", "controller", "quorum", "leader 1", 1)]
     (m,) = analyze(tl)
     assert (m.broker, m.zk, m.detected_s, m.detected_by) == (None, None, 1.5, "quorum")
+
+
+def test_isr_shrink_seen_in_zookeeper_counts_when_metadata_lags() -> None:
+    """A delayed follower that is also the controller holds back its own UpdateMetadata: ZooKeeper's state znode
+    shows the shrink while every broker's metadata still lists the follower; the shrink time is ZooKeeper's."""
+    tl = Timeline(T0 - 5, T0 + 30, ["drill"])
+    tl.markers = [Marker(T0, "delay", "broker 2"), Marker(T0 + 16, "heal-network", "broker 2", heal=True)]
+    tl.partitions = [_sample(-1, 0, 1, [1, 2, 3])]
+    tl.events = [
+        Event(T0 + 11.0, "zk-watch", "partition-state", "drill-0", "leader 1 isr 1,3", {"leader": 1, "isr": [1, 3]}),
+        Event(T0 + 17.0, "zk-watch", "partition-state", "drill-0", "leader 1 isr 1,2,3", {"leader": 1, "isr": [1, 2, 3]}),
+        # another topic's znode never counts for this one
+        Event(T0 + 5.0, "zk-watch", "partition-state", "drill-00", "leader 1 isr 1", {"leader": 1, "isr": [1]}),
+    ]
+    (m,) = analyze(tl)
+    (p0,) = m.partitions
+    assert p0.isr_shrunk_s == 11.0
+    # metadata first, when it sees the shrink before ZooKeeper's watch fires
+    tl.partitions.append(_sample(10.5, 0, 1, [1, 3]))
+    (m,) = analyze(tl)
+    assert m.partitions[0].isr_shrunk_s == 10.5

@@ -137,7 +137,16 @@ def _partition_failovers(
                     new_leader, ttnl = s.leader, round(s.t - m.t, 3)
                     break
             unavailable = ttnl
-        shrunk = next((round(s.t - m.t, 3) for s in after if broker not in s.isr), None)
+        # ZooKeeper holds the ISR in ZooKeeper mode; a broker's metadata can lag it by as long as a delayed link
+        # holds the controller's UpdateMetadata, so the first of the two sources counts
+        zk_isrs = [
+            (e.t, e.value["isr"])
+            for e in tl.events
+            if e.kind == "partition-state" and e.source == "zk-watch" and e.subject == f"{topic}-{pid}"
+        ]
+        shrunk_at = [s.t for s in after if broker not in s.isr][:1]
+        shrunk_at += [t for t, isr in zk_isrs if m.t < t <= until and broker not in isr][:1]
+        shrunk = round(min(shrunk_at) - m.t, 3) if shrunk_at else None
         full = None
         if heal is not None:
             at_heal = [s for s in samples if s.t <= heal.t]

@@ -157,8 +157,19 @@ class FaultSteps:
         leader, followers = faults.replicas_of(self._live_bootstrap(), f.topic or self.topic, f.partition)
         if f.node == "follower" and not followers:
             raise ClusterctlError(f"{f.topic or self.topic}-{f.partition} has no follower (replication factor 1)")
-        broker = faults.spec_broker(self.spec, leader if f.node == "leader" else followers[-1])
-        return self.spec.topology.broker_service(broker)
+        pick = leader if f.node == "leader" else self._follower(followers)
+        return self.spec.topology.broker_service(faults.spec_broker(self.spec, pick))
+
+    def _follower(self, followers: list[int]) -> int:
+        """The last follower that is not the active controller, when one is not: a fault on the controller also
+        holds back its AlterPartition answers and metadata updates, a second fault the drill did not ask for."""
+        from clusterctl.chaos import faults
+
+        try:
+            controller = faults.active_controller(self.spec)
+        except ClusterctlError:  # no controller right now: any follower is as good
+            return followers[-1]
+        return ([b for b in followers if b != controller] or followers)[-1]
 
     def _net_fault(self, f: Fault) -> str:
         """Degrade a node's network; with `for`, in the background, healing itself after that long."""
