@@ -31,8 +31,9 @@ AT_RATE_LINE = re.compile(
 # `perf e2e` as it was before it capped requests in flight and read uncommitted (librdkafka's defaults)
 BEFORE_PROPS = ["--producer-prop", "max.in.flight.requests.per.connection=1000000",
                 "--consumer-prop", "isolation.level=read_committed"]  # fmt: skip
-# a G1 pause in the broker's GC log (`-Xlog:gc*:...:time,tags`): its wall-clock start and length
-GC_PAUSE = re.compile(r"^\[(?P<at>[^\]]+)\]\[gc\s*\] GC\(\d+\) Pause .* (?P<ms>[\d.]+)ms$")
+# a pause in the broker's GC log (`-Xlog:gc*:...:time,tags`): its wall-clock start and length; G1 logs each
+# under `gc`, ZGC its (sub-millisecond) Pause Mark Start / Mark End / Relocate Start under `gc,phases`
+GC_PAUSE = re.compile(r"^\[(?P<at>[^\]]+)\]\[gc(?:,phases)?\s*\] GC\(\d+\) Pause .* (?P<ms>[\d.]+)ms$")
 
 
 @dataclass

@@ -295,8 +295,17 @@ def main() -> int:
         action="store_true",
         help="also run perf e2e with librdkafka's in-flight and isolation defaults (the old settings)",
     )
+    ap.add_argument(
+        "--gc",
+        choices=("default", "zgc"),
+        default="default",
+        help="garbage collector of every JVM started here (broker, ZooKeeper, Java tools): Kafka's default (G1) "
+        "or ZGC, whose sub-millisecond pauses take the broker's GC out of a fixed-rate latency tail",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.gc == "zgc":  # kafka-run-class.sh puts this on every JVM's command line instead of its G1 flags
+        os.environ["KAFKA_JVM_PERFORMANCE_OPTS"] = "-server -XX:+UseZGC -XX:+DisableExplicitGC -Djava.awt.headless=true"
     dist = os.environ.get(DIST_ENV)
     if not dist:
         print(

@@ -202,7 +202,8 @@ class Fault(_M):
     controller: int | None = Field(default=None, description="start-controller: voter node id")
     node: str | None = Field(
         default=None,
-        description="a service (kafka2, zk1), leader / follower (not the controller when another is) of topic-partition, zk-leader, or controller (active)",
+        description="a service (kafka2, zk1), leader / follower (not the controller when another is) of "
+        "topic-partition, zk-leader, or controller (active)",
     )
     topic: str | None = None
     partition: int = 0
