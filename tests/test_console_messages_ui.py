@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _console import cells, chromium, console, screenshot
+from _console import cells, console, screenshot
 from _dataplane import run
 from confluent_kafka import Consumer
 
@@ -26,26 +26,9 @@ TAIL_BUDGET_MS = 2000
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
 def ui(tansu_broker: Any) -> Iterator[str]:
     with console("--bootstrap-server", tansu_broker.bootstrap) as url:
         yield url
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    p = ctx.new_page()
-    p.set_default_timeout(15_000)
-    try:
-        yield p
-    finally:
-        ctx.close()
 
 
 def _produce(bootstrap: str, topic: str, lines: str) -> None:

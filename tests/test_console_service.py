@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _console import CLUSTERCTL, cells, chromium, console, screenshot
+from _console import CLUSTERCTL, cells, console, screenshot
 from _runtime_helpers import cli, render, wait_for, write_spec
 
 from clusterctl.compose.render import ENV_FILE, existing_console_token
@@ -45,12 +45,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield spec_path
     finally:
         cli(spec_path, "down", "--volumes")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def test_kafka_manager_service_starts_with_up_and_answers(cluster: Path, browser: Any, tmp_path: Path) -> None:
