@@ -4,12 +4,12 @@ kafka-consumer-perf-test.sh."""
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from java_runs import java_env, rotated
 from perf_vs_kcat import clusterctl_cmd
 
 from clusterctl.kafka import admin
@@ -48,14 +48,10 @@ class ConsumeRow:
             setattr(self, k, round(statistics.median(values), 2))
 
 
-def _java_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "JMX_PORT"}
-
-
 def run_java_consume(home: Path, bootstrap: str, topic: str, records: int) -> dict[str, float]:
     cmd = [str(home / "bin" / "kafka-consumer-perf-test.sh"), "--bootstrap-server", bootstrap, "--topic", topic,
            "--messages", str(records), "--timeout", "10000", *JAVA_CONSUME_ARGS]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_java_env())
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=java_env())
     if proc.returncode != 0:
         raise SystemExit(f"kafka-consumer-perf-test.sh failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     last = [ln for ln in proc.stdout.splitlines() if ln.strip() and not ln.startswith("start.time")][-1]
@@ -93,13 +89,12 @@ def compare_consume(home: Path, bootstrap: str, runs: int, scale: float, partiti
         fill_topic(bootstrap, topic, size, records, partitions)
         java = ConsumeRow(size, records, "kafka-consumer-perf-test.sh")
         cc = ConsumeRow(size, records, "clusterctl perf consume")
-        for i in range(runs):
-            for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
-                got = run_java_consume(home, bootstrap, topic, records) if tool == "java" else (
-                    run_cc_consume(bootstrap, topic, records))  # fmt: skip
-                (java if tool == "java" else cc).add(got)
-                info(f"consume {size} B run {i + 1} {tool}: {got['rps']:,.0f}/s overall, "
-                     f"{got['fetch_rps']:,.0f}/s fetch, rebalance {got['rebalance_ms']:.0f} ms")  # fmt: skip
+        for i, tool in rotated(("java", "clusterctl"), runs):
+            got = run_java_consume(home, bootstrap, topic, records) if tool == "java" else (
+                run_cc_consume(bootstrap, topic, records))  # fmt: skip
+            (java if tool == "java" else cc).add(got)
+            info(f"consume {size} B run {i + 1} {tool}: {got['rps']:,.0f}/s overall, "
+                 f"{got['fetch_rps']:,.0f}/s fetch, rebalance {got['rebalance_ms']:.0f} ms")  # fmt: skip
         admin.delete_topic(bootstrap, topic)
         java.settle()
         cc.settle()

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from java_runs import PercentileRuns, fresh_topic, java_env, rotated
 from perf_vs_kcat import clusterctl_cmd
 
-from clusterctl.kafka import admin
 from clusterctl.output import Column, emit, info
 
 E2E_RATE = 10_000
@@ -37,7 +37,7 @@ GC_PAUSE = re.compile(r"^\[(?P<at>[^\]]+)\]\[gc(?:,phases)?\s*\] GC\(\d+\) Pause
 
 
 @dataclass
-class E2ERow:
+class E2ERow(PercentileRuns):
     tool: str
     records: int
     target: str
@@ -58,10 +58,7 @@ class E2ERow:
     p99_le: bool | None = None
 
     def add(self, got: dict[str, float], gc_share: float | None) -> None:
-        self.rates.append(got.get("rate", 0.0))
-        self.p50s.append(got["p50"])
-        self.p99s.append(got["p99"])
-        self.p999s.append(got["p999"])
+        self.add_run(got.get("rate", 0.0), got["p50"], got["p99"], got["p999"])
         if gc_share is not None:
             self.gc_shares.append(gc_share)
         if "sched_p99" in got:
@@ -70,21 +67,14 @@ class E2ERow:
             self.cpu_s.append(got["cpu"])
 
     def settle(self) -> None:
-        self.p50_ms = statistics.median(self.p50s)
-        self.p99_ms = statistics.median(self.p99s)
-        self.p999_ms = statistics.median(self.p999s)
-        self.rate = round(statistics.median(self.rates), 1)
+        self.rate, self.p50_ms, self.p99_ms, self.p999_ms = self.medians()
         self.sched_p99_ms = statistics.median(self.sched_p99s) if self.sched_p99s else None
         self.gc_share_pct = round(statistics.median(self.gc_shares), 2) if self.gc_shares else None
 
 
-def _java_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k != "JMX_PORT"}
-
-
 def run_java_e2e(home: Path, bootstrap: str, topic: str, records: int) -> dict[str, float]:
     cmd = [str(home / "bin" / "kafka-run-class.sh"), E2E_TOOL, bootstrap, topic, str(records), "1", "100"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_java_env())
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=java_env())
     m = JAVA_E2E.search(proc.stdout)
     if proc.returncode != 0 or m is None:
         raise SystemExit(f"{E2E_TOOL} failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[-500:]}")
@@ -97,7 +87,7 @@ def run_java_at_rate(home: Path, bootstrap: str, topic: str, records: int, rate:
     after JAVA_WARM_UP_S untimed seconds at the rate in the same JVM."""
     cmd = [str(home / "bin" / "kafka-run-class.sh"), str(AT_RATE_SOURCE), bootstrap, topic, str(records),
            str(rate), "100", str(JAVA_WARM_UP_S)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_java_env())
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=java_env())
     m = AT_RATE_LINE.search(proc.stdout)
     if proc.returncode != 0 or m is None:
         raise SystemExit(f"{AT_RATE_SOURCE.name} failed ({proc.returncode}): {(proc.stderr or proc.stdout)[-500:]}")
@@ -167,12 +157,9 @@ def compare_e2e(
         rows["old"] = E2ERow(
             "clusterctl perf e2e, before", at_rate, f"{rate:,}/s", compared_to="Java clients at the rate"
         )
-    tools = list(rows)
-    for i in range(-1, runs):
-        for tool in tools[i % len(tools) :] + tools[: i % len(tools)]:
-            topic = f"bench-java-e2e-{tool}-{i + 1}"
-            admin.create_topic(bootstrap, topic, 1, 1)
-            n = (records if i >= 0 else 1000) if tool in ("java", "one") else (at_rate if i >= 0 else 2 * at_rate)
+    for i, tool in rotated(list(rows), runs, warm_up=True):
+        n = (records if i >= 0 else 1000) if tool in ("java", "one") else (at_rate if i >= 0 else 2 * at_rate)
+        with fresh_topic(bootstrap, f"bench-java-e2e-{tool}-{i + 1}") as topic:
             start = time.time()
             try:
                 got = _run_one(tool, home, bootstrap, topic, n, rate)
@@ -181,16 +168,14 @@ def compare_e2e(
                     raise
                 info(f"e2e warm-up {rows[tool].tool} failed (not counted): {e}")  # the broker was still cold
                 continue
-            finally:
-                admin.delete_topic(bootstrap, topic)
-            share = gc_pause_share(gc_log, start, time.time())
-            row = rows[tool]
-            if i < 0:
-                info(f"e2e warm-up {row.tool}: p99 {got['p99']} ms (not counted)")
-                continue
-            row.add(got, share)
-            info(f"e2e run {i + 1} {row.tool}: p50 {got['p50']} p99 {got['p99']} p99.9 {got['p999']} ms, "
-                 f"load {os.getloadavg()[0]:.1f}, broker GC {share if share is not None else '-'} %")  # fmt: skip
+        share = gc_pause_share(gc_log, start, time.time())
+        row = rows[tool]
+        if i < 0:
+            info(f"e2e warm-up {row.tool}: p99 {got['p99']} ms (not counted)")
+            continue
+        row.add(got, share)
+        info(f"e2e run {i + 1} {row.tool}: p50 {got['p50']} p99 {got['p99']} p99.9 {got['p999']} ms, "
+             f"load {os.getloadavg()[0]:.1f}, broker GC {share if share is not None else '-'} %")  # fmt: skip
     for row in rows.values():
         row.settle()
     # EndToEndLatency truncates each latency to whole ms, so ours is compared at that resolution

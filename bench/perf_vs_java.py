@@ -36,12 +36,12 @@ import math
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +52,7 @@ os.environ.setdefault("COLUMNS", "170")
 
 from java_consume import ConsumeRow, compare_consume, show_consume  # noqa: E402
 from java_e2e import E2ERow, compare_e2e, show_e2e  # noqa: E402
+from java_runs import PercentileRuns, fresh_topic, java_env, medians, rotated  # noqa: E402
 from perf_vs_kcat import run_clusterctl  # noqa: E402
 
 from clusterctl.kafka import admin  # noqa: E402
@@ -89,7 +90,7 @@ class Row:
 
 
 @dataclass
-class RateRow:
+class RateRow(PercentileRuns):
     record_size: int
     target: int
     records: int
@@ -195,14 +196,31 @@ def run_java(home: Path, bootstrap: str, topic: str, size: int, records: int, th
         "--producer-props", f"bootstrap.servers={bootstrap}", "acks=1", f"linger.ms={LINGER_MS}",
         f"batch.size={BATCH_SIZE}", "compression.type=none",
     ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "JMX_PORT"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=java_env())
     if proc.returncode != 0:
         raise SystemExit(f"kafka-producer-perf-test.sh failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     return parse_java_summary(proc.stdout)
 
 
-def run_fixed_rates(home: Path, bootstrap: str, args: argparse.Namespace, rates: list[int], seq: int) -> list[RateRow]:
+def produce_runs(
+    home: Path, bootstrap: str, args: argparse.Namespace, size: int, records: int, target: int, prefix: str
+) -> Iterator[tuple[int, str, tuple[float, float, float, float]]]:
+    """Both producers at `target` records/s (-1: flat out), alternately, each run on a fresh topic: per run its
+    number, the tool and its records/s, p50, p99 and p99.9 (ms)."""
+    for seq, (i, tool) in enumerate(rotated(("java", "clusterctl"), args.runs), 1):
+        topic = f"{prefix}-{seq}"
+        with fresh_topic(bootstrap, topic, args.partitions, args.replication_factor):
+            if tool == "java":
+                s = run_java(home, bootstrap, topic, size, records, target)
+                got = (s["rps"], s["p50"], s["p99"], s["p999"])
+            else:
+                extra = [] if target < 0 else ["--throughput", str(target)]
+                res, _ = run_clusterctl(bootstrap, topic, size, records, "auto", extra, batch_size=BATCH_SIZE)
+                got = (res["records_per_sec"], res["p50_ms"], res["p99_ms"], res["p999_ms"])
+        yield i, tool, got
+
+
+def run_fixed_rates(home: Path, bootstrap: str, args: argparse.Namespace, rates: list[int]) -> list[RateRow]:
     """Both tools at each fixed rate, alternately; medians of the achieved rate and the percentiles."""
     rows: list[RateRow] = []
     size = args.rate_record_size
@@ -210,27 +228,11 @@ def run_fixed_rates(home: Path, bootstrap: str, args: argparse.Namespace, rates:
         records = max(1_000, int(target * args.rate_seconds))
         java = RateRow(size, target, records, "kafka-producer-perf-test.sh")
         cc = RateRow(size, target, records, "clusterctl perf produce")
-        for i in range(args.runs):
-            for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
-                seq += 1
-                topic = f"bench-java-rate-{target}-{seq}"
-                admin.create_topic(bootstrap, topic, args.partitions, args.replication_factor)
-                if tool == "java":
-                    s = run_java(home, bootstrap, topic, size, records, target)
-                    row, got = java, (s["rps"], s["p50"], s["p99"], s["p999"])
-                else:
-                    extra = ["--throughput", str(target)]
-                    res, _ = run_clusterctl(bootstrap, topic, size, records, "auto", extra, batch_size=BATCH_SIZE)
-                    row, got = cc, (res["records_per_sec"], res["p50_ms"], res["p99_ms"], res["p999_ms"])
-                for lst, v in zip((row.rates, row.p50s, row.p99s, row.p999s), got, strict=True):
-                    lst.append(v)
-                admin.delete_topic(bootstrap, topic)
-                info(f"{target:,}/s run {i + 1} {tool}: {got[0]:,.0f}/s, p50 {got[1]} p99 {got[2]} p99.9 {got[3]} ms")
+        for i, tool, got in produce_runs(home, bootstrap, args, size, records, target, f"bench-java-rate-{target}"):
+            (java if tool == "java" else cc).add_run(*got)
+            info(f"{target:,}/s run {i + 1} {tool}: {got[0]:,.0f}/s, p50 {got[1]} p99 {got[2]} p99.9 {got[3]} ms")
         for row in (java, cc):
-            row.median_rps = round(statistics.median(row.rates), 1)
-            row.p50_ms = statistics.median(row.p50s)
-            row.p99_ms = statistics.median(row.p99s)
-            row.p999_ms = statistics.median(row.p999s)
+            row.median_rps, row.p50_ms, row.p99_ms, row.p999_ms = row.medians()
             row.reached = row.median_rps >= REACHED * target
         if java.reached and cc.reached:
             # Java truncates every latency to whole ms; compare at that resolution
@@ -242,35 +244,19 @@ def run_fixed_rates(home: Path, bootstrap: str, args: argparse.Namespace, rates:
 def run_unthrottled(home: Path, bootstrap: str, args: argparse.Namespace) -> list[Row]:
     """Both producers flat out, alternately, per record size; medians."""
     rows: list[Row] = []
-    seq = 0
     for size, base in CASES:
         records = max(10_000, int(base * args.scale))
         java, cc = Row(size, records, "kafka-producer-perf-test.sh"), Row(size, records, "clusterctl perf produce")
-        for i in range(args.runs):
-            for tool in ("java", "clusterctl") if i % 2 == 0 else ("clusterctl", "java"):
-                seq += 1
-                topic = f"bench-java-{size}-{seq}"
-                admin.create_topic(bootstrap, topic, args.partitions, args.replication_factor)
-                if tool == "java":
-                    s = run_java(home, bootstrap, topic, size, records)
-                    java.rates.append(s["rps"])
-                    java.p50_ms.append(s["p50"])
-                    java.p99_ms.append(s["p99"])
-                    java.p999_ms.append(s["p999"])
-                else:
-                    res, _ = run_clusterctl(bootstrap, topic, size, records, "auto", [], batch_size=BATCH_SIZE)
-                    cc.rates.append(res["records_per_sec"])
-                    cc.p50_ms.append(res["p50_ms"])
-                    cc.p99_ms.append(res["p99_ms"])
-                    cc.p999_ms.append(res["p999_ms"])
-                admin.delete_topic(bootstrap, topic)
-                info(f"{size} B unthrottled run {i + 1} {tool}: done")
+        for i, tool, got in produce_runs(home, bootstrap, args, size, records, -1, f"bench-java-{size}"):
+            row = java if tool == "java" else cc
+            for series, value in zip((row.rates, row.p50_ms, row.p99_ms, row.p999_ms), got, strict=True):
+                series.append(value)
+            info(f"{size} B unthrottled run {i + 1} {tool}: done")
         for row in (java, cc):
-            row.median_rps = round(statistics.median(row.rates), 1)
+            row.median_rps, row.median_p50_ms, row.median_p99_ms, row.median_p999_ms = medians(
+                row.rates, row.p50_ms, row.p99_ms, row.p999_ms
+            )
             row.median_mbps = round(row.median_rps * size / 2**20, 2)
-            row.median_p50_ms = statistics.median(row.p50_ms)
-            row.median_p99_ms = statistics.median(row.p99_ms)
-            row.median_p999_ms = statistics.median(row.p999_ms)
         cc.ratio_vs_java = round(cc.median_rps / java.median_rps, 3)
         rows += [java, cc]
     return rows
@@ -332,7 +318,7 @@ def main() -> int:
         parts = set(args.parts.split(","))
         if "produce" in parts:
             rows = [] if args.no_unthrottled else run_unthrottled(home, bootstrap, args)
-            rate_rows = run_fixed_rates(home, bootstrap, args, rates, 1000)
+            rate_rows = run_fixed_rates(home, bootstrap, args, rates)
         if "consume" in parts:
             consume_rows = compare_consume(home, bootstrap, args.runs, args.scale, args.consume_partitions)
         if "e2e" in parts:

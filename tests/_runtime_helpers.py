@@ -61,6 +61,7 @@ def running_cluster(
     *,
     extra: dict[str, Any] | None = None,
     heal: bool = False,
+    up_timeout: int = 120,
 ) -> Iterator[Path]:
     """A ZooKeeper + tansu cluster from `write_spec` (plus `extra` top-level sections) up for the block; then
     (`heal`: faults healed, then) `down --volumes`, also when the block fails."""
@@ -69,7 +70,7 @@ def running_cluster(
         spec_path.write_text(yaml.safe_dump({**yaml.safe_load(spec_path.read_text()), **extra}, sort_keys=False))
     render(spec_path)
     try:
-        res = cli(spec_path, "up", "--timeout", "120")
+        res = cli(spec_path, "up", "--timeout", str(up_timeout))
         assert res.returncode == 0, res.stderr
         yield spec_path
     finally:

@@ -7,7 +7,7 @@ import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -150,3 +150,24 @@ def unique_name(request: pytest.FixtureRequest) -> str:
 
     base = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name)[:40].strip("-")
     return f"{base}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Chromium for the console tests, one per test module."""
+    from _console import chromium
+
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh 1280x900 browser context and page (15 s timeouts), closed after the test."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    p = ctx.new_page()
+    p.set_default_timeout(15_000)
+    try:
+        yield p
+    finally:
+        ctx.close()

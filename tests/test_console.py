@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _console import cells, chromium, console, screenshot
+from _console import cells, console, screenshot
 from _dataplane import CLUSTERCTL, run
 from _runtime_helpers import wait_for
 
@@ -23,27 +23,10 @@ pytestmark = [pytest.mark.tansu, pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
 def ui(tansu_broker: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     reports = tmp_path_factory.mktemp("reports")
     with console("--bootstrap-server", tansu_broker.bootstrap, "--reports-dir", str(reports)) as url:
         yield url
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    p = ctx.new_page()
-    p.set_default_timeout(15_000)
-    try:
-        yield p
-    finally:
-        ctx.close()
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:

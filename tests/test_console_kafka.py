@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _console import CLUSTERCTL, cells, chromium, console, screenshot
+from _console import CLUSTERCTL, cells, console, screenshot
 from _runtime_helpers import cli, cli_json, wait_for
 from conftest import RealKafka
 
@@ -42,12 +41,6 @@ WATCH_LEADER = """(initial) => {
 def spec_path(real_kafka: RealKafka) -> Path:
     """The spec file of the session's shared real-Kafka cluster (tests/conftest.py), healed after each test."""
     return real_kafka.spec_path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _console import cells, chromium, console, screenshot
+from _console import cells, console, screenshot
 from _dataplane import run
 from confluent_kafka import Consumer
 
@@ -26,31 +26,23 @@ TAIL_BUDGET_MS = 2000
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
 def ui(tansu_broker: Any) -> Iterator[str]:
     with console("--bootstrap-server", tansu_broker.bootstrap) as url:
         yield url
 
 
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    p = ctx.new_page()
-    p.set_default_timeout(15_000)
-    try:
-        yield p
-    finally:
-        ctx.close()
-
-
 def _produce(bootstrap: str, topic: str, lines: str) -> None:
     res = run("produce", topic, "-k", ":", "-b", bootstrap, stdin=lines)
     assert res.returncode == 0, res.stderr
+
+
+def _ask_reset(page: Any, topic: str, to: str, at: str) -> None:
+    """Fill in and submit the group page's reset form: its dry run."""
+    page.click("#reset-offsets summary")
+    page.fill("#reset-offsets input[name=topic]", topic)
+    page.select_option("#reset-offsets select[name=to]", to)
+    page.fill("#reset-offsets input[name=at]", at)
+    page.click("#reset-offsets button[type=submit]")
 
 
 def test_browse_search_and_tail(ui: str, page: Any, bootstrap: str, unique_name: str, tmp_path: Path) -> None:
@@ -133,11 +125,7 @@ def test_group_reset_in_the_ui_matches_group_describe(
 
     before = committed()
     page.goto(f"{ui}/groups/{group}")
-    page.click("#reset-offsets summary")
-    page.fill("#reset-offsets input[name=topic]", topic)
-    page.select_option("#reset-offsets select[name=to]", "offset")
-    page.fill("#reset-offsets input[name=at]", "3")
-    page.click("#reset-offsets button[type=submit]")
+    _ask_reset(page, topic, "offset", "3")
     # the dry run: the plan is shown, nothing is committed yet
     assert cells(page, "#reset-plan td.new") == ["3", "3"]
     assert cells(page, "#reset-plan td.current") == [str(before[0]), str(before[1])]
@@ -151,11 +139,7 @@ def test_group_reset_in_the_ui_matches_group_describe(
                            "=== '3,3'")  # fmt: skip
 
     # to the earliest timestamp: every partition back to 0
-    page.click("#reset-offsets summary")
-    page.fill("#reset-offsets input[name=topic]", topic)
-    page.select_option("#reset-offsets select[name=to]", "timestamp")
-    page.fill("#reset-offsets input[name=at]", "2000-01-01T00:00:00Z")
-    page.click("#reset-offsets button[type=submit]")
+    _ask_reset(page, topic, "timestamp", "2000-01-01T00:00:00Z")
     assert cells(page, "#reset-plan td.new") == ["0", "0"]
     page.click("#confirm")
     page.wait_for_url(f"{ui}/groups/{group}?done=*")

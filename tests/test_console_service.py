@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import yaml
-from _console import CLUSTERCTL, cells, chromium, console, screenshot
-from _runtime_helpers import cli, render, wait_for, write_spec
+from _console import CLUSTERCTL, cells, console, screenshot
+from _runtime_helpers import cli, running_cluster, wait_for
 
 from clusterctl.compose.render import ENV_FILE, existing_console_token
 from clusterctl.images import build as images
@@ -34,23 +34,10 @@ CONSOLE_PORT = 9000
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu", "console"])
     work = tmp_path_factory.mktemp("console-svc")
-    spec_path = write_spec(work, f"ctlui-{uuid.uuid4().hex[:6]}", "10.87.12.0/24", zk_port=24281, broker_port=29792)
-    spec = yaml.safe_load(spec_path.read_text())
-    spec["kafka_manager"] = {"enabled": True, "port": CONSOLE_PORT}  # kind: the offline profile's (console)
-    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
-    render(spec_path)
-    try:
-        res = cli(spec_path, "up", "--timeout", "180")
-        assert res.returncode == 0, res.stderr
+    manager = {"kafka_manager": {"enabled": True, "port": CONSOLE_PORT}}  # kind: the offline profile's (console)
+    name = f"ctlui-{uuid.uuid4().hex[:6]}"
+    with running_cluster(work, name, "10.87.12.0/24", 24281, 29792, extra=manager, up_timeout=180) as spec_path:
         yield spec_path
-    finally:
-        cli(spec_path, "down", "--volumes")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as b:
-        yield b
 
 
 def test_kafka_manager_service_starts_with_up_and_answers(cluster: Path, browser: Any, tmp_path: Path) -> None:

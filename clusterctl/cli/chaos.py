@@ -11,6 +11,7 @@ from clusterctl.cli.common import (
     finite_option,
     get_spec,
     seconds_option,
+    timeout_option,
 )
 
 chaos_app = typer.Typer(
@@ -263,9 +264,7 @@ def cmd_chaos_heal(
     wait: Annotated[
         bool, typer.Option("--wait/--no-wait", help="wait until brokers are registered and ZK nodes serve")
     ] = True,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="seconds to wait for that (at most a day)", callback=seconds_option())
-    ] = 120.0,
+    timeout: Annotated[float, timeout_option("seconds to wait for that")] = 120.0,
     as_json: JsonOpt = False,
 ) -> None:
     """Undo every fault: free filled disks, unpause, reconnect, remove network degradations, start stopped
@@ -296,14 +295,7 @@ def cmd_chaos_heal(
 
 @chaos_app.command("rolling-restart")
 def cmd_chaos_rolling_restart(
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            help="seconds to wait for a full ISR after each broker (at most a day)",
-            callback=seconds_option(),
-        ),
-    ] = 300,
+    timeout: Annotated[float, timeout_option("seconds to wait for a full ISR after each broker")] = 300,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

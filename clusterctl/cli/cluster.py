@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, seconds_option, state
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, state, timeout_option
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.output import Column, emit, info
 from clusterctl.spec import validate
@@ -165,14 +165,7 @@ def cmd_render(
 
 
 def cmd_up(
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            help="seconds to wait for a healthy cluster (counted after the pull)",
-            callback=seconds_option(),
-        ),
-    ] = 180.0,
+    timeout: Annotated[float, timeout_option("seconds to wait for a healthy cluster, counted after the pull")] = 180.0,
     keep_on_failure: Annotated[
         bool, typer.Option("--keep-on-failure", help="leave containers running when the cluster does not get healthy")
     ] = False,
@@ -314,10 +307,7 @@ QUORUM_COLUMNS = [
 
 
 def cmd_quorum(
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", help="seconds to wait for an answer (at most a day)", callback=seconds_option()),
-    ] = 3.0,
+    timeout: Annotated[float, timeout_option("seconds to wait for an answer")] = 3.0,
     as_json: JsonOpt = False,
 ) -> None:
     """KRaft: the controller quorum (describe-quorum): leader, epoch, voters and observers with their lag."""

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -135,6 +135,11 @@ def _checked(check: Callable[..., object]) -> Callable[[object], object]:
 def seconds_option(allow_zero: bool = False) -> Callable[[object], object]:
     """Callback for a duration option: finite, not negative (and not zero unless allowed), at most a day."""
     return _checked(lambda v: validate.seconds(v, "seconds", allow_zero=allow_zero))
+
+
+def timeout_option(what: str) -> Any:
+    """`--timeout`: seconds (finite, positive, at most a day, which its help says after `what`)."""
+    return typer.Option("--timeout", help=f"{what} (at most a day)", callback=seconds_option())
 
 
 def finite_option() -> Callable[[object], object]:

@@ -4,34 +4,33 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clusterctl.cli.common import JsonOpt, seconds_option, state
+from clusterctl.cli.common import JsonOpt, state, timeout_option
 
 if TYPE_CHECKING:
     from clusterctl.kafka.kraft.migration import MigrationStatus
+    from clusterctl.output import Column
 
 migrate_app = typer.Typer(
     name="migrate", help="Move a running ZooKeeper-mode cluster to KRaft, phase by phase.", no_args_is_help=True
 )
 
-TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", help="seconds each wait may take (at most a day)", callback=seconds_option())
-]
+TimeoutOpt = Annotated[float, timeout_option("seconds each wait may take")]
+
+
+def _phase_columns(*more: "Column") -> list["Column"]:
+    from clusterctl.output import Column
+
+    return [Column("Phase", "number", justify="right"), Column("Name", "name"), *more]
 
 
 def _show_status(s: "MigrationStatus", as_json: bool) -> None:
     from clusterctl.output import Column, emit, info
 
-    if as_json:
-        emit(s, as_json=True)
-        return
     emit(
-        s.phases,
-        as_json=False,
-        title=f"migration of {s.cluster} to KRaft ({s.state_file})",
-        columns=[Column("Phase", "number", justify="right"), Column("Name", "name"), Column("State", "state"),
-                 Column("Kafka's guide", "section")],
+        s, as_json=as_json, rows=s.phases, title=f"migration of {s.cluster} to KRaft ({s.state_file})",
+        columns=_phase_columns(Column("State", "state"), Column("Kafka's guide", "section")),
     )  # fmt: skip
-    if s.next_phase:
+    if s.next_phase and not as_json:
         info(f"next: phase {s.next_phase}" + ("; `clusterctl migrate rollback` reverts" if s.can_roll_back else ""))
 
 
@@ -71,19 +70,14 @@ def cmd_migrate_kraft(
         state.spec_path, to=to, only=phase, yes=yes, controllers=controllers, combined=combined, timeout=timeout,
         progress=None if as_json else info,
     )  # fmt: skip
-    if as_json:
-        emit(result, as_json=True)
-        return
     emit(
-        result.ran,
-        as_json=False,
-        title=f"migration of {result.cluster}: phases run",
-        columns=[Column("Phase", "number", justify="right"), Column("Name", "name"),
-                 Column("Seconds", "seconds", justify="right"), Column("Restarted", "restarted"),
-                 Column("Seen", "detail")],
+        result, as_json=as_json, rows=result.ran, title=f"migration of {result.cluster}: phases run",
+        columns=_phase_columns(Column("Seconds", "seconds", justify="right"), Column("Restarted", "restarted"),
+                               Column("Seen", "detail")),
         empty="nothing to do: the migration is already there",
     )  # fmt: skip
-    _show_status(result.status, False)
+    if not as_json:
+        _show_status(result.status, False)
 
 
 @migrate_app.command("rollback")

@@ -15,6 +15,7 @@ from clusterctl.cli.common import (
     seconds_option,
     skip_interpreter_teardown,
     state,
+    timeout_option,
 )
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_
 from clusterctl.kafka import diskguard
@@ -116,6 +117,13 @@ ThroughputOpt = Annotated[
 LingerOpt = Annotated[
     float | None, typer.Option("--linger-ms", help="producer linger.ms (default 5)", callback=finite_option())
 ]
+ProducerPropOpt = Annotated[
+    list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
+]
+ConsumerPropOpt = Annotated[
+    list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
+]
+IdleTimeoutOpt = Annotated[float, timeout_option("stop after this many seconds without a record")]
 
 
 @perf_app.command("produce")
@@ -128,9 +136,7 @@ def cmd_perf_produce(
     compression: Annotated[str, typer.Option("--compression", help="none, gzip, snappy, lz4 or zstd")] = "none",
     batch_size: Annotated[int | None, typer.Option("--batch-size", help="producer batch.size (bytes)")] = None,
     linger_ms: LingerOpt = None,
-    producer_prop: Annotated[
-        list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
-    ] = None,
+    producer_prop: ProducerPropOpt = None,
     payload_file: Annotated[
         Path | None, typer.Option("--payload-file", help="newline-separated record values to cycle through")
     ] = None,
@@ -209,15 +215,8 @@ def cmd_perf_consume(
         str | None, typer.Option("--group", "-g", help="consumer group (default: perf-consumer-*)")
     ] = None,
     threads: Annotated[int, typer.Option("--threads", help="consumers in the group, one thread each (1 to 64)")] = 1,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout", help="stop after this many seconds without a record (at most a day)", callback=seconds_option()
-        ),
-    ] = 10.0,
-    consumer_prop: Annotated[
-        list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
-    ] = None,
+    timeout: IdleTimeoutOpt = 10.0,
+    consumer_prop: ConsumerPropOpt = None,
     no_group: Annotated[
         bool,
         typer.Option(
@@ -298,16 +297,9 @@ def cmd_perf_e2e(
     ] = 1000,
     record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value (16 to 1000000)")] = 100,
     acks: Annotated[str, typer.Option("--acks", help="0, 1 or all")] = "1",
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", help="stop after this many seconds without a record", callback=seconds_option()),
-    ] = 10.0,
-    producer_prop: Annotated[
-        list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
-    ] = None,
-    consumer_prop: Annotated[
-        list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
-    ] = None,
+    timeout: IdleTimeoutOpt = 10.0,
+    producer_prop: ProducerPropOpt = None,
+    consumer_prop: ConsumerPropOpt = None,
     one_in_flight: Annotated[
         bool,
         typer.Option(

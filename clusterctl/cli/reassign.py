@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, ZkOpt, bootstrap_servers, seconds_option, zk_connect
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, ZkOpt, bootstrap_servers, timeout_option, zk_connect
 from clusterctl.spec import validate
 
 
@@ -23,10 +23,7 @@ def cmd_reassign(
         int | None,
         typer.Option("--throttle", help="replication throttle in B/s (1 to 2^63-1) while moving; removed when done"),
     ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", help="seconds to wait for completion (at most a day)", callback=seconds_option()),
-    ] = 600,
+    timeout: Annotated[float, timeout_option("seconds to wait for completion")] = 600,
     bootstrap_server: BootstrapOpt = None,
     zookeeper: ZkOpt = None,
     as_json: JsonOpt = False,

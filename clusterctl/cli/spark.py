@@ -6,7 +6,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, parse_kv, seconds_option
+from clusterctl.cli.common import (
+    BootstrapOpt,
+    JsonOpt,
+    bootstrap_servers,
+    get_spec,
+    parse_kv,
+    seconds_option,
+    timeout_option,
+)
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.output import Column, emit, event_json, info
 
@@ -63,12 +71,7 @@ UntilIdleOpt = Annotated[
         callback=seconds_option(),
     ),
 ]
-StreamTimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--timeout", help="stop a streaming job after this many seconds (at most a day)", callback=seconds_option()
-    ),
-]
+StreamTimeoutOpt = Annotated[float | None, timeout_option("stop a streaming job after this many seconds")]
 
 
 @spark_app.command("run")

@@ -14,7 +14,7 @@ from clusterctl.cli.common import (
     bootstrap_servers,
     get_spec,
     parse_kv,
-    seconds_option,
+    timeout_option,
     uninterrupted,
 )
 from clusterctl.errors import ClusterctlError, InputError, SpecError, UsageError
@@ -376,10 +376,7 @@ def cmd_consume(
     max_messages: Annotated[
         int | None, typer.Option("--max-messages", "-n", help="stop after N messages (1 to 1000000000)")
     ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", help="stop after this many idle seconds (at most a day)", callback=seconds_option()),
-    ] = 10.0,
+    timeout: Annotated[float, timeout_option("stop after this many idle seconds")] = 10.0,
     table: Annotated[bool, typer.Option("--table", help="print one table at the end instead of streaming")] = False,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,

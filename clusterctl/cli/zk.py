@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, seconds_option, zk_connect
+from clusterctl.cli.common import JsonOpt, ZkOpt, get_spec, require_zookeeper, timeout_option, zk_connect
 from clusterctl.output import Column, emit, format_time
 from clusterctl.spec import validate
 
@@ -17,12 +17,7 @@ zk_app = typer.Typer(
 )
 
 PathArg = Annotated[str, typer.Argument(help="znode path, e.g. /brokers/ids")]
-TimeoutOpt = Annotated[
-    float,
-    typer.Option(
-        "--timeout", help="seconds to wait for a ZooKeeper session (at most a day)", callback=seconds_option()
-    ),
-]
+TimeoutOpt = Annotated[float, timeout_option("seconds to wait for a ZooKeeper session")]
 
 
 def _data_text(value: Any) -> str:

@@ -6,13 +6,12 @@ On a swarm every ZooKeeper node, controller and broker is pinned to a rack: the 
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from clusterctl.spec.sections import PUBLIC_NAME_RE, _Model
+from clusterctl.spec.sections import _Model, is_host_name, is_ipv4, matching
 
 if TYPE_CHECKING:
     from clusterctl.spec.model import ClusterSpec
@@ -26,9 +25,8 @@ RackSpread = Literal["round_robin", "strict"]
 
 
 def _endpoint(v: str | None, what: str) -> str | None:
-    if v is not None and (len(v) > 200 or not ENDPOINT_RE.match(v)):
-        raise ValueError(f"{what} {v[:80]!r} is not a Docker endpoint (unix:///PATH, tcp://HOST:PORT, ssh://HOST)")
-    return v
+    rule = "is not a Docker endpoint (unix:///PATH, tcp://HOST:PORT, ssh://HOST)"
+    return None if v is None else matching(v, ENDPOINT_RE, what, rule, max_len=200)
 
 
 class RackSpec(_Model):
@@ -43,19 +41,12 @@ class RackSpec(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not RACK_NAME_RE.match(v):
-            raise ValueError(f"rack name {v[:80]!r} must be 1-40 chars of a-z, 0-9, '.', '_', '-'")
-        return v
+        return matching(v, RACK_NAME_RE, "rack name", "must be 1-40 chars of a-z, 0-9, '.', '_', '-'")
 
     @field_validator("address")
     @classmethod
     def _address(cls, v: str) -> str:
-        try:
-            ipaddress.IPv4Address(v)
-            return v
-        except ValueError:
-            pass
-        if len(v) > 253 or ":" in v or not PUBLIC_NAME_RE.fullmatch(v):
+        if not (is_ipv4(v) or is_host_name(v)):
             raise ValueError(f"rack address {v[:80]!r} is not an IPv4 address or a host name")
         return v
 

@@ -29,6 +29,30 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def matching(v: str, pattern: re.Pattern[str], what: str, rule: str, max_len: int | None = None) -> str:
+    """`v` when `pattern` matches it (and it is at most `max_len` long), else ValueError "<what> 'v' <rule>"."""
+    if (max_len is not None and len(v) > max_len) or not pattern.match(v):
+        raise ValueError(f"{what} {v[:80]!r} {rule}")
+    return v
+
+
+def is_ipv4(v: str) -> bool:
+    try:
+        ipaddress.IPv4Address(v)
+    except ValueError:
+        return False
+    return True
+
+
+def is_host_name(v: str, *, port: bool = False) -> bool:
+    """A DNS name; with `port` also a bracketed IPv6 address, either with an optional :PORT (at most 65535)."""
+    if not port:
+        return len(v) <= 253 and ":" not in v and PUBLIC_NAME_RE.fullmatch(v) is not None
+    tail = v.rpartition("]")[2]
+    number = tail.rpartition(":")[2] if ":" in tail else "0"
+    return len(v) <= 260 and PUBLIC_NAME_RE.fullmatch(v) is not None and int(number or 0) <= 65535
+
+
 class NetworkSpec(_Model):
     """A user-defined bridge network with static IPs (RFC1918 only)."""
 
@@ -39,9 +63,8 @@ class NetworkSpec(_Model):
     @field_validator("name")
     @classmethod
     def _network_name(cls, v: str | None) -> str | None:
-        if v is not None and not NETWORK_NAME_RE.match(v):
-            raise ValueError(f"network.name {v!r} must be 1-63 chars of letters, digits, '_', '.' or '-'")
-        return v
+        rule = "must be 1-63 chars of letters, digits, '_', '.' or '-'"
+        return None if v is None else matching(v, NETWORK_NAME_RE, "network.name", rule)
 
     @field_validator("subnet")
     @classmethod
@@ -209,8 +232,7 @@ class KafkaManagerSpec(_Model):
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
         for name in v:
-            port = name.rpartition("]")[2].rpartition(":")[2] if ":" in name.rpartition("]")[2] else "0"
-            if len(name) > 260 or not PUBLIC_NAME_RE.fullmatch(name) or int(port or 0) > 65535:
+            if not is_host_name(name, port=True):
                 raise ValueError(f"kafka_manager.public_names: {name[:80]!r} is not a host name or host:port")
         return v
 
@@ -219,6 +241,9 @@ SPARK_MASTER_PORT = 7077  # inside the spark-master container
 SPARK_UI_PORT = 8080  # the master's web UI inside its container
 SPARK_WORKER_PORT = 7078  # inside each spark-worker container
 SPARK_WORKER_UI_PORT = 8081  # the worker's web UI inside its container (not published)
+
+
+_ABS_DIR_RE = re.compile(r"^/[A-Za-z0-9._/-]+$")  # not / itself
 
 
 class SparkSpec(_Model):
@@ -243,9 +268,8 @@ class SparkSpec(_Model):
     @field_validator("shared_dir")
     @classmethod
     def _abs_dir(cls, v: str | None) -> str | None:
-        if v is not None and (not v.startswith("/") or not re.match(r"^/[A-Za-z0-9._/-]*$", v) or v == "/"):
-            raise ValueError(f"spark.shared_dir {v!r} must be an absolute path of letters, digits, '.', '_', '-', '/'")
-        return v
+        rule = "must be an absolute path of letters, digits, '.', '_', '-', '/'"
+        return None if v is None else matching(v, _ABS_DIR_RE, "spark.shared_dir", rule)
 
 
 class ImagesSpec(_Model):
@@ -263,10 +287,8 @@ class PublishSpec(_Model):
     @field_validator("bind_address")
     @classmethod
     def _ip(cls, v: str) -> str:
-        try:
-            ipaddress.IPv4Address(v)
-        except ValueError:
-            raise ValueError(f"publish.bind_address {v!r} is not an IPv4 address") from None
+        if not is_ipv4(v):
+            raise ValueError(f"publish.bind_address {v!r} is not an IPv4 address")
         return v
 
 
