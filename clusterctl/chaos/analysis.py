@@ -97,7 +97,8 @@ def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
         q_ok = None
         if heal is not None:
             q_ok = next((e.t for e in tl.events if e.t >= heal.t and e.kind == "quorum" and e.value is True), None)
-        parts = _partition_failovers(tl, m, broker, heal, nxt, acks or {}) if broker is not None else []
+        # every fault gets its partitions' write gaps; leader and ISR times only where a broker is the target
+        parts = _partition_failovers(tl, m, broker, heal, nxt, acks or {})
         out.append(
             FaultMetrics(
                 action=m.action,
@@ -118,7 +119,7 @@ def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
 
 
 def _partition_failovers(
-    tl: Timeline, m: Marker, broker: int, heal: Marker | None, until: float, acks: AckTimes
+    tl: Timeline, m: Marker, broker: int | None, heal: Marker | None, until: float, acks: AckTimes
 ) -> list[PartitionFailover]:
     out: list[PartitionFailover] = []
     keys = sorted({(s.topic, s.partition) for s in tl.partitions})
@@ -129,7 +130,7 @@ def _partition_failovers(
         if not before:
             continue
         b = before[-1]
-        led = b.leader == broker
+        led = broker is not None and b.leader == broker
         new_leader, ttnl, unavailable = None, None, None
         if led:
             for s in after:
@@ -144,8 +145,8 @@ def _partition_failovers(
             for e in tl.events
             if e.kind == "partition-state" and e.source == "zk-watch" and e.subject == f"{topic}-{pid}"
         ]
-        shrunk_at = [s.t for s in after if broker not in s.isr][:1]
-        shrunk_at += [t for t, isr in zk_isrs if m.t < t <= until and broker not in isr][:1]
+        shrunk_at = [s.t for s in after if broker is not None and broker not in s.isr][:1]
+        shrunk_at += [t for t, isr in zk_isrs if m.t < t <= until and broker is not None and broker not in isr][:1]
         shrunk = round(min(shrunk_at) - m.t, 3) if shrunk_at else None
         full = None
         if heal is not None:
