@@ -107,7 +107,9 @@ def test_isr_shrink_seen_in_zookeeper_counts_when_metadata_lags() -> None:
     tl.partitions = [_sample(-1, 0, 1, [1, 2, 3])]
     tl.events = [
         Event(T0 + 11.0, "zk-watch", "partition-state", "drill-0", "leader 1 isr 1,3", {"leader": 1, "isr": [1, 3]}),
-        Event(T0 + 17.0, "zk-watch", "partition-state", "drill-0", "leader 1 isr 1,2,3", {"leader": 1, "isr": [1, 2, 3]}),
+        Event(
+            T0 + 17.0, "zk-watch", "partition-state", "drill-0", "leader 1 isr 1,2,3", {"leader": 1, "isr": [1, 2, 3]}
+        ),
         # another topic's znode never counts for this one
         Event(T0 + 5.0, "zk-watch", "partition-state", "drill-00", "leader 1 isr 1", {"leader": 1, "isr": [1]}),
     ]
