@@ -343,3 +343,29 @@ def test_report_draws_a_band_per_phase_and_a_row_with_its_write_gap() -> None:
     plain = render_html(ScenarioResult("kill-leader", None, "lab", "t", True, T0, T0 + 60, [], timeline=Timeline(
         T0, T0 + 60, ["t"])))  # fmt: skip
     assert "Migration phases" not in plain and "phase-band" not in timeline_svg(Timeline(T0, T0 + 60, ["t"]))
+
+
+def test_consume_and_snapshot_steps_on_a_broker(bootstrap: str, unique_name: str, tmp_path: Path) -> None:
+    """The `consume` and `snapshot` steps against a loopback tansu broker: the group's committed offsets are in the
+    snapshot, an unchanged cluster compares identical, and one more commit is a difference that fails the step."""
+    from clusterctl.chaos.migration_steps import Consume, Snapshot
+    from clusterctl.chaos.runner import Runner
+    from clusterctl.errors import VerificationError
+    from clusterctl.kafka.admin import create_topic
+    from clusterctl.kafka.clients import produce
+
+    create_topic(bootstrap, unique_name, 2, 1)
+    produce(bootstrap, unique_name, [(f"k{i}", f"v{i}") for i in range(50)])
+    runner = Runner(parse_spec(ZK_SPEC), load_scenario("zk-to-kraft"), bootstrap, tmp_path, spec_path=None)
+    runner.topic = unique_name
+    group = f"drill-zk-to-kraft-{runner.run_id}"
+    assert runner._step_consume(Consume(max_messages=30)) == f"group {group} read 30 records of {unique_name} and " \
+        "committed them"  # fmt: skip
+    runner._step_snapshot(Snapshot(name="before"))
+    before = runner.snapshots["before"]
+    assert sum(before.groups[group].values()) == 30 and before.topics[unique_name].partitions == 2
+    assert runner._step_snapshot(Snapshot(name="after", same_as="before")).endswith("; identical to before")
+    runner._step_consume(Consume(max_messages=5))
+    differs = rf"^snapshot later differs from before \([12] differences?\): group {group} {unique_name}-\d: committed "
+    with pytest.raises(VerificationError, match=differs):
+        runner._step_snapshot(Snapshot(name="later", same_as="before"))

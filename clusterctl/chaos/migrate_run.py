@@ -108,7 +108,8 @@ class MigrateSteps:
         diff = differences(self.snapshots[s.same_as], snap)
         if diff:
             raise VerificationError(
-                f"snapshot {s.name} differs from {s.same_as} in {len(diff)} ways: {'; '.join(diff[:5])}"
+                f"snapshot {s.name} differs from {s.same_as} ({len(diff)} difference{'s' if len(diff) > 1 else ''}): "
+                + "; ".join(diff[:5])
                 + ("; ..." if len(diff) > 5 else "")
             )
         return f"{snap.summary()}; identical to {s.same_as}"

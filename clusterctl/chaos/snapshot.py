@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from clusterctl.errors import ClusterctlError
+from clusterctl.errors import ClusterctlError, NotFoundError
 
 
 @dataclass
@@ -50,7 +50,10 @@ def take_snapshot(bootstrap: str, name: str) -> ClusterSnapshot:
     topics = {t.name: TopicShape(t.partition_count, t.replication_factor, configs[t.name]) for t in described}
     groups: dict[str, dict[str, int]] = {}
     for g in list_groups(bootstrap):
-        rows = describe_group(bootstrap, g.group).offsets
+        try:
+            rows = describe_group(bootstrap, g.group).offsets
+        except NotFoundError:  # listed, then gone (or dead with nothing committed): it holds no offsets to keep
+            continue
         groups[g.group] = {f"{r.topic}-{r.partition}": r.committed for r in rows if r.committed is not None}
     return ClusterSnapshot(name, taken, topics, groups)
 
