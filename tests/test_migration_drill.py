@@ -127,11 +127,8 @@ def test_step_plan_follows_the_recorded_migration() -> None:
         "phases 1 controllers, 2 migration-mode",
         "phases 3 kraft-brokers, 4 finalize, 5 remove-zookeeper",
     ]
-    # an interrupted phase 3 runs again from its start; a repeated step runs nothing
-    assert plan_migrations([(1, _m("kraft", 3)), (2, _m("kraft", 3))], _done(1, 2, current=3), "mig") == [
-        "phases 3 kraft-brokers",
-        "nothing: the migration is there already",
-    ]
+    # an interrupted phase 3 runs again from its start
+    assert plan_migrations([(1, _m("kraft", 3))], _done(1, 2, current=3), "mig") == ["phases 3 kraft-brokers"]
     # an interrupted phase is backed out too; after a rollback a migration starts again from phase 1
     assert plan_migrations([(1, _m("zookeeper")), (2, _m("kraft", 1))], _done(1, 2, current=3), "mig") == [
         "roll back from phase 3: roll the brokers back to ZooKeeper mode (migration still enabled); remove the "
@@ -148,6 +145,11 @@ def test_step_plan_follows_the_recorded_migration() -> None:
          "step 2 (migrate to zookeeper): the migration of mig reached phase 4 (finalize): it can no longer go back"),
         (None, [(1, _m("kraft")), (2, _m("zookeeper"))], "step 2 (migrate to zookeeper): the migration of mig reached"),
         (_done(1, 2, 3, 4, 5), [(1, _m("zookeeper"))], "step 1 (migrate to zookeeper): the migration of mig reached"),
+        # a step that would migrate nothing: a state file left by an earlier run, or the same step twice
+        (_done(1, 2, 3, 4, 5), [(3, _m("kraft"))],
+         "step 3 (migrate to kraft): nothing would run: the migration state records phases 1-5 done (left by an"),
+        (None, [(1, _m("kraft", 3)), (2, _m("kraft", 2))],
+         "step 2 (migrate to kraft): nothing would run: the migration state records phases 1-3 done"),
     ],
 )  # fmt: skip
 def test_step_plan_refusals_are_one_line(
@@ -168,10 +170,17 @@ def test_runner_refuses_a_migration_drill_before_any_work(tmp_path: Path) -> Non
     back = load_scenario("zk-to-kraft-rollback")
     with pytest.raises(UsageError, match="needs the spec file's path"):
         Runner(spec, back, work_dir=tmp_path / "r")._migration_preflight(back.parsed_steps())
-    plan.save_state(plan.state_path(spec_path), _done(1, 2, 3, 4))  # finalized: no way back
+    plan.save_state(plan.state_path(spec_path), _done(1, 2))  # left by an earlier run: this one would test nothing
     runner = Runner(spec, back, work_dir=tmp_path / "r", spec_path=spec_path)
-    with pytest.raises(plan.MigrationRefused, match=r"^step 9 \(migrate to zookeeper\): the migration of mig reached"):
+    with pytest.raises(plan.MigrationRefused, match=r"^step 7 \(migrate to kraft\): nothing would run: "):
         runner.preflight()
+    plan.save_state(plan.state_path(spec_path), _done(1))  # phase 1 done: the drill goes on from phase 2
+    runner = Runner(spec, back, work_dir=tmp_path / "r", spec_path=spec_path)
+    assert runner._migration_preflight(back.parsed_steps()) == [
+        "phases 2 migration-mode",
+        "roll back from phase 2: remove the controllers; delete /controller and /migration; roll the brokers without "
+        "migration",
+    ]
     old = parse_spec({**ZK_SPEC, "images": {"kafka": "clusterctl/kafka:3.6.2"}})
     runner = Runner(old, load_scenario("zk-to-kraft"), work_dir=tmp_path / "r", spec_path=spec_path)
     with pytest.raises(plan.MigrationRefused, match=r"is Kafka 3.6; migrating to KRaft needs Kafka 3.7"):

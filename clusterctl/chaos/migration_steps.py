@@ -62,7 +62,8 @@ class Snapshot(_Step):
 
 def plan_migrations(steps: list[tuple[int, object]], state: plan.MigrationState | None, cluster: str) -> list[str]:
     """What each `migrate` step of a scenario will do, in order, from the recorded migration `state`; a step
-    that cannot run (nothing to roll back, a rollback after finalize) is refused with one line, before any work.
+    that cannot run (nothing to roll back, a rollback after finalize) or would run nothing is refused with one
+    line, before any work.
 
     `steps` are (step number, Migrate); the answer has one line per step.
     """
@@ -74,9 +75,13 @@ def plan_migrations(steps: list[tuple[int, object]], state: plan.MigrationState 
                 if state is None or state.rolled_back:
                     state = plan.MigrationState(cluster, "3.7", 3)  # what matters here: nothing done yet
                 todo = plan.plan(state, m.until_phase, yes=True)
+                if not todo:  # a drill that migrates nothing would pass without testing anything
+                    raise plan.MigrationRefused(
+                        f"nothing would run: the migration state records phases 1-{state.last_done} done "
+                        "(left by an earlier run? remove the state file beside the spec to start again)"
+                    )
                 state = replace(state, done=[*state.done, *(p.name for p in todo)], current=None)
-                names = ", ".join(f"{p.number} {p.name}" for p in todo)
-                out.append(f"phases {names}" if todo else "nothing: the migration is there already")
+                out.append("phases " + ", ".join(f"{p.number} {p.name}" for p in todo))
             else:
                 if state is None or state.rolled_back or plan.rollback_level(state) == 0:
                     raise plan.MigrationRefused("nothing to roll back: no migration phase was begun")
