@@ -173,3 +173,63 @@ def write_gap(ack_times: Sequence[float], fault_t: float, until: float) -> float
         return None
     points = [fault_t, *ack_times[first:last]]
     return round(max(b - a for a, b in itertools.pairwise(points)), 3)
+
+
+@dataclass
+class PhaseMetrics:
+    """One phase band of the timeline (a migration phase, a rollback) and what writes and leaders did in it."""
+
+    phase: str
+    started_s: float  # since the timeline started
+    seconds: float
+    done: bool  # False: it failed or was interrupted
+    write_gap_s: float | None  # longest wait for an acknowledged write from the phase's start on, any partition
+    write_gap_partition: str | None  # topic-partition of that wait
+    leader_moves: int  # partition leader changes seen in metadata during the phase
+    controller_changes: int  # changes of ZooKeeper's /controller or of the KRaft quorum's active controller
+
+
+def phase_metrics(tl: Timeline, acks: AckTimes | None = None) -> list[PhaseMetrics]:
+    """Per phase band: the longest write gap (write_gap over the band), leader moves and controller changes.
+
+    A wait counts from the phase's start (a stall already under way, from there) up to the next acknowledged write,
+    also when that write comes after the phase ended; a wait no acknowledged write ended (the load stopped) is not
+    a write gap. None where no write was acknowledged before the phase began.
+    """
+    out: list[PhaseMetrics] = []
+    for band in tl.phases:
+        t1 = band.t1 if band.t1 is not None else tl.ended
+        worst: tuple[float, str] | None = None
+        for (topic, pid), times in sorted((acks or {}).items()):
+            after = bisect.bisect_right(times, t1)
+            gap = write_gap(times, band.t0, times[after] if after < len(times) else t1)
+            if gap is not None and (worst is None or gap > worst[0]):
+                worst = (gap, f"{topic}-{pid}")
+        out.append(
+            PhaseMetrics(
+                band.name,
+                round(band.t0 - tl.started, 3),
+                round(t1 - band.t0, 3),
+                band.done,
+                worst[0] if worst else None,
+                worst[1] if worst else None,
+                _leader_moves(tl, band.t0, t1),
+                sum(1 for e in tl.events if band.t0 < e.t <= t1 and e.kind == "controller" and e.source in
+                    ("zk-watch", "quorum")),
+            )
+        )  # fmt: skip
+    return out
+
+
+def _leader_moves(tl: Timeline, t0: float, t1: float) -> int:
+    """Leader changes in (t0, t1]: a partition led by another broker than the last leader seen (none: -1 skipped)."""
+    moves = 0
+    last: dict[tuple[str, int], int] = {}
+    for s in sorted(tl.partitions, key=lambda s: s.t):
+        if s.t > t1 or s.leader < 0:
+            continue
+        key = (s.topic, s.partition)
+        if s.t > t0 and key in last and last[key] != s.leader:
+            moves += 1
+        last[key] = s.leader
+    return moves

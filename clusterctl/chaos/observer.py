@@ -91,6 +91,9 @@ class Observer(Samplers, ZkWatcher):
                 self.timeline.controllers.append(ControllerSample(self.timeline.ended, leader, epoch))
             if self._last_fenced is not None:
                 self.timeline.fenced.append(FencedSample(self.timeline.ended, list(self._last_fenced)))
+            for band in self.timeline.phases:  # a phase that failed or was interrupted ends with the run
+                if band.t1 is None:
+                    band.t1 = self.timeline.ended
         return self.timeline
 
     def __enter__(self) -> Observer:

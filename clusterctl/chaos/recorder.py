@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clusterctl.chaos.timeline import HEAL_ACTIONS, PAUSE_ACTIONS, Event, Marker, Timeline, target_ids
+from clusterctl.chaos.timeline import HEAL_ACTIONS, PAUSE_ACTIONS, Event, Marker, PhaseBand, Timeline, target_ids
 from clusterctl.spec.model import ClusterSpec
 
 
@@ -94,6 +94,17 @@ class Recorder:
             kind = "heal" if m.heal else "fault"
             self._append(Event(m.t, "fault", kind, target, f"{action} {target}", note))
         return m
+
+    def phase(self, name: str, done: bool) -> None:
+        """Mark a phase's start (`done` False) or its end (True) on the timeline: the report draws it as a band."""
+        now = time.time()
+        with self._lock:
+            open_ = next((b for b in reversed(self.timeline.phases) if b.name == name and b.t1 is None), None)
+            if not done:
+                self.timeline.phases.append(PhaseBand(name, now))
+            elif open_ is not None:
+                open_.t1, open_.done = now, True
+            self._append(Event(now, "migrate", "phase-end" if done else "phase-start", name, name))
 
     def _spawn(self, fn: Any, name: str) -> None:
         t = threading.Thread(target=fn, name=name, daemon=True)

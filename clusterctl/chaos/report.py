@@ -49,6 +49,7 @@ def timeline_svg(tl: Any) -> str:
     else:
         _zk_panel(ax_zk, tl, t0)
     _load_panel(ax_load, tl, t0)
+    _phase_bands(axes, tl, t0)
     for m in tl.markers:
         for ax in axes:
             ax.axvline(m.t - t0, color="tab:green" if m.heal else "tab:red", linestyle="--", linewidth=1)
@@ -164,6 +165,20 @@ def _kraft_panel(ax: Any, tl: Any, t0: float) -> None:
     ax_f.set_yticks(ids)
 
 
+PHASE_COLOURS = ("#dbe9f6", "#fde7c9")  # alternating, so neighbouring phases stay apart
+
+
+def _phase_bands(axes: Any, tl: Any, t0: float) -> None:
+    """Each phase of a migration (or its rollback) as a shaded band over every panel, named above the top one."""
+    for k, band in enumerate(getattr(tl, "phases", None) or []):
+        a, b = _get(band, "t0") - t0, (_get(band, "t1") or tl.ended) - t0
+        for ax in axes:
+            ax.axvspan(a, b, color=PHASE_COLOURS[k % 2], alpha=0.6, zorder=0, gid=f"phase-band-{k + 1}")
+        done = "" if _get(band, "done") else " (not done)"
+        axes[0].text((a + b) / 2, 1.01, f"{_get(band, 'name')}{done}", transform=axes[0].get_xaxis_transform(),
+                     ha="center", va="bottom", fontsize=7, color="0.25")  # fmt: skip
+
+
 def _gapped(xs: list[float], ys: list[float], gaps: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
     """Break a step series at each gap (NaN from its start): what was seen before it is not carried across."""
     points = sorted([*zip(xs, ys, strict=True), *[(a, float("nan")) for a, _ in gaps if xs and a > xs[0]]])
@@ -206,6 +221,19 @@ def render_html(result: Any) -> str:
         steps=[[s.index, s.description, "yes" if s.ok else "NO", f"{s.took_s:.2f}", s.detail] for s in result.steps],
         faults=_fault_rows(result, settings),
         partitions=_partition_rows(result, settings),
+        phases=[
+            [
+                p.phase,
+                p.started_s,
+                p.seconds,
+                "yes" if p.done else "NO",
+                p.write_gap_s,
+                p.write_gap_partition,
+                p.leader_moves,
+                p.controller_changes,
+            ]
+            for p in getattr(result, "phases", None) or []
+        ],
         events=[[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
         load=result.load,
         **_verify_context(result),

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 from clusterctl.errors import ClusterctlError
 
 if TYPE_CHECKING:
-    from clusterctl.chaos.analysis import FaultMetrics
+    from clusterctl.chaos.analysis import FaultMetrics, PhaseMetrics
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
+    from clusterctl.chaos.snapshot import ClusterSnapshot
     from clusterctl.chaos.timeline import Timeline
 
 
@@ -50,6 +51,8 @@ class ScenarioResult:
     fault_not_applied: bool = False  # a fault step could not be applied: nothing was tested, nothing is left applied
     freeze_retries: int = 0  # freezes the engine refused before a pause took (a busy container), over all steps
     verdict: str = ""  # PASS | FAIL | INTERRUPTED | FAULT NOT APPLIED
+    phases: list[PhaseMetrics] = field(default_factory=list)  # migration phases: a band each on the timeline
+    snapshots: list[ClusterSnapshot] = field(default_factory=list)  # topics, configs, group offsets (snapshot steps)
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from clusterctl.chaos.conditions import Conditions
 from clusterctl.chaos.fault_steps import FaultSteps
+from clusterctl.chaos.migrate_run import MigrateSteps
 from clusterctl.chaos.results import ScenarioResult, StepFailed, StepResult, verdict_of
 from clusterctl.chaos.scenario import (
     Condition,
@@ -39,7 +40,7 @@ from clusterctl.spec.model import ClusterSpec
 BACKGROUND_JOIN_S = 60.0
 
 
-class Runner(FaultSteps):
+class Runner(FaultSteps, MigrateSteps):
     """Runs one scenario against the spec's cluster with an observer attached."""
 
     def __init__(
@@ -50,8 +51,10 @@ class Runner(FaultSteps):
         work_dir: Path | None = None,
         progress: Callable[[str], None] | None = None,
         file: str | None = None,
+        spec_path: Path | None = None,
     ) -> None:
         self.spec = spec
+        self.spec_path = spec_path  # the migrate step runs `clusterctl migrate` on it
         self.sc = scenario
         self.file = file
         self.bootstrap = bootstrap or spec.topology.bootstrap_servers
@@ -68,6 +71,7 @@ class Runner(FaultSteps):
         self.load_summary: Any = None
         self.paused: set[int] = set()  # brokers this run paused: metadata requests avoid them
         self.freeze_retries = 0
+        self.snapshots: dict[str, Any] = {}
         self.cond = Conditions(spec, self.bootstrap, self.topic, self._live_bootstrap)
 
     # -- checks before anything is touched
@@ -92,6 +96,8 @@ class Runner(FaultSteps):
                 f"scenario {self.sc.name} wants RF {self.sc.topic.replication_factor} but the spec has "
                 f"{len(self.spec.topology.broker_ids)} brokers"
             )
+        for i, line in enumerate(self._migration_preflight(self.sc.parsed_steps()), 1):
+            self.progress(f"migrate step {i} will run: {line}")
         fills = [s for s in self.sc.parsed_steps() if getattr(s.args, "action", None) == "fill-disk"]
         if fills and self.spec.storage.bounded_mb is None:
             raise UsageError(
@@ -113,7 +119,7 @@ class Runner(FaultSteps):
             )
 
     def run(self) -> ScenarioResult:
-        from clusterctl.chaos.analysis import analyze
+        from clusterctl.chaos.analysis import analyze, phase_metrics
         from clusterctl.chaos.observer import Observer
 
         self.preflight()
@@ -153,6 +159,7 @@ class Runner(FaultSteps):
         ok = error is None and (self.verify_result is None or self._verdict_ok(self.verify_result))
         if error is None and not ok:
             error = f"verification failed: {self.verify_result.summary()}"
+        acks = self._ack_times()
         return ScenarioResult(
             scenario=self.sc.name,
             file=self.file,
@@ -162,7 +169,9 @@ class Runner(FaultSteps):
             started=started,
             ended=time.time(),
             steps=results,
-            faults=analyze(timeline, self._ack_times()),
+            faults=analyze(timeline, acks),
+            phases=phase_metrics(timeline, acks),
+            snapshots=list(self.snapshots.values()),
             verify=self.verify_result,
             load=self.load_summary,
             error=error,

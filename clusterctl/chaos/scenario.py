@@ -19,6 +19,9 @@ A scenario file:
       - stop_load: {}
       - verify: {}                       # max_duplicated: 0, max_write_gap: S (longest wait for an ack)
 
+Migration drills (migration_steps.py) add consume {group, max_messages}, snapshot {name, same_as} and
+migrate {to: kraft | zookeeper, until_phase}.
+
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
 leader_changed {topic, partition}, zk_quorum: lost | ok | healthy (all serving),
@@ -38,6 +41,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, check_steps
 from clusterctl.errors import SpecError, SpecNotFoundError
 from clusterctl.spec import validate, yamlfile
 
@@ -285,6 +289,9 @@ STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "assert": Condition,
     "elect": Elect,
     "verify": Verify,
+    "consume": Consume,
+    "snapshot": Snapshot,
+    "migrate": Migrate,
     "sleep": None,  # a number of seconds
 }
 
@@ -380,7 +387,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         raise SpecError(f"{source}: a scenario is a mapping with name, steps, ...")
     try:
         sc = Scenario.model_validate(data)
-        sc.parsed_steps()
+        check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None
     except ValueError as exc:

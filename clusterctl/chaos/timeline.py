@@ -92,6 +92,16 @@ def target_ids(m: Marker) -> tuple[int | None, int | None]:
 
 
 @dataclass
+class PhaseBand:
+    """A phase of an operation the drill ran (a migration phase, its rollback): from its start to its end."""
+
+    name: str  # "1 controllers", ..., "rollback"
+    t0: float
+    t1: float | None = None  # None while it runs; an unfinished phase ends where the timeline ends
+    done: bool = False  # False: it failed or was interrupted
+
+
+@dataclass
 class Gap:
     """A time during which a source gave no answer (what it said before is not known to hold)."""
 
@@ -114,4 +124,5 @@ class Timeline:
     gaps: list[Gap] = field(default_factory=list)
     controllers: list[ControllerSample] = field(default_factory=list)  # kraft mode
     fenced: list[FencedSample] = field(default_factory=list)  # kraft mode
+    phases: list[PhaseBand] = field(default_factory=list)  # migrate steps
     mode: str = "zookeeper"

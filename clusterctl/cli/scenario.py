@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, state
 from clusterctl.spec import validate
 
 scenario_app = typer.Typer(name="scenario", help="Failover drills described as YAML steps.", no_args_is_help=True)
@@ -27,11 +27,17 @@ def cmd_scenario_list(as_json: JsonOpt = False) -> None:
 @scenario_app.command("validate")
 def cmd_scenario_validate(file: FileArg, as_json: JsonOpt = False) -> None:
     """Check a scenario file without running it."""
+    from clusterctl.chaos.migration_steps import planned_from_scratch
     from clusterctl.chaos.scenario import load_scenario
     from clusterctl.output import Column, emit
 
     sc = load_scenario(file)
-    steps = [{"index": i, "step": s.describe()} for i, s in enumerate(sc.parsed_steps(), 1)]
+    parsed = sc.parsed_steps()
+    plans = planned_from_scratch([(s.kind, s.args) for s in parsed], sc.name)
+    steps = [
+        {"index": i, "step": s.describe() + (f" ({plans[i]})" if s.kind == "migrate" and i in plans else "")}
+        for i, s in enumerate(parsed, 1)
+    ]
     data = {"name": sc.name, "requires": sc.requires, "expect": sc.expect, "steps": steps} if as_json else steps
     cols = [Column("#", "index", justify="right"), Column("Step", "step")]
     emit(data, as_json=as_json, columns=cols, title=f"{sc.name}: valid")
@@ -67,7 +73,7 @@ def cmd_scenario_run(
     if repeat > 1:
         _run_repeated(sc, spec, bootstrap, str(file), repeat, report_dir, as_json)
         return
-    runner = Runner(spec, sc, bootstrap, report_dir, progress=info, file=str(file))
+    runner = Runner(spec, sc, bootstrap, report_dir, progress=info, file=str(file), spec_path=state.spec_path)
     result = runner.run()
     _json, html = write_reports(result, runner.work_dir)
     if as_json:
@@ -134,6 +140,18 @@ def _print_result(result: Any) -> None:
                          Column("ISR full s", lambda r: r[1].isr_full_s, justify="right"),
                          Column("Write gap s", ex("write_gap", "write_gap_s"))],
             )  # fmt: skip
+    if result.phases:
+        emit(
+            result.phases,
+            as_json=False,
+            title="migration phases (longest write gap: the longest wait for an ack from the phase's start on)",
+            columns=[Column("Phase", "phase"), Column("Start s", "started_s", justify="right"),
+                     Column("Seconds", "seconds", justify="right"), Column("Done", "done"),
+                     Column("Longest write gap s", "write_gap_s", justify="right"),
+                     Column("Partition", "write_gap_partition"),
+                     Column("Leader moves", "leader_moves", justify="right"),
+                     Column("Controller changes", "controller_changes", justify="right")],
+        )  # fmt: skip
     v = result.verify
     if v is not None:
         info(f"verification: {v.summary()}")
@@ -166,7 +184,9 @@ def _run_repeated(
 
     def run_once(i: int, directory: Path) -> Any:
         info(f"run {i}/{n}")
-        runner = Runner(spec, sc, bootstrap, directory, progress=lambda m: info(f"  {m}"), file=file)
+        runner = Runner(
+            spec, sc, bootstrap, directory, progress=lambda m: info(f"  {m}"), file=file, spec_path=state.spec_path
+        )
         result = runner.run()
         write_reports(result, directory)
         return result

@@ -27,6 +27,7 @@ from clusterctl.spec.model import ClusterSpec, load_spec
 from clusterctl.zookeeper import client as zk
 
 Progress = Callable[[str], None]
+PhaseHook = Callable[[phases.Phase, bool], None]  # (phase, done): False as it starts, True once its done-check passed
 
 
 @dataclass
@@ -211,8 +212,12 @@ def migrate(
     timeout: float = 300.0,
     root: Path | None = None,
     progress: Progress | None = None,
+    on_phase: PhaseHook | None = None,
 ) -> MigrateResult:
-    """Run the phases up to `to` (or the single phase `only`) and record each one; resumes where it stopped."""
+    """Run the phases up to `to` (or the single phase `only`) and record each one; resumes where it stopped.
+
+    `on_phase` is told as each phase starts and ends (a drill puts them on its timeline).
+    """
     for ref in (to, only):
         if ref is not None:
             phases.phase(ref)  # an unknown phase is refused before anything is read
@@ -231,9 +236,13 @@ def migrate(
         started = time.monotonic()
         state.started(p)
         plan.save_state(path, state)
+        if on_phase is not None:
+            on_phase(p, False)
         restarted, detail = PHASE_ACTIONS[p.number](run)
         state.completed(p, detail)
         plan.save_state(path, state)
+        if on_phase is not None:
+            on_phase(p, True)
         ran.append(PhaseRun(p.number, p.name, round(time.monotonic() - started, 1), restarted, detail))
     return MigrateResult(spec.name, str(path), ran, plan.status(state, spec.name, path))
 
