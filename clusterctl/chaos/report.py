@@ -208,6 +208,7 @@ def render_html(result: Any) -> str:
         partitions=_partition_rows(result, settings),
         events=[[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
         load=result.load,
+        spark=getattr(result, "spark", None),
         **_verify_context(result),
     )
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from clusterctl.chaos.analysis import FaultMetrics
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
+    from clusterctl.chaos.pipeline import SparkVerifyResult
     from clusterctl.chaos.timeline import Timeline
 
 
@@ -50,6 +51,7 @@ class ScenarioResult:
     fault_not_applied: bool = False  # a fault step could not be applied: nothing was tested, nothing is left applied
     freeze_retries: int = 0  # freezes the engine refused before a pause took (a busy container), over all steps
     verdict: str = ""  # PASS | FAIL | INTERRUPTED | FAULT NOT APPLIED
+    spark: SparkVerifyResult | None = None  # verify_spark: the job's output against its input
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:
