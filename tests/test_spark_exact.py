@@ -24,7 +24,7 @@ pytest.importorskip("pyspark", reason="needs the spark extra (pip install 'clust
 from clusterctl.chaos.pipeline import compare
 from clusterctl.chaos.runner import Runner
 from clusterctl.chaos.scenario import Step, load_scenario, parse_scenario
-from clusterctl.errors import SpecError, VerificationError
+from clusterctl.errors import SpecError, UsageError, VerificationError
 from clusterctl.spark.checkpoint import last_committed
 from clusterctl.spark.runner import jobs_dir, load_job
 from clusterctl.spec.model import parse_spec
@@ -193,3 +193,44 @@ def test_the_restart_drill_scenario_parses():
         parse_scenario("name: x\nsteps:\n  - spark_job: {job: ../evil}\n", "<s>")
     with pytest.raises(SpecError, match=r"step 1 \(spark_job\): master: String should match pattern"):
         parse_scenario("name: x\nsteps:\n  - spark_job: {job: key_counts, master: 'spark://x:7077'}\n", "<s>")
+
+
+def test_the_report_shows_the_spark_verdict(tmp_path: Path):
+    import json
+
+    from clusterctl.chaos.pipeline import KeyMismatch, SparkVerifyResult
+    from clusterctl.chaos.report import write_reports
+    from clusterctl.chaos.results import ScenarioResult, StepResult
+    from clusterctl.chaos.timeline import Timeline
+
+    bad = SparkVerifyResult(
+        "key_counts", "in", "out", 100, 6, 30, 6, 4, 0, 0, 1, mismatched=[KeyMismatch("k1", "17", "21")]
+    )
+    assert bad.summary() == (
+        "key_counts: NOT exact, 6 keys from 100 input records (batches 0..4): 0 missing, 0 extra, 1 mismatched "
+        "(k1: expected 17, got 21)"
+    )
+    tl = Timeline(1000.0, 1010.0, ["in"])
+    step = StepResult(1, "verify_spark", "verify_spark job=key_counts", False, 1000.0, 1.0, "Spark results not exact")
+    result = ScenarioResult("spark-exact", None, "lab", "in", False, 1000.0, 1010.0, [step], timeline=tl, spark=bad)
+    json_path, html_path = write_reports(result, tmp_path)
+    assert json.loads(json_path.read_text())["spark"]["mismatched"] == [{"key": "k1", "expected": "17", "got": "21"}]
+    html = html_path.read_text()
+    assert "Verification (Spark results)" in html and "NOT EXACT" in html and "k1: expected 17, got 21" in html
+
+
+@pytest.mark.tansu
+def test_a_driver_that_stopped_by_itself_fails_the_stop_step(bootstrap: str, unique_name: str, tmp_path: Path):
+    from clusterctl.chaos.pipeline import SparkJobs
+    from clusterctl.chaos.results import StepFailed
+
+    jobs = SparkJobs(bootstrap, tmp_path)
+    jobs.start("key_counts", f"{unique_name}-gone", f"{unique_name}-out")  # refused before Spark starts
+    process = jobs.jobs["key_counts"].process
+    assert process is not None and process.wait(timeout=120) == 3
+    with pytest.raises(
+        StepFailed, match=rf"^spark job key_counts had stopped by itself: unknown topic '{unique_name}-gone'"
+    ):
+        jobs.stop("key_counts")
+    with pytest.raises(UsageError, match="spark job other was not started in this drill"):
+        jobs.verify("other")

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterctl.chaos.results import StepFailed
 from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError
 from clusterctl.wait import wait_until
 
@@ -96,6 +97,7 @@ class JobRun:
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     log: Path | None = None
+    killed: bool = False  # the current driver was killed by a kill step (not a crash of its own)
 
 
 class SparkJobs:
@@ -129,6 +131,7 @@ class SparkJobs:
             self.jobs[job] = run
         resume = run.checkpoint.is_dir() and any(run.checkpoint.iterdir())
         run.starts += 1
+        run.killed = False
         run.log = self.work_dir / "spark" / job / f"driver-{run.starts}.log"
         run.log.parent.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "clusterctl", "spark", "run", job, "--json", "-b", self.bootstrap]
@@ -155,8 +158,11 @@ class SparkJobs:
         run = self._run(job)
         proc = run.process
         if proc is None or proc.poll() is not None:
-            return f"{job} was not running ({self.failure(job) or 'exited'})"
+            if run.killed or proc is None:
+                return f"{job} was not running"
+            raise StepFailed(f"spark job {job} had stopped by itself: {self.failure(job) or f'exit {proc.returncode}'}")
         if kill:
+            run.killed = True
             _signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=30)
             return f"{job}: driver killed (SIGKILL, pid {proc.pid})"
