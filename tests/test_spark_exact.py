@@ -9,6 +9,7 @@ offsets and the same state.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from clusterctl.errors import SpecError, UsageError, VerificationError
 from clusterctl.spark.checkpoint import last_committed
 from clusterctl.spark.runner import jobs_dir, load_job
 from clusterctl.spec.model import parse_spec
+from clusterctl.spec.validate import MAX_JOB_OPTIONS, MAX_SECONDS, TOPIC_MAX_LENGTH
 
 TEST_JOBS = Path(__file__).parent / "spark_test_jobs"
 KEYS = 6
@@ -234,3 +236,29 @@ def test_a_driver_that_stopped_by_itself_fails_the_stop_step(bootstrap: str, uni
         jobs.stop("key_counts")
     with pytest.raises(UsageError, match="spark job other was not started in this drill"):
         jobs.verify("other")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"timeout": MAX_SECONDS}, None),
+        ({"timeout": MAX_SECONDS + 1}, "timeout: Input should be less than or equal to 86400"),
+        ({"trigger": 0}, None),
+        ({"trigger": -1}, "trigger: Input should be greater than or equal to 0"),
+        ({"options": {f"o{i}": "v" for i in range(MAX_JOB_OPTIONS)}}, None),
+        ({"options": {f"o{i}": "v" for i in range(MAX_JOB_OPTIONS + 1)}}, "options: Dictionary should have at most 32"),
+        ({"output": "t" * TOPIC_MAX_LENGTH}, None),
+        ({"output": "t" * (TOPIC_MAX_LENGTH + 1)}, "output: String should match pattern"),
+        ({"master": "local[*]"}, None),
+        ({"action": "pause"}, "action: Input should be 'start', 'stop' or 'kill'"),
+    ],
+)
+def test_spark_job_step_bounds(fields: dict[str, object], error: str | None):
+    import json
+
+    doc = f"name: x\nsteps:\n  - spark_job: {json.dumps({'job': 'key_counts', **fields})}\n"
+    if error is None:
+        assert parse_scenario(doc, "<s>").parsed_steps()[0].kind == "spark_job"
+    else:
+        with pytest.raises(SpecError, match=rf"^<s>: step 1 \(spark_job\): {re.escape(error)}"):
+            parse_scenario(doc, "<s>")

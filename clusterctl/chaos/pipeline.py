@@ -173,6 +173,8 @@ class SparkJobs:
             _signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=30)
             return f"{job}: did not stop within {timeout:g}s, killed"
+        # a driver stopped while its JVM was still starting leaves the JVM behind: nothing of the group may stay
+        _signal_group(proc, signal.SIGKILL)
         return f"{job}: stopped (exit {proc.returncode})"
 
     def close(self) -> None:
@@ -242,7 +244,7 @@ class SparkJobs:
         if not hasattr(module, "expected"):
             raise UsageError(f"spark job {job} has no expected(records, options): its output cannot be verified")
         inputs = read_topic(self.bootstrap, run.input_topic, timeout)
-        expected = module.expected([(r.key, r.value) for r in inputs], run.options)
+        expected = module.expected([(r.key, r.value) for r in inputs], {**module.OPTIONS, **run.options})
         out = compact(read_topic(self.bootstrap, run.output_topic, timeout))
         missing, extra, mismatched = compare(expected, out.values)
         behind = self.behind(job)

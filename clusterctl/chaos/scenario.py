@@ -276,16 +276,16 @@ class Verify(_M):
 
 
 class SparkJob(_M):
-    """Start a job from spark_jobs/ on the scenario's topic (again: resume its checkpoint), stop or kill it."""
+    """Start a job from spark_jobs/ on the scenario's topic (again: resume its checkpoint), stop or kill it.
+
+    Its output topic is `output`, else <topic>-<job> (created like the scenario's topic)."""
 
     job: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$", description="a job in spark_jobs/ (clusterctl spark list)")
     action: Literal["start", "stop", "kill"] = Field(
         default="start", description="stop: Ctrl-C (the running batch finishes); kill: SIGKILL the driver"
     )
-    output: str | None = Field(
-        default=None, pattern=r"^[A-Za-z0-9._-]{1,200}$", description="output topic (default: <topic>-<job>)"
-    )
-    options: dict[str, str] = Field(default_factory=dict, max_length=32, description="job/connector options")
+    output: str | None = Field(default=None, pattern=rf"^[A-Za-z0-9._-]{{1,{validate.TOPIC_MAX_LENGTH}}}$")
+    options: dict[str, str] = Field(default_factory=dict, max_length=validate.MAX_JOB_OPTIONS)
     trigger: float = Field(default=1.0, ge=0, le=validate.MAX_SECONDS, description="micro-batch interval (s)")
     master: str = Field(default="local[2]", pattern=r"^local(\[([1-9][0-9]{0,2}|\*)\])?$", description="local mode")
     timeout: float = Field(default=60.0, gt=0, le=validate.MAX_SECONDS, description="stop: wait for the driver")
