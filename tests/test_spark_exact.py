@@ -262,3 +262,53 @@ def test_spark_job_step_bounds(fields: dict[str, object], error: str | None):
     else:
         with pytest.raises(SpecError, match=rf"^<s>: step 1 \(spark_job\): {re.escape(error)}"):
             parse_scenario(doc, "<s>")
+
+
+@pytest.mark.spark
+@pytest.mark.tansu
+def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts(
+    bootstrap: str, unique_name: str, tmp_path: Path
+):
+    """No staging: records keep arriving from the first committed batch until the driver is SIGKILLed, as soon as
+    batch 2 has committed, wherever it is in the next one; the restarted driver reads on from its checkpoint."""
+    import threading
+    import time
+
+    from clusterctl.wait import wait_until
+
+    runner, steps = drill(bootstrap, unique_name, "key_counts", tmp_path)
+    start, kill, resume, verify, stop = steps
+    enough = threading.Event()
+    produced = [0]
+
+    def trickle() -> None:  # 10 records every 0.3 s until told to stop
+        while not enough.is_set():
+            produce(bootstrap, runner.topic, produced[0], 10)
+            produced[0] += 10
+            time.sleep(0.3)
+
+    def committed() -> int:
+        last = last_committed(cp)
+        return -1 if last is None else last[0]
+
+    producing = threading.Thread(target=trickle)
+    try:
+        produce(bootstrap, runner.topic, 0, 10)
+        produced[0] = 10
+        runner._run_step(start)
+        cp = runner.spark_jobs.jobs["key_counts"].checkpoint
+        wait_until(committed, timeout=240, what="batch 0 to commit", done=lambda n: n >= 0)
+        producing.start()
+        wait_until(committed, timeout=240, what="batch 2 to commit", done=lambda n: n >= 2)
+        runner._run_step(kill)
+        enough.set()
+        producing.join()
+        runner._run_step(resume)
+        runner._run_step(verify)
+        runner._run_step(stop)
+    finally:
+        enough.set()
+        runner.spark_jobs.close()
+    result = runner.spark_verify
+    assert result.ok, result.summary()
+    assert (result.input_records, result.expected_keys, result.behind) == (produced[0], KEYS, 0)
