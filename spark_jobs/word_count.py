@@ -7,6 +7,9 @@ is that word's total over everything read so far (compacted topics keep exactly 
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from pyspark.sql import functions as F
@@ -25,6 +28,16 @@ def counts(lines: Any, lowercase: bool = False) -> Any:
         text = F.lower(text)
     words = lines.select(F.explode(F.split(text, r"\s+")).alias("word")).where(F.col("word") != "")
     return words.groupBy("word").count()
+
+
+def expected(records: Iterable[tuple[str | None, str | None]], options: dict[str, str]) -> dict[str, str]:
+    """What the output's newest value per word must be, computed from the input (key, value) records."""
+    lowercase = options.get("lowercase", "false").lower() == "true"
+    words: Counter[str] = Counter()
+    for _key, value in records:
+        text = (value or "").lower() if lowercase else value or ""
+        words.update(w for w in re.split(r"\s+", text, flags=re.ASCII) if w)  # ASCII \s, as in Spark's (Java's) split
+    return {w: str(n) for w, n in words.items()}
 
 
 def build(ctx: Any) -> Any:

@@ -236,6 +236,7 @@ def render_html(result: Any) -> str:
         ],
         events=[[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
         load=result.load,
+        spark=getattr(result, "spark", None),
         **_verify_context(result),
     )
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
     from clusterctl.chaos.snapshot import ClusterSnapshot
+    from clusterctl.chaos.pipeline import SparkVerifyResult
     from clusterctl.chaos.timeline import Timeline
 
 
@@ -53,6 +54,7 @@ class ScenarioResult:
     verdict: str = ""  # PASS | FAIL | INTERRUPTED | FAULT NOT APPLIED
     phases: list[PhaseMetrics] = field(default_factory=list)  # migration phases: a band each on the timeline
     snapshots: list[ClusterSnapshot] = field(default_factory=list)  # topics, configs, group offsets (snapshot steps)
+    spark: SparkVerifyResult | None = None  # verify_spark: the job's output against its input
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:

@@ -27,9 +27,11 @@ from clusterctl.chaos.scenario import (
     Empty,
     Heal,
     Scenario,
+    SparkJob,
     StartLoad,
     Step,
     Verify,
+    VerifySpark,
     WaitFor,
 )
 from clusterctl.errors import ClusterctlError, FaultNotAppliedError, UsageError, VerificationError
@@ -68,6 +70,8 @@ class Runner(FaultSteps, MigrateSteps):
         self.background: list[tuple[threading.Thread, threading.Event]] = []
         self.detached: list[Any] = []
         self.verify_result: Any = None
+        self.spark_jobs: Any = None  # pipeline.SparkJobs, once a spark_job step ran
+        self.spark_verify: Any = None
         self.load_summary: Any = None
         self.paused: set[int] = set()  # brokers this run paused: metadata requests avoid them
         self.freeze_retries = 0
@@ -157,6 +161,7 @@ class Runner(FaultSteps, MigrateSteps):
         if cleanup and (error is None or interrupted or not_applied):
             error = cleanup if error is None else f"{error}; {cleanup}"
         ok = error is None and (self.verify_result is None or self._verdict_ok(self.verify_result))
+        ok = ok and (self.spark_verify is None or bool(self.spark_verify.ok))
         if error is None and not ok:
             error = f"verification failed: {self.verify_result.summary()}"
         acks = self._ack_times()
@@ -184,6 +189,7 @@ class Runner(FaultSteps, MigrateSteps):
             fault_not_applied=not_applied,
             freeze_retries=self.freeze_retries,
             verdict=verdict_of(ok, interrupted, not_applied),
+            spark=self.spark_verify,
         )
 
     def _verdict_ok(self, v: Any) -> bool:
@@ -205,6 +211,8 @@ class Runner(FaultSteps, MigrateSteps):
         from clusterctl.chaos import recovery
 
         problems = []
+        if self.spark_jobs is not None:
+            self.spark_jobs.close()
         for thread, stop in self.background:
             stop.set()
             thread.join(timeout=BACKGROUND_JOIN_S)
@@ -349,6 +357,30 @@ class Runner(FaultSteps, MigrateSteps):
                 f"{topic}-{partition} waited {seconds:.1f}s for an acknowledged write (at most {v.max_write_gap:g}s)"
             )
         return f"; longest write gap {seconds:.1f}s ({topic}-{partition}, at most {v.max_write_gap:g}s)"
+
+    def _step_spark_job(self, a: SparkJob) -> str:
+        from clusterctl.chaos.pipeline import SparkJobs
+        from clusterctl.kafka.admin import create_topic
+
+        if self.spark_jobs is None:
+            self.spark_jobs = SparkJobs(self.bootstrap, self.work_dir)
+        if a.action != "start":
+            return str(self.spark_jobs.stop(a.job, kill=a.action == "kill", timeout=a.timeout))
+        output = a.output or f"{self.topic}-{a.job.replace('_', '-')}"
+        t = self.sc.topic
+        create_topic(self.bootstrap, output, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
+        started = self.spark_jobs.start(
+            a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master
+        )
+        return str(started)
+
+    def _step_verify_spark(self, v: VerifySpark) -> str:
+        if self.spark_jobs is None:
+            raise UsageError("verify_spark: no spark_job step ran in this scenario")
+        self.spark_verify = self.spark_jobs.verify(v.job, v.timeout)
+        if not self.spark_verify.ok:
+            raise VerificationError(f"Spark results not exact: {self.spark_verify.summary()}")
+        return str(self.spark_verify.summary())
 
     def _step_wait_for(self, w: WaitFor) -> str:
         waited = self.cond.wait(lambda: self.cond.check(w), w.timeout, f"{w.name}")

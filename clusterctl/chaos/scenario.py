@@ -21,6 +21,8 @@ A scenario file:
 
 Migration drills (migration_steps.py) add consume {group, max_messages}, snapshot {name, same_as} and
 migrate {to: kraft | zookeeper, until_phase}.
+`spark_job: {job: key_counts}` (again: resume; `action: stop | kill`) and `verify_spark: {job: key_counts}`
+run a Spark job beside the load and check its results exactly (pipeline.py, docs/spark.md).
 
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
@@ -277,6 +279,29 @@ class Verify(_M):
     )
 
 
+class SparkJob(_M):
+    """Start a job from spark_jobs/ on the scenario's topic (again: resume its checkpoint), stop or kill it.
+
+    Its output topic is `output`, else <topic>-<job> (created like the scenario's topic)."""
+
+    job: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$", description="a job in spark_jobs/ (clusterctl spark list)")
+    action: Literal["start", "stop", "kill"] = Field(
+        default="start", description="stop: Ctrl-C (the running batch finishes); kill: SIGKILL the driver"
+    )
+    output: str | None = Field(default=None, pattern=rf"^[A-Za-z0-9._-]{{1,{validate.TOPIC_MAX_LENGTH}}}$")
+    options: dict[str, str] = Field(default_factory=dict, max_length=validate.MAX_JOB_OPTIONS)
+    trigger: float = Field(default=1.0, ge=0, le=validate.MAX_SECONDS, description="micro-batch interval (s)")
+    master: str = Field(default="local[2]", pattern=r"^local(\[([1-9][0-9]{0,2}|\*)\])?$", description="local mode")
+    timeout: float = Field(default=60.0, gt=0, le=validate.MAX_SECONDS, description="stop: wait for the driver")
+
+
+class VerifySpark(_M):
+    """The job's newest value per key against its expected results over the whole input topic."""
+
+    job: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
+    timeout: float = Field(default=180.0, gt=0, le=validate.MAX_SECONDS, description="a running job's catch-up")
+
+
 KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
 
 STEP_MODELS: dict[str, type[BaseModel] | None] = {
@@ -292,6 +317,8 @@ STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "consume": Consume,
     "snapshot": Snapshot,
     "migrate": Migrate,
+    "spark_job": SparkJob,
+    "verify_spark": VerifySpark,
     "sleep": None,  # a number of seconds
 }
 

@@ -43,22 +43,36 @@ def owner_of(name: str, job: Any, options: dict[str, str], connector: str) -> Ch
     return CheckpointOwner(name, topics(job.INPUT_TOPICS), topics(job.OUTPUT_TOPICS), connector)
 
 
-def offset_topics(path: Path) -> set[str] | None:
-    """The topics in the checkpoint's latest offset log entry; None when no batch was ever planned."""
-    log = path / "offsets"
-    ids = sorted(int(p.name) for p in log.glob("[0-9]*") if p.name.isdigit()) if log.is_dir() else []
-    if not ids:
-        return None
-    lines = (log / str(ids[-1])).read_text().splitlines()
-    topics: set[str] = set()
-    for line in lines[2:]:  # "v1", the batch metadata, then one offset JSON per source
+def _batch_ids(log: Path) -> list[int]:
+    return sorted(int(p.name) for p in log.glob("[0-9]*") if p.name.isdigit()) if log.is_dir() else []
+
+
+def batch_offsets(path: Path, batch_id: int) -> dict[str, dict[str, int]]:
+    """The end offsets of batch `batch_id` in the checkpoint's offset log: {topic: {partition: offset}}."""
+    entry = path / "offsets" / str(batch_id)
+    out: dict[str, dict[str, int]] = {}
+    for line in entry.read_text().splitlines()[2:]:  # "v1", the batch metadata, then one offset JSON per source
         try:
             offsets = json.loads(line)
         except ValueError:
-            raise CheckpointError(f"checkpoint {path}: unreadable offsets in {log / str(ids[-1])}") from None
+            raise CheckpointError(f"checkpoint {path}: unreadable offsets in {entry}") from None
         if isinstance(offsets, dict):
-            topics.update(str(t) for t in offsets)
-    return topics
+            for topic, parts in offsets.items():
+                if isinstance(parts, dict):
+                    out.setdefault(str(topic), {}).update({str(p): int(o) for p, o in parts.items()})
+    return out
+
+
+def offset_topics(path: Path) -> set[str] | None:
+    """The topics in the checkpoint's latest offset log entry; None when no batch was ever planned."""
+    ids = _batch_ids(path / "offsets")
+    return set(batch_offsets(path, ids[-1])) if ids else None
+
+
+def last_committed(path: Path) -> tuple[int, dict[str, dict[str, int]]] | None:
+    """The last batch the checkpoint's commit log holds and its end offsets; None before the first commit."""
+    ids = _batch_ids(path / "commits")
+    return (ids[-1], batch_offsets(path, ids[-1])) if ids else None
 
 
 def check(path: Path, owner: CheckpointOwner, *, resume: bool) -> None:

@@ -33,6 +33,8 @@ class KafkaOptions:
     poll_timeout_ms: int
     sink_topic: str | None
     client: dict[str, str]
+    #: the sink's micro-batch id, written as the `clusterctl.batch` header of every record (None: no header)
+    batch_id: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, need_topics: bool) -> KafkaOptions:
@@ -64,6 +66,7 @@ class KafkaOptions:
             poll_timeout_ms=int(opts.get("kafkaconsumer.polltimeoutms", DEFAULT_POLL_TIMEOUT_MS)),
             sink_topic=opts.get("topic"),
             client=client,
+            batch_id=int(opts["batchid"]) if opts.get("batchid") else None,
         )
 
 

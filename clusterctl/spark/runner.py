@@ -131,15 +131,17 @@ class JobContext:
         """An unstarted DataStreamWriter producing `df`'s key/value columns to `topic`.
 
         Spark's Python data sources take append and complete mode only; update mode goes through
-        foreachBatch, writing each micro-batch with the batch writer (same producer, same guarantees).
+        foreachBatch, writing each micro-batch with the batch writer (same producer, same guarantees), each
+        record carrying its batch id (spark/changelog.py reads the newest value per key back).
         """
         kafka = {k: v for k, v in self._passthrough().items() if k.lower().startswith("kafka.")}
         if self.connector == "python" and mode == "update":
             fmt, bootstrap = self.format, self.bootstrap
 
-            def write_batch(batch: Any, _batch_id: int) -> None:
+            def write_batch(batch: Any, batch_id: int) -> None:
+                # the batch id in each record lets a reader tell a replayed batch's re-write from a new value
                 w = batch.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-                w.options(**kafka).mode("append").save()
+                w.options(**kafka).option("batchId", str(batch_id)).mode("append").save()
 
             return df.writeStream.outputMode("update").foreachBatch(write_batch)
         writer = df.writeStream.format(self.format).outputMode(mode)

@@ -4,7 +4,9 @@
 writes the `value` column (and `key`, and a per-row `topic` overriding the option) as string or
 binary, like Spark's own Kafka sink. The producer runs with acks=all and idempotence; each task
 flushes before it returns, and any delivery error fails the task, hence the batch. Delivery is
-at-least-once (a retried batch is written again), as with the standard connector.
+at-least-once (a retried batch is written again), as with the standard connector. With option
+`batchId` (set by the update-mode path through foreachBatch) every record carries the micro-batch id in
+the `clusterctl.batch` header, so a reader can keep the newest batch's value per key (spark/changelog.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import BinaryType, StringType, StructType
 
+from clusterctl.spark.changelog import BATCH_HEADER
 from clusterctl.spark.options import FORMAT, KafkaOptions
 
 FLUSH_TIMEOUT_S = 120.0
@@ -56,6 +59,9 @@ def write_batches(opts: KafkaOptions, batches: Iterable[Any]) -> KafkaCommitMess
     conf = producer_config(opts.bootstrap, "all", **{"linger.ms": 20, "batch.num.messages": 10000})
     conf.update(opts.client)
     producer = Producer(conf)
+    headers: list[tuple[str, str | bytes | None]] | None = (
+        None if opts.batch_id is None else [(BATCH_HEADER, str(opts.batch_id).encode())]
+    )
     errors: list[str] = []
     failed = 0
     delivered: dict[str, int] = {}
@@ -81,7 +87,9 @@ def write_batches(opts: KafkaOptions, batches: Iterable[Any]) -> KafkaCommitMess
                 raise ValueError(f"{FORMAT} sink: a row has no topic and option 'topic' is not set")
             while True:
                 try:
-                    producer.produce(topic, value=_bytes(value), key=_bytes(key), on_delivery=on_delivery)
+                    producer.produce(
+                        topic, value=_bytes(value), key=_bytes(key), headers=headers, on_delivery=on_delivery
+                    )
                     break
                 except BufferError:
                     producer.poll(0.05)

@@ -34,6 +34,7 @@ MAX_SECONDS = 86_400.0  # any duration or timeout: one day
 MAX_LOG_LINES = 1_000_000  # `logs --tail`
 MAX_TREE_DEPTH = 64  # `zk tree --depth` (ZooKeeper paths are rarely ten deep)
 MAX_REPEAT = 100  # runs per mode of a scenario comparison
+MAX_JOB_OPTIONS = 32  # options of a Spark job in a scenario's spark_job step
 MAX_CONSUMER_THREADS = 64  # consumers of one perf group (more than the partitions only sit idle)
 
 

@@ -1,0 +1,314 @@
+"""Exact results through a driver restart: the batch-id sink, the changelog reader and the drill's Spark verifier.
+
+The Spark tests run a drill's spark_job and verify_spark steps (local-mode drivers as `clusterctl spark run`
+processes) against tansu on loopback. A restart replays a batch deterministically: the driver is killed once
+its last batch is committed, and that commit is removed from the checkpoint, as if the driver had died after
+its sink wrote the batch and before Spark logged the commit. Spark then runs that batch again from the same
+offsets and the same state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from clusterctl.kafka.admin import create_topic
+from clusterctl.kafka.connection import producer_config
+from clusterctl.spark.changelog import ChangeRecord, batch_of, compact
+
+pytest.importorskip("pyspark", reason="needs the spark extra (pip install 'clusterctl[spark]')")
+
+from clusterctl.chaos.pipeline import compare
+from clusterctl.chaos.runner import Runner
+from clusterctl.chaos.scenario import Step, load_scenario, parse_scenario
+from clusterctl.errors import SpecError, UsageError, VerificationError
+from clusterctl.spark.checkpoint import last_committed
+from clusterctl.spark.runner import jobs_dir, load_job
+from clusterctl.spec.model import parse_spec
+from clusterctl.spec.validate import MAX_JOB_OPTIONS, MAX_SECONDS, TOPIC_MAX_LENGTH
+
+TEST_JOBS = Path(__file__).parent / "spark_test_jobs"
+KEYS = 6
+
+
+# ---------------------------------------------------------------- no Spark, no broker
+
+
+def test_compact_keeps_the_highest_batch_per_key_and_counts_rewrites():
+    records = [
+        ChangeRecord(0, 0, "a", "1", 0),
+        ChangeRecord(0, 1, "a", "3", 1),
+        ChangeRecord(0, 2, "a", "3", 1),  # batch 1 replayed
+        ChangeRecord(0, 3, "a", "1", 0),  # a late writer of batch 0: older than what is there
+        ChangeRecord(1, 0, "b", "2", 1),
+        ChangeRecord(1, 1, None, "5", None),
+    ]
+    view = compact(records)
+    assert view.values == {"a": "3", "b": "2", "": "5"}
+    # the late (a, 0) is both a re-write of batch 0 and older than the newest value of a
+    assert (view.records, view.rewritten, view.stale, view.unbatched, view.last_batch) == (6, 2, 1, 1, 1)
+    # the last record per key (no batch-id check) takes the late writer's old total
+    assert compact(records, by_batch=False).values["a"] == "1"
+
+
+def test_batch_header_and_compare():
+    assert batch_of([("other", b"1"), ("clusterctl.batch", b"17")]) == 17
+    assert batch_of([("clusterctl.batch", b"x")]) is None and batch_of(None) is None
+    missing, extra, mismatched = compare({"a": "1", "b": "2", "c": "3"}, {"a": "1", "b": "4", "d": "1"})
+    assert (missing, extra) == (["c"], ["d"])
+    assert [(m.key, m.expected, m.got) for m in mismatched] == [("b", "2", "4")]
+
+
+def test_jobs_compute_their_expected_results():
+    records = [("k1", "a b  a"), ("k2", "B a"), (None, "")]
+    assert load_job("key_counts").expected(records, {}) == {"k1": "1", "k2": "1", "": "1"}
+    assert load_job("word_count").expected(records, {"lowercase": "false"}) == {"a": "3", "b": "1", "B": "1"}
+    assert load_job("word_count").expected(records, {"lowercase": "true"}) == {"a": "3", "b": "2"}
+
+
+def test_last_committed_reads_the_commit_and_offset_logs(tmp_path: Path):
+    assert last_committed(tmp_path) is None
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "commits").mkdir()
+    for batch, end in ((0, 5), (1, 9), (2, 12)):
+        (tmp_path / "offsets" / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{{"t": {{"0": {end}}}}}\n')
+    for batch in (0, 1):
+        (tmp_path / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
+    assert last_committed(tmp_path) == (1, {"t": {"0": 9}})
+
+
+# ---------------------------------------------------------------- Spark drivers on tansu
+
+
+@pytest.fixture
+def jobs_with_test_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """spark_jobs/ plus the test-only jobs, for the drivers this test starts."""
+    root = tmp_path / "jobs"
+    root.mkdir()
+    for path in [*jobs_dir().glob("*.py"), *TEST_JOBS.glob("*.py")]:
+        (root / path.name).symlink_to(path)
+    monkeypatch.setenv("CLUSTERCTL_SPARK_JOBS", str(root))
+    yield root
+
+
+def produce(bootstrap: str, topic: str, start: int, count: int) -> None:
+    p = Producer(producer_config(bootstrap))
+    for i in range(start, start + count):
+        p.produce(topic, key=f"k{i % KEYS}".encode(), value=f"v{i}".encode())
+    assert p.flush(30) == 0
+
+
+def drill(bootstrap: str, name: str, job: str, work: Path) -> tuple[Runner, list[Step]]:
+    """A drill runner on tansu with the steps start, kill, start again (resume), verify_spark, stop of `job`."""
+    topic = f"{name}-in"
+    create_topic(bootstrap, topic, 2, 1)
+    doc = f"""
+name: spark-exact
+requires: any
+topic: {{name: {topic}, partitions: 2, replication_factor: 1, min_insync_replicas: 1}}
+steps:
+  - spark_job: {{job: {job}, trigger: 0.5, options: {{maxOffsetsPerTrigger: "40"}}}}
+  - spark_job: {{job: {job}, action: kill}}
+  - spark_job: {{job: {job}}}
+  - verify_spark: {{job: {job}, timeout: 240}}
+  - spark_job: {{job: {job}, action: stop}}
+"""
+    spec = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}})
+    sc = parse_scenario(doc, "<test>")
+    return Runner(spec, sc, bootstrap=bootstrap, work_dir=work), sc.parsed_steps()
+
+
+def run_with_replayed_batch(runner: Runner, steps: list[Step], job: str) -> int:
+    """Run `job` over 60 records, kill its driver, drop its last commit, restart it and add 40 more records.
+
+    Returns the id of the batch that runs twice; the verify_spark and stop steps are left to the caller.
+    """
+    start, kill, resume = steps[:3]
+    produce(runner.bootstrap, runner.topic, 0, 60)
+    assert f"{job} started (local[2]" in str(runner._run_step(start))
+    jobs = runner.spark_jobs
+    jobs.wait_caught_up(job, 240)
+    assert "driver killed (SIGKILL" in str(runner._run_step(kill))
+    cp = jobs.jobs[job].checkpoint
+    last = last_committed(cp)
+    assert last is not None and last[0] >= 1
+    # died after the sink wrote batch N, before its commit (the commit and its checksum file, if written yet)
+    for name in (str(last[0]), f".{last[0]}.crc"):
+        (cp / "commits" / name).unlink(missing_ok=True)
+    produce(runner.bootstrap, runner.topic, 60, 40)
+    assert f"{job} resumed from its checkpoint" in str(runner._run_step(resume))
+    return last[0]
+
+
+@pytest.mark.spark
+@pytest.mark.tansu
+def test_a_restarted_driver_rewrites_its_replayed_batch_and_the_counts_stay_exact(
+    bootstrap: str, unique_name: str, tmp_path: Path
+):
+    runner, steps = drill(bootstrap, unique_name, "key_counts", tmp_path)
+    try:
+        replayed = run_with_replayed_batch(runner, steps, "key_counts")
+        detail = runner._run_step(steps[3])
+        assert "stopped (exit" in str(runner._run_step(steps[4]))
+    finally:
+        runner.spark_jobs.close()
+    result = runner.spark_verify
+    assert result.ok and detail == result.summary()
+    assert (result.input_records, result.expected_keys, result.behind) == (100, KEYS, 0)
+    assert runner.spark_jobs.jobs["key_counts"].output_topic == f"{unique_name}-in-key-counts"
+    # the replayed batch wrote its keys again (same batch id), and a batch after it ran on the new records
+    assert result.rewritten > 0 and result.last_batch is not None and result.last_batch > replayed
+    assert str(detail).startswith(f"key_counts: exact, {KEYS} keys from 100 input records")
+
+
+@pytest.mark.spark
+@pytest.mark.tansu
+def test_a_sink_without_the_batch_id_check_double_counts_the_replay_and_the_verifier_says_so(
+    bootstrap: str, unique_name: str, tmp_path: Path, jobs_with_test_jobs: Path
+):
+    runner, steps = drill(bootstrap, unique_name, "increment_counts", tmp_path)
+    try:
+        run_with_replayed_batch(runner, steps, "increment_counts")
+        with pytest.raises(VerificationError, match=r"^Spark results not exact: increment_counts: NOT exact, "):
+            runner._run_step(steps[3])
+    finally:
+        runner.spark_jobs.close()
+    result = runner.spark_verify
+    assert not result.ok
+    assert (result.missing_count, result.extra_count, result.behind) == (0, 0, 0)
+    # every key of the replayed batch got its count added twice
+    assert result.mismatched_count > 0
+    assert all(m.got is not None and int(m.got) > int(m.expected) for m in result.mismatched)
+    assert f"{result.mismatched_count} mismatched" in result.summary()
+
+
+def test_the_restart_drill_scenario_parses():
+    sc = load_scenario(Path(__file__).parent / "scenarios" / "spark-restart-driver.yaml")
+    kinds = [(s.kind, getattr(s.args, "action", None)) for s in sc.parsed_steps() if "spark" in s.kind]
+    assert kinds == [("spark_job", "start"), ("spark_job", "kill"), ("spark_job", "start"), ("verify_spark", None),
+                     ("spark_job", "stop")]  # fmt: skip
+    with pytest.raises(SpecError, match=r"step 1 \(spark_job\): job: String should match pattern"):
+        parse_scenario("name: x\nsteps:\n  - spark_job: {job: ../evil}\n", "<s>")
+    with pytest.raises(SpecError, match=r"step 1 \(spark_job\): master: String should match pattern"):
+        parse_scenario("name: x\nsteps:\n  - spark_job: {job: key_counts, master: 'spark://x:7077'}\n", "<s>")
+
+
+def test_the_report_shows_the_spark_verdict(tmp_path: Path):
+    import json
+
+    from clusterctl.chaos.pipeline import KeyMismatch, SparkVerifyResult
+    from clusterctl.chaos.report import write_reports
+    from clusterctl.chaos.results import ScenarioResult, StepResult
+    from clusterctl.chaos.timeline import Timeline
+
+    bad = SparkVerifyResult(
+        "key_counts", "in", "out", 100, 6, 30, 6, 4, 0, 0, 1, mismatched=[KeyMismatch("k1", "17", "21")]
+    )
+    assert bad.summary() == (
+        "key_counts: NOT exact, 6 keys from 100 input records (batches 0..4): 0 missing, 0 extra, 1 mismatched "
+        "(k1: expected 17, got 21)"
+    )
+    tl = Timeline(1000.0, 1010.0, ["in"])
+    step = StepResult(1, "verify_spark", "verify_spark job=key_counts", False, 1000.0, 1.0, "Spark results not exact")
+    result = ScenarioResult("spark-exact", None, "lab", "in", False, 1000.0, 1010.0, [step], timeline=tl, spark=bad)
+    json_path, html_path = write_reports(result, tmp_path)
+    assert json.loads(json_path.read_text())["spark"]["mismatched"] == [{"key": "k1", "expected": "17", "got": "21"}]
+    html = html_path.read_text()
+    assert "Verification (Spark results)" in html and "NOT EXACT" in html and "k1: expected 17, got 21" in html
+
+
+@pytest.mark.tansu
+def test_a_driver_that_stopped_by_itself_fails_the_stop_step(bootstrap: str, unique_name: str, tmp_path: Path):
+    from clusterctl.chaos.pipeline import SparkJobs
+    from clusterctl.chaos.results import StepFailed
+
+    jobs = SparkJobs(bootstrap, tmp_path)
+    jobs.start("key_counts", f"{unique_name}-gone", f"{unique_name}-out")  # refused before Spark starts
+    process = jobs.jobs["key_counts"].process
+    assert process is not None and process.wait(timeout=120) == 3
+    with pytest.raises(
+        StepFailed, match=rf"^spark job key_counts had stopped by itself: unknown topic '{unique_name}-gone'"
+    ):
+        jobs.stop("key_counts")
+    with pytest.raises(UsageError, match="spark job other was not started in this drill"):
+        jobs.verify("other")
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"timeout": MAX_SECONDS}, None),
+        ({"timeout": MAX_SECONDS + 1}, "timeout: Input should be less than or equal to 86400"),
+        ({"trigger": 0}, None),
+        ({"trigger": -1}, "trigger: Input should be greater than or equal to 0"),
+        ({"options": {f"o{i}": "v" for i in range(MAX_JOB_OPTIONS)}}, None),
+        ({"options": {f"o{i}": "v" for i in range(MAX_JOB_OPTIONS + 1)}}, "options: Dictionary should have at most 32"),
+        ({"output": "t" * TOPIC_MAX_LENGTH}, None),
+        ({"output": "t" * (TOPIC_MAX_LENGTH + 1)}, "output: String should match pattern"),
+        ({"master": "local[*]"}, None),
+        ({"action": "pause"}, "action: Input should be 'start', 'stop' or 'kill'"),
+    ],
+)
+def test_spark_job_step_bounds(fields: dict[str, object], error: str | None):
+    import json
+
+    doc = f"name: x\nsteps:\n  - spark_job: {json.dumps({'job': 'key_counts', **fields})}\n"
+    if error is None:
+        assert parse_scenario(doc, "<s>").parsed_steps()[0].kind == "spark_job"
+    else:
+        with pytest.raises(SpecError, match=rf"^<s>: step 1 \(spark_job\): {re.escape(error)}"):
+            parse_scenario(doc, "<s>")
+
+
+@pytest.mark.spark
+@pytest.mark.tansu
+def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts(
+    bootstrap: str, unique_name: str, tmp_path: Path
+):
+    """No staging: records keep arriving from the first committed batch until the driver is SIGKILLed, as soon as
+    batch 2 has committed, wherever it is in the next one; the restarted driver reads on from its checkpoint."""
+    import threading
+    import time
+
+    from clusterctl.wait import wait_until
+
+    runner, steps = drill(bootstrap, unique_name, "key_counts", tmp_path)
+    start, kill, resume, verify, stop = steps
+    enough = threading.Event()
+    produced = [0]
+
+    def trickle() -> None:  # 10 records every 0.3 s until told to stop
+        while not enough.is_set():
+            produce(bootstrap, runner.topic, produced[0], 10)
+            produced[0] += 10
+            time.sleep(0.3)
+
+    def committed() -> int:
+        last = last_committed(cp)
+        return -1 if last is None else last[0]
+
+    producing = threading.Thread(target=trickle)
+    try:
+        produce(bootstrap, runner.topic, 0, 10)
+        produced[0] = 10
+        runner._run_step(start)
+        cp = runner.spark_jobs.jobs["key_counts"].checkpoint
+        wait_until(committed, timeout=240, what="batch 0 to commit", done=lambda n: n >= 0)
+        producing.start()
+        wait_until(committed, timeout=240, what="batch 2 to commit", done=lambda n: n >= 2)
+        runner._run_step(kill)
+        enough.set()
+        producing.join()
+        runner._run_step(resume)
+        runner._run_step(verify)
+        runner._run_step(stop)
+    finally:
+        enough.set()
+        runner.spark_jobs.close()
+    result = runner.spark_verify
+    assert result.ok, result.summary()
+    assert (result.input_records, result.expected_keys, result.behind) == (produced[0], KEYS, 0)
