@@ -35,8 +35,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from clusterctl.console import actions, bounds, brokers, present, quorum
-from clusterctl.console.data import ConsoleTarget, Hub
+from clusterctl.console import actions, bounds, brokers, dashboard, present, quorum
+from clusterctl.console.data import REPORT_JSON, ConsoleTarget, Hub
 from clusterctl.console.guard import Guard, Served, TokenGate
 from clusterctl.console.messages import MessagePages
 from clusterctl.errors import ClusterctlError, UsageError
@@ -149,7 +149,10 @@ class Console:
 
     def _drill_ctx(self, name: str) -> dict[str, Any]:
         events = self.hub.drill_events(name)
-        return {"name": name, "events": list(reversed(events[-300:])), "count": len(events)}
+        running = not (self.hub.drill_dir(name) / REPORT_JSON).is_file()
+        table = [e for e in events if e.get("source") != "load"]  # the load's intervals are drawn, not listed
+        return {"name": name, "events": list(reversed(table[-300:])), "count": len(table),
+                "dash": dashboard.build(events, running)}  # fmt: skip
 
     # ---- pages
 
