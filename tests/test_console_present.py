@@ -134,3 +134,39 @@ def test_group_ids_and_members_are_escaped_on_every_group_page() -> None:
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
     # a link to the group quotes its id (no breaking out of the attribute)
     assert 'href="/groups/%3Cscript%3Ealert%281%29%3C/script%3E%3Cimg%20src%3Dx' in rendered[0]
+
+
+def test_quorum_page_renders_a_constructed_view_and_escapes_it() -> None:
+    from clusterctl.kafka.kraft.describe_quorum import QuorumInfo, ReplicaState
+    from clusterctl.kafka.kraft.quorum import view_of
+
+    now = 1_700_000_000_000
+    info = QuorumInfo(2, 9, 500, [ReplicaState(1, 480, now - 1500), ReplicaState(2, 500)], [ReplicaState(7, -1)])
+    info.answered_by = HOSTILE
+    q = view_of(HOSTILE, info, lambda n: HOSTILE if n == 7 else f"controller{n}", [1, 2, 3], now)
+    body = Console(ConsoleTarget("x:1", quorum=("x:1",))).env.get_template("_quorum.html").render(q=q, note=None)
+    assert "<script>" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert 'id="quorum-leader">node 2 (controller2)' in body
+    assert 'data-sort="20">20</td>' in body and "1.5 s ago" in body  # voter 1: lag, last fetch
+    assert "expected voters missing: 3" in body
+
+
+def test_dashboard_series_and_write_gaps() -> None:
+    from clusterctl.console.dashboard import build, write_gaps
+
+    assert write_gaps([(0.0, 0.0), (0.5, 10.0), (1.0, 0.0), (1.5, 0.0), (2.0, 8.0), (2.5, 0.0)]) == [
+        (1.0, 2.0),
+        (2.5, 3.0),
+    ]
+    events = [
+        {"t": 100.0, "source": "metadata", "kind": "partition", "subject": "d-0",
+         "value": {"leader": 1, "replicas": [1, 2], "isr": [1, 2]}},
+        {"t": 101.0, "source": "step", "kind": "step", "subject": "step 1", "detail": "kill-leader"},
+        {"t": 101.5, "source": "metadata", "kind": "leader", "subject": "d-0", "value": -1},
+        {"t": 102.0, "source": "metadata", "kind": "isr", "subject": "d-0", "value": [2]},
+        {"t": 102.0, "source": "load", "kind": "interval", "subject": "d", "value": {"t": 101.0, "acked": 50}},
+    ]  # fmt: skip
+    d = build(events, running=True)
+    assert d.leaders == {"d-0": [(0.0, 1), (1.5, -1)]} and d.isr == {"d-0": [(0.0, 2), (2.0, 1)]}
+    assert d.acked == [(1.0, 100.0)] and d.end == 2.0
+    assert [s.current for s in d.steps] == [True] and not build(events, running=False).steps[0].current

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,13 +105,18 @@ class DrillLoad:
         self.intervals: list[LoadInterval] = []
         self._started = 0.0
         self._fatal: str | None = None
+        self.on_interval: Callable[[LoadInterval], None] | None = None  # each interval once it is closed
 
     # -- delivery reports run on the producer thread inside poll()/flush()
     def _interval(self, now: float) -> LoadInterval:
         if not self.intervals or now - self.intervals[-1].t >= INTERVAL_S:
             start = self._started + INTERVAL_S * int((now - self._started) / INTERVAL_S)
+            closed = len(self.intervals)
             while self.intervals and self.intervals[-1].t + INTERVAL_S < start - 1e-9:
                 self.intervals.append(LoadInterval(self.intervals[-1].t + INTERVAL_S))
+            if self.on_interval is not None:
+                for iv in self.intervals[max(0, closed - 1) :]:
+                    self.on_interval(iv)
             self.intervals.append(LoadInterval(start))
         return self.intervals[-1]
 

@@ -70,12 +70,23 @@ class Recorder:
         with self._lock:
             self._append(Event(time.time(), source, kind, subject, detail, value))
 
+    def live(self, source: str, kind: str, subject: str, detail: str, value: Any = None) -> None:
+        """An event for the live file only (the console's dashboard), not the timeline: the drill load's intervals."""
+        if self.live_path is not None:
+            with self._lock:
+                self._write(Event(time.time(), source, kind, subject, detail, value))
+
     def _append(self, e: Event) -> None:
         """Record an event (caller holds the lock) and, with `live_path`, append it there at once."""
         self.timeline.events.append(e)
         if self.live_path is not None:
-            with contextlib.suppress(OSError, TypeError, ValueError), self.live_path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(dataclasses.asdict(e), default=str) + "\n")
+            self._write(e)
+
+    def _write(self, e: Event) -> None:
+        """Append one event to the live file (caller holds the lock)."""
+        assert self.live_path is not None
+        with contextlib.suppress(OSError, TypeError, ValueError), self.live_path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(dataclasses.asdict(e), default=str) + "\n")
 
     def mark(
         self, action: str, target: str, heal: bool | None = None, note: str | None = None, t: float | None = None

@@ -272,7 +272,14 @@ class Runner(FaultSteps, MigrateSteps):
             partitions=self.created_partitions,
             acks=a.acks,
             idempotence=a.idempotent,
-        ).start()
+        )
+        observer = self.observer
+        if observer is not None:  # acked/s on the console's live dashboard, as the load goes
+            topic = self.topic
+            self.load.on_interval = lambda iv: observer.live(
+                "load", "interval", topic, f"{iv.acked} acked", {"t": iv.t, "acked": iv.acked, "errors": iv.errors}
+            )
+        self.load.start()
         idem = "idempotent" if a.idempotent else "not idempotent"
         return f"{a.rate:g} records/s, acks={a.acks}, {idem}, ledger {self.work_dir / 'ledger.jsonl'}"
 

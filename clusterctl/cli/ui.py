@@ -43,11 +43,18 @@ def cmd_ui(
             "repeatable): requests naming any other Host get 421",
         ),
     ] = None,
+    kraft_quorum: Annotated[
+        str | None,
+        typer.Option(
+            "--kraft-quorum",
+            metavar="HOST:PORT[,...]",
+            help="KRaft mode with -b: addresses answering DescribeQuorum (the spec's when it runs kraft mode)",
+        ),
+    ] = None,
     bootstrap_server: BootstrapOpt = None,
     zookeeper: ZkOpt = None,
 ) -> None:
     """A web console for the cluster: brokers, topics, groups and lag, znodes and drills, live; CMAK's actions."""
-    from clusterctl.console.data import ConsoleTarget
     from clusterctl.console.server import Listen, check_token, is_loopback, serve
     from clusterctl.errors import UsageError
     from clusterctl.output import info
@@ -69,13 +76,7 @@ def cmd_ui(
             typer.echo(Listen(bind, port or DEFAULT_PORT, check_token(bind, token)).url)
         return
 
-    if bootstrap_server is not None:
-        target = ConsoleTarget(bootstrap_server, zookeeper, bootstrap_server, reports_dir, read_only)
-    else:
-        assert spec is not None
-        target = ConsoleTarget(
-            spec.topology.bootstrap_servers, zookeeper or spec.topology.zk_connect, spec.name, reports_dir, read_only
-        )
+    target = _target(spec, bootstrap_server, zookeeper, kraft_quorum, reports_dir, read_only)
     bind = host or "127.0.0.1"
     listen = Listen(bind, port or DEFAULT_PORT, check_token(bind, token), public_names=tuple(public_name or ()))
     listen.served()  # a malformed --public-name is one line before anything listens
@@ -85,6 +86,24 @@ def cmd_ui(
         info(f"it needs its token ({token_from}): open the address `clusterctl ui --print-url` prints with the "
              "same --host/--port")  # fmt: skip
     serve(target, listen)
+
+
+def _target(spec: Any, bootstrap: str | None, zookeeper: str | None, kraft_quorum: str | None, reports_dir: Path,
+            read_only: bool) -> Any:  # fmt: skip
+    """The cluster the console shows: -b's, else the spec's (in kraft mode with its quorum, without ZooKeeper)."""
+    from clusterctl.console.data import ConsoleTarget
+    from clusterctl.console.quorum import addresses
+
+    quorum = addresses(kraft_quorum) if kraft_quorum else ()
+    if bootstrap is not None:
+        return ConsoleTarget(bootstrap, zookeeper, bootstrap, reports_dir, read_only, quorum)
+    assert spec is not None
+    if spec.kraft_mode and not quorum:
+        from clusterctl.kafka.kraft.quorum import quorum_addresses
+
+        quorum = tuple(f"{h}:{p}" for h, p in quorum_addresses(spec))
+    zk = None if spec.kraft_mode else zookeeper or spec.topology.zk_connect
+    return ConsoleTarget(spec.topology.bootstrap_servers, zk, spec.name, reports_dir, read_only, quorum)
 
 
 def _spec(required: bool) -> Any:

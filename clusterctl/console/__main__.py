@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from clusterctl.console.data import ConsoleTarget
+from clusterctl.console.quorum import addresses
 from clusterctl.console.server import TOKEN_ENV, Listen, check_token, serve
 from clusterctl.errors import ClusterctlError
 
@@ -24,6 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", default="")
     p.add_argument("--reports-dir", type=Path, default=None)
     p.add_argument("--read-only", action="store_true")
+    p.add_argument(
+        "--kraft-quorum",
+        default="",
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="KRaft mode: addresses that answer DescribeQuorum (brokers or controllers); the Quorum page replaces "
+        "the ZooKeeper one",
+    )
     p.add_argument(
         "--exposed-on",
         default=None,
@@ -46,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         token = check_token(args.exposed_on or args.host, os.environ.get(TOKEN_ENV))
-        target = ConsoleTarget(args.bootstrap_server, args.zookeeper, args.cluster, args.reports_dir, args.read_only)
+        quorum = addresses(args.kraft_quorum) if args.kraft_quorum else ()
+        target = ConsoleTarget(
+            args.bootstrap_server, args.zookeeper, args.cluster, args.reports_dir, args.read_only, quorum
+        )
         print(f"clusterctl console for {args.cluster or args.bootstrap_server} on {args.host}:{args.port}", flush=True)
         listen = Listen(args.host, args.port, token, args.exposed_on, args.public_port, tuple(args.public_name))
         serve(target, listen)

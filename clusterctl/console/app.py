@@ -35,8 +35,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from clusterctl.console import actions, bounds, present
-from clusterctl.console.data import ConsoleTarget, Hub
+from clusterctl.console import actions, bounds, brokers, dashboard, present, quorum
+from clusterctl.console.data import REPORT_JSON, ConsoleTarget, Hub
 from clusterctl.console.guard import Guard, Served, TokenGate
 from clusterctl.console.messages import MessagePages
 from clusterctl.errors import ClusterctlError, UsageError
@@ -73,6 +73,10 @@ class Console:
         self.env.filters["iso"] = present.iso
         self.env.filters["size"] = present.size
         self.env.globals["config_hint"] = present.config_hint
+        self.env.globals["ms_ago"] = lambda ms: f"{present.duration(ms)} ago"
+        self.quorum_views = quorum.source(target)
+        # KRaft mode has no ZooKeeper: its controller quorum takes the ZooKeeper page's place
+        self.pages = [("quorum", "Quorum") if k == "zk" and target.kraft else (k, v) for k, v in PAGES]
 
     # ---- fragments: one per live region
 
@@ -82,14 +86,16 @@ class Console:
         makers: dict[str, Fragment] = {
             "cluster": Fragment("_cluster.html", self._cluster_ctx),
             "brokers": Fragment("_brokers.html", lambda: {"brokers": hub.broker_rows()}),
+            "broker": Fragment("_broker.html", lambda: brokers.broker_ctx(hub, arg)),
             "topics": Fragment("_topics.html", lambda: {"topics": hub.topic_rows()}),
             "topic": Fragment("_topic.html", lambda: self._topic_ctx(arg)),
             "groups": Fragment("_groups.html", lambda: {"groups": hub.groups()}),
             "group": Fragment("_group.html", lambda: {"group": hub.group(arg)}),
             "drills": Fragment("_drills.html", lambda: {"runs": hub.drills(), "reports_dir": self.target.reports_dir}),
             "drill": Fragment("_drill.html", lambda: self._drill_ctx(arg)),
+            "quorum": Fragment("_quorum.html", lambda: quorum.quorum_ctx(self.target, self.quorum_views)),
         }
-        if kind not in makers or (kind in ("topic", "group", "drill") and not arg):
+        if kind not in makers or (kind in ("topic", "group", "drill", "broker") and not arg):
             raise UsageError(f"no live view {view!r}")
         return makers[kind]
 
@@ -107,6 +113,7 @@ class Console:
         hub = self.hub
         md = hub.metadata.get()
         zv = zk_error = None
+        kraft = quorum.quorum_ctx(self.target, self.quorum_views) if self.target.kraft else None
         if self.target.zk_connect:
             try:
                 zv = hub.zk.peek()
@@ -121,6 +128,7 @@ class Console:
             "md": md,
             "zk": zv,
             "zk_error": zk_error,
+            "kraft": kraft,
             "version": version,
             "partitions": len(parts),
             "under_replicated": sum(p.under_replicated for p in parts),
@@ -141,7 +149,10 @@ class Console:
 
     def _drill_ctx(self, name: str) -> dict[str, Any]:
         events = self.hub.drill_events(name)
-        return {"name": name, "events": list(reversed(events[-300:])), "count": len(events)}
+        running = not (self.hub.drill_dir(name) / REPORT_JSON).is_file()
+        table = [e for e in events if e.get("source") != "load"]  # the load's intervals are drawn, not listed
+        return {"name": name, "events": list(reversed(table[-300:])), "count": len(table),
+                "dash": dashboard.build(events, running)}  # fmt: skip
 
     # ---- pages
 
@@ -152,7 +163,7 @@ class Console:
         body = self.env.get_template(template).render(
             request=request,
             target=self.target,
-            pages=PAGES,
+            pages=self.pages,
             csrftoken=request.scope["csrftoken"](),
             done=request.query_params.get("done"),
             **ctx,
@@ -199,6 +210,8 @@ class Pages:
 
     async def zk_page(self, request: Request) -> Response:
         ctx: dict[str, Any] = {"path": "/", "node": None, "children": [], "error": None}
+        if self.target.kraft:
+            return self.console.page(request, "message.html", title="ZooKeeper", note=quorum.KRAFT_NOTE)
         try:
             ctx["path"] = bounds.zk_path(request.query_params.get("path", "/"))
             start = bounds.page_start(request.query_params.get("from"))
@@ -217,6 +230,9 @@ class Pages:
         end = start + bounds.CHILDREN_PER_PAGE
         return {"node": node, "children": children[start:end], "start": start, "total": len(children),
                 "next": end if end < len(children) else None, "data": bounds.shown(_pretty(node.data))}  # fmt: skip
+
+    async def quorum_page(self, request: Request) -> Response:
+        return await self.live_page(request, "quorum.html", "quorum", title="Controller quorum")
 
     async def drills(self, request: Request) -> Response:
         return await self.live_page(request, "drills.html", "drills", title="Drills")
@@ -285,6 +301,7 @@ def build_app(target: ConsoleTarget, allowed: Served, token: str | None = None) 
     """The ASGI app answering only to `allowed` names; `token` (when given) is needed by every request but /healthz."""
     console = Console(target)
     pages, mp = Pages(console, target), MessagePages(console, target)
+    bp = brokers.BrokerPages(pages, target)
     routes = [
         Route("/", pages.index),
         Route("/healthz", pages.healthz),
@@ -295,10 +312,12 @@ def build_app(target: ConsoleTarget, allowed: Served, token: str | None = None) 
         Route("/topics/{name}/messages", mp.messages),
         Route("/topics/{name}/tail", mp.tail),
         Route("/topics/{name}/configs", mp.topic_configs),
+        Route("/brokers/{id}", bp.broker),
         Route("/brokers/{id}/configs", mp.broker_configs),
         Route("/groups", pages.groups_page),
         Route("/groups/{name}", pages.group),
         Route("/zk", pages.zk_page),
+        Route("/quorum", pages.quorum_page),
         Route("/drills", pages.drills),
         Route("/drills/{name}", pages.drill),
         Route("/drills/{name}/report.html", pages.drill_report),

@@ -68,6 +68,11 @@ class ConsoleTarget:
     cluster: str = ""
     reports_dir: Path | None = None
     read_only: bool = False
+    quorum: tuple[str, ...] = ()  # KRaft mode: host:port addresses that answer DescribeQuorum
+
+    @property
+    def kraft(self) -> bool:
+        return bool(self.quorum)
 
     @property
     def zk_nodes(self) -> list[tuple[int, str, int]]:
@@ -323,7 +328,7 @@ class Hub:
                     eps,
                     b in in_md,
                     None if registered is None else b in registered,
-                    b == md.cluster.controller_id,
+                    b == md.cluster.controller_id and not self.target.kraft,  # KRaft: any live broker
                     load.leaders,
                     load.replicas,
                     load.under_replicated,

@@ -100,6 +100,10 @@ def query(params: Any) -> Query:
     return out
 
 
+async def _refused(line: str) -> AsyncIterator[str]:
+    yield f"event: refused\ndata: {line}\n\n"  # shown as text (textContent)
+
+
 class MessagePages:
     """Route handlers: /topics/{name}/messages, its tail stream, /topics/{name}/configs, /brokers/{id}/configs."""
 
@@ -130,8 +134,10 @@ class MessagePages:
             partition = _number(request.query_params, "partition", 2**31 - 1)
         except UsageError as exc:
             return PlainTextResponse(f"error: {exc}", status_code=400)
-        if self.tails >= bounds.MAX_TAILS:
-            return PlainTextResponse(f"error: {bounds.MAX_TAILS} live tails are open already", status_code=429)
+        if self.tails >= bounds.MAX_TAILS:  # said as an event: a browser's EventSource reads no error body
+            return StreamingResponse(_refused(f"error: {bounds.MAX_TAILS} live tails are open already (the most "
+                                              "this console serves at once): close one and try again"),
+                                     media_type="text/event-stream", headers={"Cache-Control": "no-store"})  # fmt: skip
         try:
             tail = await bounds.off_loop(browse.Tail, self.target.bootstrap, name, partition)
         except ClusterctlError as exc:

@@ -114,10 +114,18 @@
       document.getElementById("tail").hidden = false;
       tail = new EventSource(box.dataset.src);
       state.textContent = "connecting";
+      state.className = "muted";
       toggle.textContent = "Stop tail";
       tail.onopen = function () { state.textContent = "on"; box.dataset.open = "1"; };
       tail.onerror = function () { state.textContent = "reconnecting"; };
       tail.addEventListener("failed", function (e) { state.textContent = e.data; });
+      tail.addEventListener("refused", function (e) {  // the console's bound on open tails: no retry
+        tail.close();
+        tail = null;
+        state.textContent = e.data;
+        state.className = "error";
+        toggle.textContent = "Live tail";
+      });
       tail.onmessage = function (event) {
         var t = document.createElement("tbody");
         t.innerHTML = event.data;

@@ -12,6 +12,7 @@ combined mode); a registered broker missing from metadata is fenced.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ClusterctlError, UsageError
@@ -73,7 +74,7 @@ def quorum_addresses(spec: ClusterSpec) -> list[tuple[str, int]]:
 
 def describe(spec: ClusterSpec, timeout: float = 2.0) -> QuorumInfo:
     """DescribeQuorum for the spec's cluster; QuorumError (exit 4) when nothing answers."""
-    return describe_quorum(quorum_addresses(spec), timeout)
+    return describe_at(quorum_addresses(spec), timeout)
 
 
 def _service(spec: ClusterSpec, node_id: int) -> str | None:
@@ -86,6 +87,17 @@ def _service(spec: ClusterSpec, node_id: int) -> str | None:
 
 def view(spec: ClusterSpec, info: QuorumInfo, now_ms: int | None = None) -> QuorumView:
     """Members with roles (leader / follower / observer) and their lag behind the high watermark."""
+    return view_of(spec.name, info, lambda n: _service(spec, n), spec.topology.controller_ids, now_ms)
+
+
+def view_of(
+    cluster: str,
+    info: QuorumInfo,
+    service: Callable[[int], str | None] = lambda _n: None,
+    voters_expected: list[int] | None = None,
+    now_ms: int | None = None,
+) -> QuorumView:
+    """`view` without a spec (the console service has only addresses): services named by `service`."""
     now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
     members = []
     for role_of, replicas in (("voter", info.voters), ("observer", info.observers)):
@@ -93,17 +105,22 @@ def view(spec: ClusterSpec, info: QuorumInfo, now_ms: int | None = None) -> Quor
             role = "observer" if role_of == "observer" else ("leader" if r.node_id == info.leader_id else "follower")
             lag = None if r.log_end_offset < 0 else max(0, info.high_watermark - r.log_end_offset)
             ago = now_ms - r.last_fetch_ms if r.last_fetch_ms >= 0 and role != "leader" else None
-            members.append(QuorumMember(r.node_id, role, _service(spec, r.node_id), r.log_end_offset, lag, ago))
+            members.append(QuorumMember(r.node_id, role, service(r.node_id), r.log_end_offset, lag, ago))
     members.sort(key=lambda m: ({"leader": 0, "follower": 1, "observer": 2}[m.role], m.node_id))
     return QuorumView(
-        cluster=spec.name,
+        cluster=cluster,
         leader_id=info.leader_id if info.leader_id >= 0 else None,
         leader_epoch=info.leader_epoch,
         high_watermark=info.high_watermark,
         members=members,
-        voters_expected=spec.topology.controller_ids,
+        voters_expected=list(voters_expected or []),
         answered_by=info.answered_by,
     )
+
+
+def describe_at(addresses: list[tuple[str, int]], timeout: float = 2.0) -> QuorumInfo:
+    """DescribeQuorum asked of these addresses (brokers forward it; the active controller answers it)."""
+    return describe_quorum(addresses, timeout)
 
 
 def quorum_view(spec: ClusterSpec, timeout: float = 2.0) -> QuorumView:
