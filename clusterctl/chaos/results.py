@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from clusterctl.chaos.analysis import FaultMetrics, PhaseMetrics
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
-    from clusterctl.chaos.snapshot import ClusterSnapshot
     from clusterctl.chaos.pipeline import SparkVerifyResult
+    from clusterctl.chaos.snapshot import ClusterSnapshot
     from clusterctl.chaos.timeline import Timeline
 
 
