@@ -73,9 +73,12 @@ def cmd_ui(
         target = ConsoleTarget(bootstrap_server, zookeeper, bootstrap_server, reports_dir, read_only)
     else:
         assert spec is not None
+        from clusterctl.cli.common import state
+
         target = ConsoleTarget(
-            spec.topology.bootstrap_servers, zookeeper or spec.topology.zk_connect, spec.name, reports_dir, read_only
-        )
+            spec.topology.bootstrap_servers, zookeeper or spec.topology.zk_connect, spec.name, reports_dir, read_only,
+            state.spec_path,
+        )  # fmt: skip
     bind = host or "127.0.0.1"
     listen = Listen(bind, port or DEFAULT_PORT, check_token(bind, token), public_names=tuple(public_name or ()))
     listen.served()  # a malformed --public-name is one line before anything listens

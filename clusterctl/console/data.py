@@ -68,6 +68,7 @@ class ConsoleTarget:
     cluster: str = ""
     reports_dir: Path | None = None
     read_only: bool = False
+    spec_path: Path | None = None  # `clusterctl ui` from a spec: its KRaft migration state lies beside it
 
     @property
     def zk_nodes(self) -> list[tuple[int, str, int]]:
