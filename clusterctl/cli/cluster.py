@@ -16,6 +16,7 @@ from clusterctl.spec import validate
 if TYPE_CHECKING:
     from clusterctl.runtime.cluster import Cluster, UpResult
     from clusterctl.runtime.health import HealthReport
+    from clusterctl.runtime.status import ClusterStatus
     from clusterctl.spec.model import ClusterSpec
 
 # `cluster describe` (data plane): cluster id, controller and brokers as the cluster itself reports them
@@ -259,15 +260,20 @@ def cmd_down(
 
 
 def cmd_status(as_json: JsonOpt = False) -> None:
-    """Containers, ZooKeeper Mode per node, quorum, registered brokers and the controller."""
-    from rich.text import Text
-
+    """Containers, ZooKeeper Mode per node, quorum, registered brokers, the controller, and a KRaft migration's
+    phase when one is recorded beside the spec."""
     cluster = _cluster()
-    spec = cluster.spec
-    result = cluster.status()
+    result = cluster.status(state.spec_path)
     if as_json:
         emit(result, as_json=True)
         return
+    render_status(result, cluster.spec)
+
+
+def render_status(result: "ClusterStatus", spec: "ClusterSpec") -> None:
+    """`status`'s tables and summary lines."""
+    from rich.text import Text
+
     emit(
         result.services,
         as_json=False,
@@ -294,6 +300,8 @@ def cmd_status(as_json: JsonOpt = False) -> None:
         emit(Text(line, style=style), as_json=False)
     if result.manager_url:
         emit(Text(f"kafka-manager ({result.manager}): {result.manager_url}"), as_json=False)
+    if result.migration is not None:
+        emit(Text(result.migration.line, style="" if result.migration.finished else "bold"), as_json=False)
 
 
 QUORUM_COLUMNS = [

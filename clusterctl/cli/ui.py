@@ -102,8 +102,11 @@ def _target(spec: Any, bootstrap: str | None, zookeeper: str | None, kraft_quoru
         from clusterctl.kafka.kraft.quorum import quorum_addresses
 
         quorum = tuple(f"{h}:{p}" for h, p in quorum_addresses(spec))
+    from clusterctl.cli.common import state
+
     zk = None if spec.kraft_mode else zookeeper or spec.topology.zk_connect
-    return ConsoleTarget(spec.topology.bootstrap_servers, zk, spec.name, reports_dir, read_only, quorum)
+    return ConsoleTarget(spec.topology.bootstrap_servers, zk, spec.name, reports_dir, read_only, quorum,
+                         state.spec_path)  # fmt: skip
 
 
 def _spec(required: bool) -> Any:

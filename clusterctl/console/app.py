@@ -40,6 +40,7 @@ from clusterctl.console.data import REPORT_JSON, ConsoleTarget, Hub
 from clusterctl.console.guard import Guard, Served, TokenGate
 from clusterctl.console.messages import MessagePages
 from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.kafka.kraft import migration as kraft_migration
 
 HERE = Path(__file__).resolve().parent
 LIVE_INTERVAL_S = 0.25  # how often a live stream re-renders its fragment (sources are cached, see data.py)
@@ -124,8 +125,16 @@ class Console:
         except ClusterctlError:
             version = None
         parts = [p for t in md.topics for p in t.partitions]
+        migration, migration_error = None, None
+        if self.target.spec_path is not None:
+            try:
+                migration = kraft_migration.summary_beside(self.target.spec_path)
+            except ClusterctlError as exc:
+                migration_error = _error(exc)
         return {
             "md": md,
+            "migration": migration,
+            "migration_error": migration_error,
             "zk": zv,
             "zk_error": zk_error,
             "kraft": kraft,

@@ -69,6 +69,7 @@ class ConsoleTarget:
     reports_dir: Path | None = None
     read_only: bool = False
     quorum: tuple[str, ...] = ()  # KRaft mode: host:port addresses that answer DescribeQuorum
+    spec_path: Path | None = None  # `clusterctl ui` from a spec: its KRaft migration state lies beside it
 
     @property
     def kraft(self) -> bool:

@@ -25,7 +25,7 @@ from clusterctl.errors import ClusterctlError, NotFoundError
 from clusterctl.runtime import cmak, compose, disks, health, swarm, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import pull as pulling
-from clusterctl.runtime.status import ClusterStatus, ServiceStatus, cluster_status
+from clusterctl.runtime.status import ClusterStatus, ServiceStatus, add_migration, cluster_status
 from clusterctl.spec import profiles
 from clusterctl.spec.model import ClusterSpec
 
@@ -260,12 +260,13 @@ class Cluster:
         """One look at what `up` waits for (never raises for an unhealthy cluster)."""
         return health.check(self.spec)
 
-    def status(self) -> ClusterStatus:
-        """Containers, ZooKeeper Mode per node, quorum, broker registrations, controller, manager URL."""
+    def status(self, spec_path: Path | None = None) -> ClusterStatus:
+        """Containers, ZooKeeper Mode per node, quorum, broker registrations, controller, manager URL, and with
+        `spec_path` a KRaft migration recorded beside it."""
         result = cluster_status(self.spec)
         if self.manager_url is not None:
             result.manager, result.manager_url = self.spec.manager_kind, self.manager_url
-        return result
+        return result if spec_path is None else add_migration(result, spec_path)
 
     # ------------------------------------------------------------------ containers
 

@@ -4,9 +4,11 @@ broker registrations and the controller, as one `ClusterStatus` (`clusterctl sta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import ClusterctlError
+from clusterctl.kafka.kraft.migration import MigrationSummary, summary_beside
 from clusterctl.runtime import health
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.zookeeper import client as zk
@@ -43,6 +45,7 @@ class ClusterStatus:
     brokers: list[Any] | None = None  # kraft: kraft.BrokerFencing rows
     manager: str | None = None  # kafka-manager kind (cmak | console), when enabled
     manager_url: str | None = None  # where its web UI answers on the host
+    migration: MigrationSummary | None = None  # a ZooKeeper → KRaft migration recorded beside the spec
 
 
 def cluster_status(spec: ClusterSpec) -> ClusterStatus:
@@ -95,6 +98,16 @@ def cluster_status(spec: ClusterSpec) -> ClusterStatus:
         broker_reachable=reachable,
         summary=lines,
     )
+
+
+def add_migration(result: ClusterStatus, spec_path: Path) -> ClusterStatus:
+    """The ZooKeeper → KRaft migration recorded beside the spec, if any (an unreadable state file is a summary
+    line: status still answers)."""
+    try:
+        result.migration = summary_beside(spec_path)
+    except ClusterctlError as exc:
+        result.summary.append(f"migration to KRaft: {exc.message}")
+    return result
 
 
 def _status_kraft(spec: ClusterSpec) -> ClusterStatus:

@@ -252,3 +252,53 @@ def status(state: MigrationState | None, cluster: str, path: Path) -> MigrationS
         can_roll_back=can_roll_back,
         kept_spec=state.kept_spec if state else None,
     )
+
+
+@dataclass
+class MigrationSummary:
+    """Where a migration stands in one line, and what `migrate kraft` would do next (`status`, the console)."""
+
+    state_file: str
+    phase: int  # the phase begun and not done, else the furthest one done or rolled back (0: none)
+    phase_name: str | None
+    state: str  # as `migrate kraft --status` says: interrupted | done | rolled back (of `phase`), or not started
+    interrupted: bool  # `phase` was begun and is not done: running now, or stopped (the state file cannot tell)
+    finished: bool
+    next: str  # what `migrate kraft` would do
+    line: str
+
+
+def _next_action(state: MigrationState) -> str:
+    try:
+        todo = plan(state, yes=True)
+    except MigrationRefused as exc:
+        return exc.message
+    if not todo:
+        return "nothing: the migration is finished"
+    span = f"phase {todo[0].number}" if len(todo) == 1 else f"phases {todo[0].number}-{todo[-1].number}"
+    again = " (again from its start)" if todo[0].name == state.current else ""
+    yes = f"; phase {FINALIZE} needs --yes" if any(p.number == FINALIZE for p in todo) else ""
+    return f"`migrate kraft` runs {span}{again}{yes}"
+
+
+def summarize(state: MigrationState, path: Path) -> MigrationSummary:
+    """The summary of `status(...)`'s phase rows: the last one not pending, and the plan's next step."""
+    rows = status(state, state.cluster, path).phases
+    reached = [p for p in rows if p.state != "pending"]
+    last = reached[-1] if reached else None
+    what = "not started" if last is None else last.state
+    interrupted = last is not None and last.state == "interrupted"
+    where = "" if last is None else f"phase {last.number} {last.name} "
+    shown = {"interrupted": "begun, not done (running now, or interrupted)"}.get(what, what)
+    next_action = _next_action(state)
+    return MigrationSummary(
+        str(path), last.number if last else 0, last.name if last else None, what, interrupted, state.finished,
+        next_action, f"migration to KRaft: {where}{shown}; next: {next_action}",
+    )  # fmt: skip
+
+
+def summary_beside(spec_path: Path) -> MigrationSummary | None:
+    """The summary of the state file beside the spec; None when no migration was ever started there."""
+    path = state_path(spec_path)
+    state = load_state(path)
+    return None if state is None else summarize(state, path)
