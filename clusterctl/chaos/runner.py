@@ -27,13 +27,12 @@ from clusterctl.chaos.scenario import (
     Empty,
     Heal,
     Scenario,
-    SparkJob,
     StartLoad,
     Step,
     Verify,
-    VerifySpark,
     WaitFor,
 )
+from clusterctl.chaos.spark_steps import SparkJob, VerifySpark
 from clusterctl.errors import ClusterctlError, FaultNotAppliedError, UsageError, VerificationError
 from clusterctl.spec.model import ClusterSpec
 
