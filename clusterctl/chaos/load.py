@@ -29,12 +29,11 @@ from clusterctl.chaos.ledger import (
     read_ledger,
     verify,
 )
+from clusterctl.chaos.timeline import INTERVAL_S
 from clusterctl.errors import ClusterctlError
 from clusterctl.kafka.clients import ConsumedRecord
 from clusterctl.kafka.connection import check_topic, consumer_config, producer_config
 from clusterctl.wait import wait_until
-
-INTERVAL_S = 0.5
 
 
 @dataclass

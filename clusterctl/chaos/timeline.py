@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+INTERVAL_S = 0.5  # the drill load's acked/s intervals (load.py), as the timeline and the live dashboard plot them
+
 HEAL_ACTIONS = {
     "unpause",
     "reconnect",

@@ -40,7 +40,6 @@ from clusterctl.console.data import REPORT_JSON, ConsoleTarget, Hub
 from clusterctl.console.guard import Guard, Served, TokenGate
 from clusterctl.console.messages import MessagePages
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.kafka.kraft import migration as kraft_migration
 
 HERE = Path(__file__).resolve().parent
 LIVE_INTERVAL_S = 0.25  # how often a live stream re-renders its fragment (sources are cached, see data.py)
@@ -127,6 +126,9 @@ class Console:
         parts = [p for t in md.topics for p in t.partitions]
         migration, migration_error = None, None
         if self.target.spec_path is not None:
+            # only `clusterctl ui` beside a spec has one; the console image has neither the spec nor this module
+            from clusterctl.kafka.kraft import migration as kraft_migration
+
             try:
                 migration = kraft_migration.summary_beside(self.target.spec_path)
             except ClusterctlError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterctl.chaos.load import INTERVAL_S
+from clusterctl.chaos.timeline import INTERVAL_S
 
 MAX_POINTS = 2000  # per series: a long drill stays a bounded page
 

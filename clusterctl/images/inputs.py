@@ -173,6 +173,11 @@ CONSOLE_CLUSTERCTL_FILES = (
     "kafka/groups.py",
     "kafka/retry.py",
     "kafka/settings.py",
+    "kafka/kraft/__init__.py",
+    "kafka/kraft/describe_quorum.py",
+    "kafka/kraft/quorum.py",
+    "chaos/__init__.py",
+    "chaos/timeline.py",
     "wait.py",
 )
 
