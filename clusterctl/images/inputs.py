@@ -53,6 +53,7 @@ SPARK_CLUSTERCTL_FILES = (
     "spark/options.py",
     "spark/source.py",
     "spark/sink.py",
+    "spark/changelog.py",
 )
 # not needed by a master, a worker or an executor: Spark Connect's REPL, examples, headers, tests
 _SPARK_SKIP = {
