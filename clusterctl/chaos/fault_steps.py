@@ -161,8 +161,8 @@ class FaultSteps:
         return self.spec.topology.broker_service(faults.spec_broker(self.spec, pick))
 
     def _follower(self, followers: list[int]) -> int:
-        """The last follower that is not the active controller, when one is not: a fault on the controller also
-        holds back its AlterPartition answers and metadata updates, a second fault the drill did not ask for."""
+        """The last follower that is not the active controller (any, if every follower is): a fault on the
+        controller also holds back its AlterPartition answers and metadata updates, a second fault."""
         from clusterctl.chaos import faults
 
         try:
