@@ -29,14 +29,17 @@ def write_spec(
     engine: str = "tansu",
     brokers: int = 1,
     zk_nodes: int = 3,
+    tick_time_ms: int | None = 500,
 ) -> Path:
-    """A test-only spec (its own name, subnet and host ports) in `directory`."""
+    """A test-only spec (its own name, subnet and host ports) in `directory`; `tick_time_ms=None` leaves the
+    ZooKeeper tick, and with it the session timeouts, at their own defaults (as a production cluster has)."""
     rf = 1 if engine == "tansu" else min(3, brokers)
     spec: dict[str, Any] = {
         "name": name,
         "profile": "offline",
         "network": {"subnet": subnet},
-        "zookeeper": {"nodes": zk_nodes, "client_port": zk_port, "tick_time_ms": 500},
+        "zookeeper": {"nodes": zk_nodes, "client_port": zk_port}
+        | ({} if tick_time_ms is None else {"tick_time_ms": tick_time_ms}),
         "kafka": {
             "engine": engine,
             "brokers": brokers,

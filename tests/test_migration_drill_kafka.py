@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from _runtime_helpers import cli, render, up_json, write_spec
 
 from clusterctl.images import build as images
@@ -26,10 +25,9 @@ PHASES = ["1 controllers", "2 migration-mode", "3 kraft-brokers", "4 finalize", 
 @pytest.fixture
 def zk_cluster(tmp_path: Path) -> Iterator[Path]:
     images.build_images(["kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
-    spec_path = write_spec(tmp_path, f"ctldrill-{uuid.uuid4().hex[:6]}", "10.96.0.0/24", 23281, 29492, "kafka", 3)
-    data = yaml.safe_load(spec_path.read_text())
-    data["zookeeper"].pop("tick_time_ms")  # Kafka's own session timeouts, as a production cluster has
-    spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec_path = write_spec(
+        tmp_path, f"ctldrill-{uuid.uuid4().hex[:6]}", "10.96.0.0/24", 23281, 29492, "kafka", 3, tick_time_ms=None
+    )
     render(spec_path)
     try:
         up_json(spec_path, timeout=300)

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from _runtime_helpers import CLI, cli, render, up_json, write_spec
 
 from clusterctl.images import build as images
@@ -36,10 +35,9 @@ MID = 100  # records written while the migration stands interrupted in phase 3
 def zk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
     work = tmp_path_factory.mktemp("migration")
-    spec_path = write_spec(work, f"ctlmig-{uuid.uuid4().hex[:6]}", "10.98.0.0/24", 23481, 29592, "kafka", 3)
-    data = yaml.safe_load(spec_path.read_text())
-    data["zookeeper"].pop("tick_time_ms")  # Kafka's own session timeouts, as a production cluster has
-    spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec_path = write_spec(
+        work, f"ctlmig-{uuid.uuid4().hex[:6]}", "10.98.0.0/24", 23481, 29592, "kafka", 3, tick_time_ms=None
+    )
     render(spec_path)
     try:
         up_json(spec_path, timeout=300)
