@@ -44,6 +44,7 @@ def kraft_env(spec: ClusterSpec, node_id: int, roles: str) -> dict[str, str]:
         "CLUSTER_ID": cluster_id_ref(),
         "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(kr.broker_session_timeout_ms),
         "KAFKA_BROKER_HEARTBEAT_INTERVAL_MS": str(kr.broker_heartbeat_interval_ms),
+        "KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS": str(kr.quorum_election_timeout_ms),
     }
 
 

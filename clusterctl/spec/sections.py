@@ -190,6 +190,13 @@ class KRaftSpec(_Model):
         default=9000, ge=1000, le=600_000, description="a broker missing heartbeats this long is fenced"
     )
     broker_heartbeat_interval_ms: int = Field(default=2000, ge=100, le=60_000)
+    quorum_election_timeout_ms: int = Field(
+        default=500,
+        ge=100,
+        le=60_000,
+        description="controller.quorum.election.timeout.ms (Kafka's 1000): a voter without a leader waits this "
+        "long, randomised up to twice it, before it stands for election; the lab's quorum forms ~0.7 s sooner",
+    )
 
     @field_validator("controllers")
     @classmethod
