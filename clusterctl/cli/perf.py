@@ -1,7 +1,7 @@
 """CLI for the 'perf' noun: `perf produce` / `perf consume` (kafka-*-perf-test.sh on confluent-kafka)."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -83,6 +83,16 @@ def _print_window(window: "latency.ProduceWindow") -> None:
     from clusterctl.output import err_console  # rich: loaded only when a progress line is due
 
     err_console.print(window.line(), soft_wrap=True, highlight=False)
+
+
+def _finish(result: Any, err: ClusterctlError | None, as_json: bool, kv: list[Column], title: str) -> None:
+    """Print a perf result; with an error, raise it after the table (with --json: one document, the error object
+    carrying the result)."""
+    if err is None or not as_json:
+        emit(result, as_json=as_json, kv=kv, title=title)
+    if err is not None:
+        err.result = result
+        raise err
 
 
 def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
@@ -197,14 +207,11 @@ def cmd_perf_produce(
 
     result = perf.produce_test(req, target, progress=_print_window, notify=info)
     skip_interpreter_teardown()  # the producer is closed; its wall clock is part of what the user measures
+    err = None
     if result.failed:
         errs = ", ".join(f"{k}: {v}" for k, v in result.errors.items())
         err = ClusterctlError(f"{result.failed} of {num_records} records failed ({errs})")
-        err.result = result  # --json: one document, the error object carrying the result
-    if not (result.failed and as_json):
-        emit(result, as_json=as_json, kv=PRODUCE_FIELDS, title=f"perf produce {topic}")
-    if result.failed:
-        raise err
+    _finish(result, err, as_json, PRODUCE_FIELDS, f"perf produce {topic}")
 
 
 @perf_app.command("consume")
@@ -251,12 +258,10 @@ def cmd_perf_consume(
         engine=engine, no_group=no_group, partitions=partitions,
     )  # fmt: skip
     skip_interpreter_teardown()
-    if not (as_json and not result.complete):
-        emit(result, as_json=as_json, kv=CONSUME_FIELDS, title=f"perf consume {topic}")
+    err = None
     if not result.complete:
         err = TimeoutError_(f"consumed {result.records} of {messages} records; none arrived for {timeout:g}s")
-        err.result = result  # --json: one document, the error object carrying the result
-        raise err
+    _finish(result, err, as_json, CONSUME_FIELDS, f"perf consume {topic}")
 
 
 E2E_FIELDS = [
@@ -324,12 +329,10 @@ def cmd_perf_e2e(
         one_in_flight=one_in_flight,
     )  # fmt: skip
     skip_interpreter_teardown()
-    if not (as_json and not result.complete):
-        emit(result, as_json=as_json, kv=E2E_FIELDS, title=f"perf e2e {topic}")
+    err = None
     if not result.complete:
         err = TimeoutError_(f"received {result.received} of {num_records} records; none arrived for {timeout:g}s")
-        err.result = result
-        raise err
+    _finish(result, err, as_json, E2E_FIELDS, f"perf e2e {topic}")
 
 
 def register(app: typer.Typer) -> None:
