@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 
 from clusterctl.chaos.ledger import (
     LedgerEntry,
@@ -32,8 +32,8 @@ from clusterctl.chaos.ledger import (
 from clusterctl.chaos.timeline import INTERVAL_S
 from clusterctl.errors import ClusterctlError
 from clusterctl.kafka.clients import ConsumedRecord
-from clusterctl.kafka.connection import check_topic, consumer_config, producer_config
-from clusterctl.wait import wait_until
+from clusterctl.kafka.connection import check_topic, producer_config
+from clusterctl.kafka.readback import read_to_end
 
 
 @dataclass
@@ -225,69 +225,22 @@ class DrillLoad:
 
 def consume_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[ConsumedRecord]:
     """Every record of `topic` from the beginning up to the end offsets taken now (read_committed off)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    return read_to_end(bootstrap, topic, _consumed, timeout)
 
-    from clusterctl.kafka.connection import log_end_offsets
-    from clusterctl.kafka.retry import retrying
 
-    partitions = check_topic(bootstrap, topic)
-    # right after a failover a broker may still answer with the old leader epoch: retried, with a bound
-    ends = retrying(
-        f"end offsets of {topic}", lambda: log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])
+def _consumed(msg: Any) -> ConsumedRecord:
+    key, value = msg.key(), msg.value()
+    return ConsumedRecord(
+        msg.topic(),
+        msg.partition(),
+        msg.offset(),
+        None if key is None else key.decode("utf-8", "replace"),
+        None if value is None else value.decode("utf-8", "replace"),
+        msg.timestamp()[1],
     )
-    remaining = {p for (_t, p), end in ends.items() if end > 0}
-    out: list[ConsumedRecord] = []
-    if not remaining:
-        return out
-    consumer = Consumer(consumer_config(bootstrap, enable_partition_eof=True))
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        wait_until(
-            lambda: _take(consumer.poll(0.5), topic, ends, remaining, out),
-            timeout=timeout,
-            what=f"every partition of {topic!r} to reach its end offset",
-            interval=0.0,
-            done=lambda _r: not remaining,
-            seen=lambda _r: f"consumed {len(out)} records; partitions {sorted(remaining)} short of their end offsets",
-        )
-    finally:
-        consumer.close()
-    return out
-
-
-def _take(
-    msg: Any, topic: str, ends: dict[tuple[str, int], int], remaining: set[int], out: list[ConsumedRecord]
-) -> None:
-    """Keep one polled record (or EOF event); a partition is done once its end offset is reached."""
-    if msg is None:
-        return
-    err, partition, offset = msg.error(), msg.partition(), msg.offset()
-    assert partition is not None and offset is not None  # set on records and on EOF events
-    if err is not None:
-        if err.code() == KafkaError._PARTITION_EOF and offset >= ends[(topic, partition)]:
-            remaining.discard(partition)
-        return
-    key = msg.key()
-    value = msg.value()
-    out.append(
-        ConsumedRecord(
-            topic,
-            partition,
-            offset,
-            None if key is None else key.decode("utf-8", "replace"),
-            None if value is None else value.decode("utf-8", "replace"),
-            msg.timestamp()[1],
-        )
-    )
-    if offset + 1 >= ends[(topic, partition)]:
-        remaining.discard(partition)
 
 
 def verify_drill(bootstrap: str, ledger_path: str | Path, timeout: float = 120.0) -> VerifyResult:
     """Read the ledger, consume its topic from the beginning, and compare."""
     ledger = read_ledger(ledger_path)
-    try:
-        consumed = consume_all(bootstrap, ledger.topic, timeout)
-    except ClusterctlError:
-        raise
-    return verify(ledger.entries, consumed)
+    return verify(ledger.entries, consume_all(bootstrap, ledger.topic, timeout))

@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clusterctl.errors import ClusterctlError
-
 BATCH_HEADER = "clusterctl.batch"
 
 
@@ -86,53 +84,17 @@ def compact(records: Iterable[ChangeRecord], *, by_batch: bool = True) -> Compac
 
 def read_topic(bootstrap: str, topic: str, timeout: float = 120.0) -> list[ChangeRecord]:
     """Every record of `topic` from the beginning up to the end offsets taken now, with batch ids."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    from clusterctl.kafka.readback import read_to_end
 
-    from clusterctl.kafka.connection import check_topic, consumer_config, log_end_offsets
-    from clusterctl.wait import wait_until
+    return read_to_end(bootstrap, topic, _change_record, timeout)
 
-    partitions = check_topic(bootstrap, topic)
-    ends = log_end_offsets(bootstrap, [(topic, p) for p in range(partitions)])
-    remaining = {p for (_t, p), end in ends.items() if end > 0}
-    out: list[ChangeRecord] = []
-    if not remaining:
-        return out
 
-    def take(msg: Any) -> None:
-        if msg is None:
-            return
-        err, partition, offset = msg.error(), msg.partition(), msg.offset()
-        if err is not None:
-            if err.code() == KafkaError._PARTITION_EOF and offset >= ends[(topic, partition)]:
-                remaining.discard(partition)
-            elif err.code() != KafkaError._PARTITION_EOF:
-                raise ClusterctlError(f"reading {topic}[{partition}] failed: {err.str()}")
-            return
-        if offset < ends[(topic, partition)]:
-            key, value = msg.key(), msg.value()
-            out.append(
-                ChangeRecord(
-                    partition,
-                    offset,
-                    None if key is None else key.decode("utf-8", "replace"),
-                    None if value is None else value.decode("utf-8", "replace"),
-                    batch_of(msg.headers()),
-                )
-            )
-        if offset + 1 >= ends[(topic, partition)]:
-            remaining.discard(partition)
-
-    consumer = Consumer(consumer_config(bootstrap, enable_partition_eof=True))
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(remaining)])
-        wait_until(
-            lambda: take(consumer.poll(0.5)),
-            timeout=timeout,
-            what=f"every partition of {topic!r} to reach its end offset",
-            interval=0.0,
-            done=lambda _r: not remaining,
-            seen=lambda _r: f"read {len(out)} records; partitions {sorted(remaining)} short of their end offsets",
-        )
-    finally:
-        consumer.close()
-    return out
+def _change_record(msg: Any) -> ChangeRecord:
+    key, value = msg.key(), msg.value()
+    return ChangeRecord(
+        msg.partition(),
+        msg.offset(),
+        None if key is None else key.decode("utf-8", "replace"),
+        None if value is None else value.decode("utf-8", "replace"),
+        batch_of(msg.headers()),
+    )
