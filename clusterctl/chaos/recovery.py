@@ -37,6 +37,10 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
     from clusterctl.chaos.disk import heal_all_disks
     from clusterctl.runtime.cluster import Cluster
 
+    if spec.swarm:
+        from clusterctl.chaos.swarm_faults import heal
+
+        return heal(spec)
     cluster = Cluster(spec)
     out: list[FaultResult] = []
     problems: list[str] = []
@@ -162,7 +166,8 @@ def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
     except ClusterctlError as exc:
         return [f"ZooKeeper session ({exc.message})"]
     out = [f"broker {b} in /brokers/ids" for b in spec.topology.broker_ids if b not in registered]
-    addresses = {b: f"{spec.topology.host}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids}
+    topo = spec.topology
+    addresses = {b: f"{topo.broker_host(b)}:{topo.broker_host_port(b)}" for b in topo.broker_ids}
     for b, view in metadata_per_broker(addresses, timeout=2.0).items():
         if isinstance(view, str):
             out.append(f"broker {b} answering metadata ({view})")
