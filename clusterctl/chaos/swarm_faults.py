@@ -16,7 +16,7 @@ import time
 
 from clusterctl.chaos.targets import FaultResult, service_target, state_of
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.runtime import swarm_nodes as sn
+from clusterctl.runtime import swarm_tasks as sw
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
 
@@ -35,11 +35,11 @@ def _services(spec: ClusterSpec) -> list[str]:
 def _task_state(spec: ClusterSpec, service: str) -> str:
     """The state of the service's current task, or of its container while the task runs (paused, exited: the
     swarm has not noticed yet); 'missing' when it has none."""
-    task = sn.current_tasks(spec).get(service)
+    task = sw.current_tasks(spec).get(service)
     state = str(((task or {}).get("Status") or {}).get("State", "missing"))
     if state == "running":
         try:
-            return state_of(sn.task_container(spec, service))
+            return state_of(sw.task_container(spec, service))
         except ClusterctlError:
             return "exited"
     return state
@@ -48,9 +48,9 @@ def _task_state(spec: ClusterSpec, service: str) -> str:
 def drain_node(spec: ClusterSpec, node: str, timeout: float | None = None) -> list[FaultResult]:
     """Drain a node: its tasks of this stack stop and stay pending until `chaos heal` (pinned to their rack).
     Refused with one line (exit 2), nothing changed, when another node carries the same rack label."""
-    sn.require_swarm_spec(spec)
-    rows = sn.node_rows(spec)
-    row = sn.find_node(rows, node)
+    sw.require_swarm_spec(spec)
+    rows = sw.node_rows(spec)
+    row = sw.find_node(rows, node)
     if row.availability == "drain":
         raise UsageError(f"node {row.hostname} ({row.id[:12]}) is drained already; nothing was changed")
     twins = [r for r in rows if row.tasks and r.id != row.id and r.label is not None and r.label == row.label]
@@ -62,10 +62,10 @@ def drain_node(spec: ClusterSpec, node: str, timeout: float | None = None) -> li
             hint="a rack is one node: `clusterctl swarm label NODE --remove` on the other",
         )
     started, t0 = time.time(), time.monotonic()
-    sn.set_availability(spec, row.id, "drain")
+    sw.set_availability(spec, row.id, "drain")
     grace = spec.kafka.stop_grace_seconds + 60.0
     wait_until(
-        lambda: sn.running_on(spec, row.id),
+        lambda: sw.running_on(spec, row.id),
         timeout=timeout or grace, what=f"the tasks on node {row.hostname} to stop", done=lambda left: not left,
         seen=lambda left: f"still running: {', '.join(left)}",
     )  # fmt: skip
@@ -86,13 +86,13 @@ def heal(spec: ClusterSpec, timeout: float = TASKS_BACK_S) -> list[FaultResult]:
     service has a running task (a task killed or stopped is replaced by the swarm after its restart delay)."""
     from clusterctl.chaos.faults import unpause
 
-    sn.require_swarm_spec(spec, "nothing was healed")
+    sw.require_swarm_spec(spec, "nothing was healed")
     out: list[FaultResult] = []
     racks = {r.name for r in spec.deploy.racks}
-    for row in sn.node_rows(spec):
+    for row in sw.node_rows(spec):
         if row.rack in racks and row.availability != "active":
             t, t0 = time.time(), time.monotonic()
-            sn.set_availability(spec, row.id, "active")
+            sw.set_availability(spec, row.id, "active")
             took = round(time.monotonic() - t0, 3)
             out.append(FaultResult("activate-node", f"node {row.hostname}", row.id[:12], row.availability, "active",
                                    t, took, f"rack {row.rack}"))  # fmt: skip
@@ -112,7 +112,7 @@ def heal(spec: ClusterSpec, timeout: float = TASKS_BACK_S) -> list[FaultResult]:
     )  # fmt: skip
     for service, (before, t) in down.items():
         target, _ = service_target(spec, service)
-        name = str(sn.task_container(spec, service).name)
+        name = str(sw.task_container(spec, service).name)
         out.append(FaultResult("start", target, name, before, "running", t, round(time.monotonic() - t0, 3),
                                "a new task, started by the swarm"))  # fmt: skip
     return out

@@ -43,7 +43,7 @@ def locate(name: str, spec: ClusterSpec | None = None) -> Container:
     that service's current task, on the host it runs on (`name` a service, its compose name or a task's)."""
     if spec is None or not spec.swarm:
         return _container(name)
-    from clusterctl.runtime.swarm_nodes import task_container
+    from clusterctl.runtime.swarm_tasks import task_container
 
     if name.startswith(f"{spec.name}_"):  # a task's container: <stack>_<service>.<slot>.<task id>
         name = name.removeprefix(f"{spec.name}_").split(".")[0]

@@ -16,9 +16,9 @@ def cmd_swarm_nodes(as_json: JsonOpt = False) -> None:
     """Each swarm node: address, state, availability, role, its clusterctl.rack label, the spec's rack that label
     names, and the services of this stack whose task runs on it."""
     from clusterctl.output import Column, emit
-    from clusterctl.runtime import swarm_nodes
+    from clusterctl.runtime import swarm_tasks
 
-    rows = swarm_nodes.node_rows(get_spec())
+    rows = swarm_tasks.node_rows(get_spec())
     cols = [
         Column("Hostname", "hostname"),
         Column("Id", lambda r: r.id[:12]),
@@ -44,11 +44,11 @@ def cmd_swarm_label(
     a rack another node has, a node running this stack's tasks."""
     from clusterctl.errors import UsageError
     from clusterctl.output import Column, emit
-    from clusterctl.runtime import swarm_nodes
+    from clusterctl.runtime import swarm_tasks
 
     if (rack is None) != remove:
         raise UsageError("give a RACK or --remove (not both, not neither)")
-    change = swarm_nodes.set_rack(get_spec(), node, rack)
+    change = swarm_tasks.set_rack(get_spec(), node, rack)
     cols = [
         Column("Node", "node"),
         Column("Id", lambda c: c.id[:12]),
