@@ -22,17 +22,19 @@ from clusterctl.chaos.network import Detached, disconnect, partition_node, recon
 from clusterctl.chaos.targets import (
     FaultResult,
     _always,
-    _container,
     _require,
     _sleep,
     broker_target,
     container_state,
     controller_target,
+    locate,
     node_target,
+    service_target,
     spec_broker,
     state_of,
     zk_target,
 )
+from clusterctl.compose.stack import RESTART_DELAY_S
 from clusterctl.errors import ClusterctlError, FaultNotAppliedError, NotFoundError, UsageError
 from clusterctl.runtime import docker as dk
 from clusterctl.spec.model import ClusterSpec
@@ -48,6 +50,7 @@ __all__ = [
     "node_target",
     "partition_node",
     "reconnect",
+    "service_target",
     "spec_broker",
     "state_of",
     "zk_target",
@@ -55,10 +58,19 @@ __all__ = [
 
 
 def _act(
-    action: str, target: str, name: str, need: tuple[str, ...], fn: Callable[[Container], int | None]
+    action: str,
+    target: str,
+    name: str,
+    need: tuple[str, ...],
+    fn: Callable[[Container], int | None],
+    spec: ClusterSpec | None = None,
 ) -> FaultResult:
-    """Check the container's state, act on it; an engine's refusal is FaultNotAppliedError (nothing was done)."""
-    c = _container(name)
+    """Check the container's state, act on it; an engine's refusal is FaultNotAppliedError (nothing was done).
+
+    With a swarm `spec`, the container is that of the service's current task, wherever it runs."""
+    c = locate(name, spec)
+    if spec is not None and spec.swarm:
+        name = str(c.name)
     before = _require(c, target, *need)
     started = time.time()
     t0 = time.monotonic()
@@ -71,42 +83,58 @@ def _act(
     return res
 
 
-def kill(action: str, target: str, name: str) -> FaultResult:
+def _swarm_restarts(res: FaultResult, spec: ClusterSpec | None) -> FaultResult:
+    if spec is not None and spec.swarm:
+        res.note = f"the swarm starts a new task after its restart delay ({RESTART_DELAY_S} s)"
+    return res
+
+
+def kill(action: str, target: str, name: str, spec: ClusterSpec | None = None) -> FaultResult:
     """SIGKILL (like kill -9): no controlled shutdown, the ZK session expires on its own."""
-    return _act(action, target, name, ("running",), dk.kill)
+    return _swarm_restarts(_act(action, target, name, ("running",), dk.kill, spec), spec)
 
 
-def stop(action: str, target: str, name: str, grace_s: int) -> FaultResult:
+def stop(action: str, target: str, name: str, grace_s: int, spec: ClusterSpec | None = None) -> FaultResult:
     """SIGTERM then wait up to `grace_s` (a broker's controlled shutdown) before SIGKILL."""
-    return _act(action, target, name, ("running",), lambda c: dk.stop(c, grace_s))
+    return _swarm_restarts(_act(action, target, name, ("running",), lambda c: dk.stop(c, grace_s), spec), spec)
 
 
-def start(action: str, target: str, name: str) -> FaultResult:
+def _not_on_swarm(spec: ClusterSpec | None, action: str, target: str) -> None:
+    if spec is not None and spec.swarm:
+        raise UsageError(
+            f"{action} {target}: on a swarm the service starts its task again by itself (after "
+            f"{RESTART_DELAY_S} s); `chaos heal` waits for it"
+        )
+
+
+def start(action: str, target: str, name: str, spec: ClusterSpec | None = None) -> FaultResult:
+    _not_on_swarm(spec, action, target)
     return _act(action, target, name, ("exited", "created"), dk.start)
 
 
-def restart(action: str, target: str, name: str, grace_s: int) -> FaultResult:
+def restart(action: str, target: str, name: str, grace_s: int, spec: ClusterSpec | None = None) -> FaultResult:
+    _not_on_swarm(spec, action, target)
     return _act(action, target, name, ("running", "exited", "created"), lambda c: dk.restart(c, grace_s))
 
 
-def pause(target: str, name: str) -> FaultResult:
+def pause(target: str, name: str, spec: ClusterSpec | None = None) -> FaultResult:
     """SIGSTOP every process of the container (docker pause: the cgroup freezer; a busy one is asked again for
     seconds, and `retries` counts the refusals)."""
-    res = _act("pause", target, name, ("running",), dk.pause)
+    res = _act("pause", target, name, ("running",), dk.pause, spec)
     if res.retries:
         res.note = f"frozen after {res.retries} freeze {'retry' if res.retries == 1 else 'retries'}"
     return res
 
 
-def pause_all(targets: list[tuple[str, str]]) -> list[FaultResult]:
+def pause_all(targets: list[tuple[str, str]], spec: ClusterSpec | None = None) -> list[FaultResult]:
     """Pause each (target, container) in turn, all or none: when one cannot be paused (or on Ctrl-C), those
     already paused are unpaused again, and FaultNotAppliedError names what was undone."""
     out: list[FaultResult] = []
     try:
         for target, name in targets:
-            out.append(pause(target, name))
+            out.append(pause(target, name, spec))
     except BaseException as exc:
-        _, undone = _unpause_each(out)
+        _, undone = _unpause_each(out, spec)
         if not isinstance(exc, ClusterctlError):
             raise
         if not out and isinstance(exc, FaultNotAppliedError):
@@ -117,50 +145,50 @@ def pause_all(targets: list[tuple[str, str]]) -> list[FaultResult]:
     return out
 
 
-def _unpause_each(paused: list[FaultResult]) -> tuple[list[FaultResult], list[str]]:
+def _unpause_each(paused: list[FaultResult], spec: ClusterSpec | None = None) -> tuple[list[FaultResult], list[str]]:
     """Unpause every container of `paused` that is still paused: the unpauses, and one phrase per container."""
     done: list[FaultResult] = []
     said = []
     for r in paused:
         try:
-            if container_state(r.container) == "paused":
-                done.append(unpause(r.target, r.container))
+            if state_of(locate(r.container, spec)) == "paused":
+                done.append(unpause(r.target, r.container, spec))
                 said.append(f"{r.target} unpaused")
         except ClusterctlError as exc:
             said.append(f"{r.target} NOT unpaused ({exc.message})")
     return done, said
 
 
-def unpause(target: str, name: str) -> FaultResult:
-    return _act("unpause", target, name, ("paused",), dk.unpause)
+def unpause(target: str, name: str, spec: ClusterSpec | None = None) -> FaultResult:
+    return _act("unpause", target, name, ("paused",), dk.unpause, spec)
 
 
 def kill_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
-    return kill("kill-broker", *broker_target(spec, broker_id))
+    return kill("kill-broker", *broker_target(spec, broker_id), spec)
 
 
 def stop_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
-    return stop("stop-broker", *broker_target(spec, broker_id), grace_s=spec.kafka.stop_grace_seconds)
+    return stop("stop-broker", *broker_target(spec, broker_id), grace_s=spec.kafka.stop_grace_seconds, spec=spec)
 
 
 def start_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
-    return start("start-broker", *broker_target(spec, broker_id))
+    return start("start-broker", *broker_target(spec, broker_id), spec)
 
 
 def restart_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:
-    return restart("restart-broker", *broker_target(spec, broker_id), grace_s=spec.kafka.stop_grace_seconds)
+    return restart("restart-broker", *broker_target(spec, broker_id), grace_s=spec.kafka.stop_grace_seconds, spec=spec)
 
 
 def kill_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
-    return kill("kill-zk", *zk_target(spec, zk_id))
+    return kill("kill-zk", *zk_target(spec, zk_id), spec)
 
 
 def stop_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
-    return stop("stop-zk", *zk_target(spec, zk_id), grace_s=10)
+    return stop("stop-zk", *zk_target(spec, zk_id), grace_s=10, spec=spec)
 
 
 def start_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
-    return start("start-zk", *zk_target(spec, zk_id))
+    return start("start-zk", *zk_target(spec, zk_id), spec)
 
 
 def active_controller(spec: ClusterSpec) -> int:
@@ -199,10 +227,10 @@ def kill_controller(spec: ClusterSpec) -> FaultResult:
     """SIGKILL the active controller: the quorum leader (KRaft) or the controller broker (ZooKeeper mode)."""
     cid = active_controller(spec)
     if spec.kraft_mode:
-        res = kill("kill-controller", *controller_target(spec, cid))
+        res = kill("kill-controller", *controller_target(spec, cid), spec)
         res.note = f"quorum leader was node {cid}"
     else:
-        res = kill("kill-controller", *broker_target(spec, cid))
+        res = kill("kill-controller", *broker_target(spec, cid), spec)
         res.note = f"controller was broker {cid}"
     return res
 
@@ -218,14 +246,14 @@ def kill_controller_quorum(spec: ClusterSpec) -> list[FaultResult]:
     order = [leader] + [v for v in voters if v != leader]
     out = []
     for v in order[: len(voters) // 2 + 1]:
-        res = kill("kill-controller-quorum", *controller_target(spec, v))
+        res = kill("kill-controller-quorum", *controller_target(spec, v), spec)
         res.note = f"voter {v} of {len(voters)}" + (" (the leader)" if v == leader else "")
         out.append(res)
     return out
 
 
 def start_controller(spec: ClusterSpec, node_id: int) -> FaultResult:
-    return start("start-controller", *controller_target(spec, node_id))
+    return start("start-controller", *controller_target(spec, node_id), spec)
 
 
 def current_leader(bootstrap: str, topic: str, partition: int) -> int:
@@ -288,7 +316,7 @@ def pause_followers(
     if not followers:
         raise UsageError(f"{topic}-{partition} has no followers to pause (replication factor 1)")
     targets = [broker_target(spec, spec_broker(spec, b)) for b in followers]
-    out = pause_all(targets)
+    out = pause_all(targets, spec)
     for r in out:
         r.action = "pause-follower"
         r.note = f"follower of {topic}-{partition} (leader: broker {leader})" + (f"; {r.note}" if r.note else "")
@@ -302,7 +330,7 @@ def pause_followers(
             on_paused(list(out))
         _sleep(seconds, stop_event)
     finally:  # every follower is asked, also when one of them fails
-        healed, said = _unpause_each(paused)
+        healed, said = _unpause_each(paused, spec)
         out += healed
         problems = [p for p in said if " NOT " in p]
         if problems:
@@ -314,7 +342,7 @@ def kill_leader(spec: ClusterSpec, bootstrap: str, topic: str, partition: int) -
     """SIGKILL the broker currently leading the partition (seed 002: `kill -9` the leader)."""
     leader = current_leader(bootstrap, topic, partition)
     broker = spec_broker(spec, leader)
-    res = kill("kill-leader", *broker_target(spec, broker))
+    res = kill("kill-leader", *broker_target(spec, broker), spec)
     res.note = f"leader of {topic}-{partition} was broker {leader}"
     if broker != leader:
         res.note += f" (the spec's broker {broker})"
@@ -332,8 +360,8 @@ def pause_for(
     """Pause a container for `seconds`, then unpause (also on Ctrl-C or error); `on_applied` sees the pause."""
     if seconds <= 0:
         raise UsageError(f"--for must be positive, got {seconds}")
-    out = [pause(target, name)]
-    with _always(lambda: unpause(target, name), out):
+    out = [pause(target, name, spec)]
+    with _always(lambda: unpause(target, name, spec), out):
         if on_applied is not None:
             on_applied(list(out))
         _sleep(seconds, stop_event)

@@ -38,6 +38,20 @@ def _container(name: str) -> Container:
     return c
 
 
+def locate(name: str, spec: ClusterSpec | None = None) -> Container:
+    """The container a fault acts on: the spec's container `name`, or on a swarm (`spec` given) the container of
+    that service's current task, on the host it runs on (`name` a service, its compose name or a task's)."""
+    if spec is None or not spec.swarm:
+        return _container(name)
+    from clusterctl.runtime.swarm_tasks import task_container
+
+    if name.startswith(f"{spec.name}_"):  # a task's container: <stack>_<service>.<slot>.<task id>
+        name = name.removeprefix(f"{spec.name}_").split(".")[0]
+    c = task_container(spec, node_target(spec, name)[0])
+    c.reload()
+    return c
+
+
 def state_of(c: Container) -> str:
     """The container's status, fresh from the engine."""
     c.reload()
@@ -78,6 +92,19 @@ def node_target(spec: ClusterSpec, name: str) -> tuple[str, str]:
         if name in (s, spec.topology.container_name(s)):
             return s, spec.topology.container_name(s)
     raise NotFoundError(f"unknown node {name!r}; the spec has {', '.join(services)}")
+
+
+def service_target(spec: ClusterSpec, node: str) -> tuple[str, str]:
+    """A ZooKeeper node, controller or broker named by its service or container name: its fault target (`zk 1`,
+    `controller 101`, `broker 2`, as the id-based verbs name it) and its container name."""
+    service, name = node_target(spec, node)
+    topo = spec.topology
+    targets = {topo.zk_service(i): f"zk {i}" for i in topo.zk_ids}
+    targets |= {topo.controller_service(i): f"controller {i}" for i in topo.dedicated_controller_ids}
+    targets |= {topo.broker_service(i): f"broker {i}" for i in topo.broker_ids}
+    if service not in targets:
+        raise UsageError(f"{node} is not a ZooKeeper node, controller or broker")
+    return targets[service], name
 
 
 def _ids(ids: list[int]) -> str:

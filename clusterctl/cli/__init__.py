@@ -34,6 +34,7 @@ NOUN_MODULES = (
     "spark",
     "ui",
     "migrate",
+    "swarm",
 )
 # The module that registers each top-level command: main() imports and builds only the one a command line
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
@@ -52,6 +53,7 @@ COMMAND_MODULE = {
     "spark": "spark",
     "ui": "ui",
     "migrate": "migrate",
+    "swarm": "swarm",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
 

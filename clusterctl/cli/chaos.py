@@ -199,6 +199,55 @@ def cmd_chaos_corrupt(
     _degrade(node, "corrupt", percent, 0.0, to, seconds, as_json)
 
 
+ServiceArg = Annotated[str, typer.Argument(help="a ZooKeeper node, controller or broker: its service (zk1, kafka2)")]
+
+
+@chaos_app.command("kill")
+def cmd_chaos_kill(node: ServiceArg, as_json: JsonOpt = False) -> None:
+    """SIGKILL a node's container (on a swarm: its task's, on the host it runs on; the swarm starts a new task
+    after its restart delay)."""
+    from clusterctl.chaos import faults
+
+    spec = get_spec()
+    _emit_faults([faults.kill("kill", *faults.service_target(spec, node), spec)], as_json)
+
+
+@chaos_app.command("stop")
+def cmd_chaos_stop(node: ServiceArg, as_json: JsonOpt = False) -> None:
+    """Stop a node's container: SIGTERM, then its grace (kafka.stop_grace_seconds for a broker, 10 s otherwise)."""
+    from clusterctl.chaos import faults
+
+    spec = get_spec()
+    target, name = faults.service_target(spec, node)
+    grace = spec.kafka.stop_grace_seconds if target.startswith("broker") else 10
+    _emit_faults([faults.stop("stop", target, name, grace_s=grace, spec=spec)], as_json)
+
+
+@chaos_app.command("pause")
+def cmd_chaos_pause(node: ServiceArg, seconds: ForOpt = 10.0, as_json: JsonOpt = False) -> None:
+    """SIGSTOP a node's container (docker pause) for --for seconds, then unpause (also on Ctrl-C)."""
+    from clusterctl.chaos import faults
+    from clusterctl.output import info
+
+    spec = get_spec()
+    target, name = faults.service_target(spec, node)
+    if seconds > 0:
+        info(f"pausing {node} for {seconds:g}s (Ctrl-C unpauses early)")
+    _emit_faults(faults.pause_for(spec, target, name, seconds), as_json)
+
+
+@chaos_app.command("drain-node")
+def cmd_chaos_drain_node(
+    node: Annotated[str, typer.Argument(help="a swarm node: its id (or a unique prefix), hostname or address")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Swarm: drain a node; its tasks stop and stay pending (pinned to their rack) until `chaos heal`. Refused when
+    another node has the same rack label (the tasks would start there without their volumes)."""
+    from clusterctl.chaos import swarm_faults
+
+    _emit_faults(swarm_faults.drain_node(get_spec(), node), as_json)
+
+
 @chaos_app.command("kill-zk")
 def cmd_chaos_kill_zk(zk: ZkArg, as_json: JsonOpt = False) -> None:
     """SIGKILL a ZooKeeper node's container."""

@@ -80,18 +80,24 @@ def nodes(spec: ClusterSpec) -> list[SwarmNode]:
     return out
 
 
-def check_swarm(spec: ClusterSpec) -> list[SwarmNode]:
-    """The engine is a swarm manager and every rack of the spec is one ready, active node (else one line, exit 2)."""
+def require_manager(spec: ClusterSpec, nothing: str = "nothing was deployed") -> str:
+    """The engine is a swarm manager (else one line, exit 2, ending with `nothing`); its own node id."""
     where = _manager(spec) or "the local engine"
     info = json.loads(docker(spec, "info", "--format", "{{json .Swarm}}") or "{}")
     if info.get("LocalNodeState") != "active":
         raise SpecError(
             f"deploy.target=swarm, but the engine at {where} is not in a swarm "
-            f"(state {info.get('LocalNodeState') or 'unknown'}); nothing was deployed",
+            f"(state {info.get('LocalNodeState') or 'unknown'}); {nothing}",
             hint="`docker swarm init` there, or point deploy.endpoint at a swarm manager",
         )
     if not info.get("ControlAvailable"):
-        raise SpecError(f"the engine at {where} is a swarm worker; deploy.endpoint must name a manager")
+        raise SpecError(f"the engine at {where} is a swarm worker; deploy.endpoint must name a manager; {nothing}")
+    return str(info.get("NodeID", ""))
+
+
+def check_swarm(spec: ClusterSpec) -> list[SwarmNode]:
+    """The engine is a swarm manager and every rack of the spec is one ready, active node (else one line, exit 2)."""
+    require_manager(spec)
     found = nodes(spec)
     for rack in spec.deploy.racks:
         on = [n for n in found if n.rack == rack.name]
