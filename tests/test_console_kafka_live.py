@@ -205,7 +205,7 @@ def test_broker_page_shows_log_dirs_and_partition_sizes(real_kafka: RealKafka, b
             assert len(asc) > 3 and asc == sorted(asc)
             page.click(by_size)
             assert page.eval_on_selector_all("#log-dir-partitions tbody td.size", sizes) == sorted(asc, reverse=True)
-            page.evaluate("document.getElementById('log-dirs').scrollIntoView()")
+            page.evaluate("document.getElementById('log-dirs').previousElementSibling.scrollIntoView()")  # its h2
             screenshot(page, tmp_path, "broker-log-dirs", full_page=False)
         finally:
             page.close()
