@@ -76,10 +76,11 @@ def console(
                 proc.wait(timeout=5)
 
 
-def screenshot(page: Any, tmp_path: Path, name: str) -> Path:
-    """A full-page screenshot; also copied to $CLUSTERCTL_SCREENSHOTS (docs/console) when set."""
+def screenshot(page: Any, tmp_path: Path, name: str, full_page: bool = True) -> Path:
+    """A screenshot (the full page, or the viewport for a long one); also copied to $CLUSTERCTL_SCREENSHOTS
+    (docs/console) when set."""
     shot = tmp_path / f"{name}.png"
-    page.screenshot(path=str(shot), full_page=True)
+    page.screenshot(path=str(shot), full_page=full_page)
     assert shot.stat().st_size > 10_000, f"{name}: blank screenshot?"
     target = os.environ.get(SCREENSHOTS_ENV)
     if target:

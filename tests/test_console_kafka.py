@@ -106,10 +106,24 @@ def test_kill_leader_seen_live_on_the_topic_page(spec_path: Path, browser: Any, 
     assert delay < 2.0
 
 
+def _not_preferred(spec_path: Path, topic: str) -> list[Any]:
+    return [p for p in cli_json(spec_path, "leader", "imbalance")["not_preferred"] if p["topic"] == topic]
+
+
+def _skew(real_kafka: RealKafka, page: Any, topic_url: str, broker: int) -> None:
+    """Stop `broker`, see its partitions led by others in the CLI and in the page, start it with its ISR full."""
+    cluster, topic = real_kafka.cluster, topic_url.rsplit("/", 1)[1]
+    cluster.stop_broker(broker)
+    wait_for(lambda: _not_preferred(real_kafka.spec_path, topic), 60, "skewed leaders")
+    page.goto(topic_url)
+    page.locator("td.leader.not-preferred").first.wait_for()
+    cluster.start_broker(broker)
+    cluster.wait_isr_full(topic, timeout=120)
+
+
 def test_add_partitions_and_preferred_election_from_the_page(
     real_kafka: RealKafka, spec_path: Path, browser: Any, tmp_path: Path
 ) -> None:
-    cluster = real_kafka.cluster
     topic = f"ui-{uuid.uuid4().hex[:6]}"
     res = cli(spec_path, "topic", "create", topic, "--partitions", "2", "--replication-factor", "3")
     assert res.returncode == 0, res.stderr
@@ -126,13 +140,20 @@ def test_add_partitions_and_preferred_election_from_the_page(
             assert desc["partition_count"] == 4
             page.locator('#partitions tr[data-partition="3"]').wait_for()
 
-            # make leadership skewed: stop the preferred leader of partition 0, start it again
+            # make leadership skewed: stop the preferred leader of partition 0 (the page shows it while that broker
+            # is down: nothing can elect a stopped replica), start it again
             preferred = desc["partitions"][0]["replicas"][0]
-            cluster.stop_broker(preferred)
-            wait_for(lambda: cli_json(spec_path, "leader", "imbalance")["not_preferred"], 60, "skewed leaders")
-            cluster.start_broker(preferred)
-            cluster.wait_isr_full(topic, timeout=120)
-            page.goto(f"{url}/topics/{topic}")
+            for _ in range(3):
+                _skew(real_kafka, page, f"{url}/topics/{topic}", preferred)
+                if _not_preferred(spec_path, topic):
+                    break
+                # Kafka's own preferred-leader rebalance (auto.leader.rebalance.enable, every 300 s and 5 s after a
+                # controller change) ran between the restart and now: skew again, the page's election needs a skew
+                print(
+                    f"\nleaders of {topic} back on their preferred replicas before the page's election: skewing again"
+                )
+            else:
+                raise AssertionError(f"{topic}: leaders went back to their preferred replicas three times")
             page.locator("td.leader.not-preferred").first.wait_for()
             screenshot(page, tmp_path, "topic-not-preferred")
             page.click("form[action='/actions/elect'] button")
@@ -140,8 +161,7 @@ def test_add_partitions_and_preferred_election_from_the_page(
             page.click("#confirm")
             page.wait_for_url(f"{url}/topics/{topic}?done=*")
             assert "preferred-replica election done" in page.inner_text("p.done")
-            off = [p for p in cli_json(spec_path, "leader", "imbalance")["not_preferred"] if p["topic"] == topic]
-            assert off == []
+            assert _not_preferred(spec_path, topic) == []
             page.wait_for_function("document.querySelectorAll('td.leader.not-preferred').length === 0")
             assert cells(page, "#partitions tr[data-partition] td.leader") == [
                 str(p["replicas"][0]) for p in cli_json(spec_path, "topic", "describe", topic)[0]["partitions"]

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _console import console, screenshot
 from _runtime_helpers import CLI, cli, cli_json, leftovers, render, up_json, wait_for
 
 from clusterctl.compose.render import existing_cluster_id
@@ -48,7 +49,8 @@ def kraft_spec(directory: Path, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def kraft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    images.build_images(["kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
+    # the console too: the spec's kafka-manager service runs it (KRaft mode: console in every profile)
+    images.build_images(["kafka", "console"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
     work = tmp_path_factory.mktemp("kraft-cluster")
     spec_path = kraft_spec(work, f"ctlkraft-{uuid.uuid4().hex[:6]}")
     render(spec_path)
@@ -94,6 +96,31 @@ def test_status_and_quorum_agree_with_kafka(kraft_cluster: Path) -> None:
 def test_zk_commands_say_there_is_no_zookeeper(kraft_cluster: Path) -> None:
     res = cli(kraft_cluster, "zk", "status")
     assert res.returncode == 2 and "there is no ZooKeeper" in res.stderr
+
+
+@pytest.mark.browser
+def test_console_quorum_page_names_every_node(kraft_cluster: Path, browser: Any, tmp_path: Path) -> None:
+    """The kafka-manager service's Quorum page and a host `clusterctl ui`'s: each node.id with its spec service."""
+    spec = load_spec(kraft_cluster)
+    want = {n: svc for n, svc in spec.topology.node_services.items()}
+    assert sorted(want.values()) == ["controller1", "controller2", "controller3", "kafka1", "kafka2", "kafka3"]
+    service = cli(kraft_cluster, "ui", "--print-url").stdout.strip().rstrip("/")
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        with console(cwd=kraft_cluster.parent) as host_ui:
+            for base in (service, host_ui):
+                page.goto(f"{base}/quorum")
+                members = "#quorum-members tr.member"
+                page.wait_for_function(f"document.querySelectorAll('{members}').length === 6", timeout=30_000)
+                rows = page.locator(members).all()
+                got = {int(r.get_attribute("data-node") or -1): r.locator("td.service").inner_text() for r in rows}
+                assert got == want, base
+                leader = page.inner_text("#quorum-leader")
+                assert leader.endswith(f"({want[int(leader.split()[1])]})"), leader
+                if base == service:
+                    screenshot(page, tmp_path, "quorum")
+    finally:
+        page.close()
 
 
 def _scenario(spec_path: Path, name: str) -> dict[str, Any]:

@@ -267,3 +267,25 @@ def test_unanswered_metadata_is_not_detection_when_other_brokers_live() -> None:
     tl.events[0] = Event(t + 1, "metadata", "brokers", "cluster", "live brokers 2", [2])
     (lone,) = analyze(tl)
     assert (lone.detected_s, lone.detected_by) == (pytest.approx(0.5), "metadata (no answer)")
+
+
+def test_the_console_service_names_each_quorum_node_by_its_spec_service(fake_controller: tuple[str, int]) -> None:
+    """The kafka-manager service's command carries the topology's node.id -> service map to the Quorum page."""
+    from clusterctl.compose.context import _console_context
+    from clusterctl.console import quorum as console_quorum
+    from clusterctl.console.data import ConsoleTarget
+
+    command = _console_context(KRAFT, [])["command"]
+    raw = command[command.index("--kraft-nodes") + 1]
+    assert raw == "1=kafka1,2=kafka2,3=kafka3,101=controller1,102=controller2,103=controller3"
+    nodes = console_quorum.node_services(raw)
+    target = ConsoleTarget("x:1", quorum=(f"{fake_controller[0]}:{fake_controller[1]}",), nodes=nodes)
+    q = console_quorum.source(target).get()
+    assert [(m.node_id, m.service) for m in q.members] == [
+        (101, "controller1"), (102, "controller2"), (103, "controller3"), (1, "kafka1"), (2, "kafka2"), (3, "kafka3")
+    ]  # fmt: skip
+    assert q.leader_service == "controller1"
+    from clusterctl.errors import UsageError
+
+    with pytest.raises(UsageError, match="--kraft-nodes expects"):
+        console_quorum.node_services("101=controller1,oops")

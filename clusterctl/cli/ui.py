@@ -105,8 +105,9 @@ def _target(spec: Any, bootstrap: str | None, zookeeper: str | None, kraft_quoru
     from clusterctl.cli.common import state
 
     zk = None if spec.kraft_mode else zookeeper or spec.topology.zk_connect
+    nodes = tuple(sorted(spec.topology.node_services.items()))
     return ConsoleTarget(spec.topology.bootstrap_servers, zk, spec.name, reports_dir, read_only, quorum,
-                         state.spec_path)  # fmt: skip
+                         state.spec_path, nodes)  # fmt: skip
 
 
 def _spec(required: bool) -> Any:

@@ -128,7 +128,8 @@ def _console_context(spec: ClusterSpec, zk_services: list[str]) -> dict[str, Any
     zookeeper = ["--zookeeper", spec.topology.internal_zk_connect] if zk_services else []
     if spec.kraft_mode:  # its quorum page asks the brokers (they forward DescribeQuorum) and the controllers
         voters = [f"{spec.topology.controller_ip(c)}:{spec.kraft.controller_port}" for c in spec.topology.controller_ids]
-        zookeeper = ["--kraft-quorum", ",".join([*bootstrap.split(","), *voters])]
+        nodes = ",".join(f"{n}={svc}" for n, svc in sorted(spec.topology.node_services.items()))
+        zookeeper = ["--kraft-quorum", ",".join([*bootstrap.split(","), *voters]), "--kraft-nodes", nodes]
     command = ["python3", "-m", "clusterctl.console", "--host", "0.0.0.0", "--port", str(CONSOLE_PORT),
                "--bootstrap-server", bootstrap, *zookeeper,
                "--cluster", spec.name, "--exposed-on", spec.publish.bind_address,

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from clusterctl.console.data import ConsoleTarget
-from clusterctl.console.quorum import addresses
+from clusterctl.console.quorum import addresses, node_services
 from clusterctl.console.server import TOKEN_ENV, Listen, check_token, serve
 from clusterctl.errors import ClusterctlError
 
@@ -31,6 +31,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="HOST:PORT[,HOST:PORT...]",
         help="KRaft mode: addresses that answer DescribeQuorum (brokers or controllers); the Quorum page replaces "
         "the ZooKeeper one",
+    )
+    p.add_argument(
+        "--kraft-nodes",
+        default="",
+        metavar="ID=SERVICE[,ID=SERVICE...]",
+        help="KRaft mode: the service each node.id runs in (the spec's topology), shown on the Quorum page",
     )
     p.add_argument(
         "--exposed-on",
@@ -55,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         token = check_token(args.exposed_on or args.host, os.environ.get(TOKEN_ENV))
         quorum = addresses(args.kraft_quorum) if args.kraft_quorum else ()
-        target = ConsoleTarget(
-            args.bootstrap_server, args.zookeeper, args.cluster, args.reports_dir, args.read_only, quorum
-        )
+        nodes = node_services(args.kraft_nodes)
+        target = ConsoleTarget(args.bootstrap_server, args.zookeeper, args.cluster, args.reports_dir, args.read_only,
+                               quorum, nodes=nodes)  # fmt: skip
         print(f"clusterctl console for {args.cluster or args.bootstrap_server} on {args.host}:{args.port}", flush=True)
         listen = Listen(args.host, args.port, token, args.exposed_on, args.public_port, tuple(args.public_name))
         serve(target, listen)

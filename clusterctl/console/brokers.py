@@ -1,5 +1,6 @@
 """A page per broker (/brokers/<id>): the partitions it holds (leader or follower, in the ISR or not), live; its
-configs with their source (the same call as /brokers/<id>/configs); and why its log-dir sizes are not shown.
+configs with their source (the same call as /brokers/<id>/configs); and its log dirs with each partition's size
+(DescribeLogDirs asked of that broker on its own address when the page opens, or the line saying why there are none).
 """
 
 from __future__ import annotations
@@ -7,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import confluent_kafka
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -15,10 +15,12 @@ from clusterctl.console import bounds
 from clusterctl.console.data import BrokerRow, Hub
 from clusterctl.console.messages import SOURCES
 from clusterctl.errors import ClusterctlError, NotFoundError
-from clusterctl.kafka import admin
+from clusterctl.kafka import admin, logdirs
 from clusterctl.kafka import configs as kconfigs
 
 CONFIGS_TIMEOUT_S = 5.0  # the configs part of a broker page (the partitions show without it)
+LOG_DIRS_TIMEOUT_S = 5.0  # its log-dir part, the same way
+NOT_SUPPORTED = "log-dir sizes: not supported by this broker (its ApiVersions answer lists no DescribeLogDirs)"
 
 
 @dataclass
@@ -46,13 +48,19 @@ def replicas_on(topics: list[admin.TopicDescription], broker: int) -> list[Repli
     return sorted(out, key=lambda r: (r.topic, r.partition))
 
 
-def log_dirs_note() -> str:
-    """Why the page shows no log-dir sizes (what the installed client can and cannot ask)."""
-    return (
-        f"log-dir sizes are not shown: confluent-kafka {confluent_kafka.__version__} (librdkafka "
-        f"{confluent_kafka.libversion()[0]}) has no DescribeLogDirs in its AdminClient; "
-        "kafka-log-dirs.sh --describe --broker-list <id> shows them"
-    )
+def log_dirs_ctx(hub: Hub, broker: int) -> dict[str, Any]:
+    """The broker's log dirs (DescribeLogDirs on its own address), or `note`: the one line saying why none."""
+    md = hub.metadata.get()
+    found = next((b for b in md.cluster.brokers if b.id == broker), None)
+    if found is None:
+        return {"dirs": None, "note": f"log-dir sizes: broker {broker} is not in the metadata (down or fenced)"}
+    try:
+        got = logdirs.describe_log_dirs(found.address, timeout=LOG_DIRS_TIMEOUT_S - 1)
+    except ClusterctlError as exc:
+        return {"dirs": None, "note": f"error: {exc}"}
+    if not got.supported:
+        return {"dirs": None, "note": NOT_SUPPORTED}
+    return {"dirs": got, "note": None}
 
 
 def broker_ctx(hub: Hub, raw: str) -> dict[str, Any]:
@@ -86,6 +94,10 @@ class BrokerPages:
             configs = await bounds.off_loop(ask, self.target.bootstrap, int(raw), timeout=CONFIGS_TIMEOUT_S)
         except ClusterctlError as exc:
             error = f"error: {exc}"
+        try:
+            dirs = await bounds.off_loop(log_dirs_ctx, self.pages.console.hub, int(raw), timeout=LOG_DIRS_TIMEOUT_S)
+        except ClusterctlError as exc:
+            dirs = {"dirs": None, "note": f"error: {exc}"}
         return await self.pages.live_page(request, "broker.html", f"broker/{raw}", title=f"Broker {raw}",
                                           broker=int(raw), rows=configs, sources=SOURCES, error=error,
-                                          log_dirs=log_dirs_note())  # fmt: skip
+                                          log_dirs=dirs)  # fmt: skip

@@ -70,6 +70,7 @@ class ConsoleTarget:
     read_only: bool = False
     quorum: tuple[str, ...] = ()  # KRaft mode: host:port addresses that answer DescribeQuorum
     spec_path: Path | None = None  # `clusterctl ui` from a spec: its KRaft migration state lies beside it
+    nodes: tuple[tuple[int, str], ...] = ()  # KRaft mode: (node.id, service) from the spec's topology
 
     @property
     def kraft(self) -> bool:

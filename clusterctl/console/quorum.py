@@ -1,7 +1,8 @@
 """KRaft mode: the controller quorum page (/quorum) in place of the ZooKeeper page, from the domain's QuorumView.
 
 The quorum is asked (DescribeQuorum) of the addresses the console was given (--kraft-quorum), at most once per
-QUORUM_TTL_S whoever watches; rendering is a pure function of the QuorumView.
+QUORUM_TTL_S whoever watches; each node id is named by the service the spec's topology gives it (--kraft-nodes,
+or the spec itself under `clusterctl ui`); rendering is a pure function of the QuorumView.
 """
 
 from __future__ import annotations
@@ -27,6 +28,17 @@ def addresses(raw: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def node_services(raw: str) -> tuple[tuple[int, str], ...]:
+    """`id=service,id=service` as given to --kraft-nodes (UsageError for anything else)."""
+    out = []
+    for item in (a.strip() for a in raw.split(",") if a.strip()):
+        node, _, service = item.partition("=")
+        if not node.isdigit() or len(node) > 9 or not service or len(service) > 64:
+            raise UsageError(f"--kraft-nodes expects id=service[,id=service...], got {item[:80]!r}")
+        out.append((int(node), service))
+    return tuple(out)
+
+
 def _pairs(target: ConsoleTarget) -> list[tuple[str, int]]:
     return [(a.rpartition(":")[0].strip("[]"), int(a.rpartition(":")[2])) for a in target.quorum]
 
@@ -34,7 +46,9 @@ def _pairs(target: ConsoleTarget) -> list[tuple[str, int]]:
 def source(target: ConsoleTarget) -> Cached[kraft.QuorumView]:
     """The quorum view of this console's cluster, asked at most once per QUORUM_TTL_S (the console holds one)."""
     name = target.cluster or target.bootstrap
-    return Cached(lambda: kraft.view_of(name, kraft.describe_at(_pairs(target), timeout=2.0)), QUORUM_TTL_S)
+    services = dict(target.nodes)
+    ask = _pairs(target)
+    return Cached(lambda: kraft.view_of(name, kraft.describe_at(ask, timeout=2.0), services.get), QUORUM_TTL_S)
 
 
 def quorum_ctx(target: ConsoleTarget, views: Cached[kraft.QuorumView]) -> dict[str, Any]:

@@ -172,6 +172,8 @@ CONSOLE_CLUSTERCTL_FILES = (
     "kafka/connection.py",
     "kafka/elections.py",
     "kafka/groups.py",
+    "kafka/logdirs.py",
+    "kafka/protocol.py",
     "kafka/retry.py",
     "kafka/settings.py",
     "kafka/kraft/__init__.py",

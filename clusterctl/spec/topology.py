@@ -65,6 +65,14 @@ class Topology:
         return str(self.spec.network.network.network_address + 50 + i)
 
     @property
+    def node_services(self) -> dict[int, str]:
+        """KRaft mode: node.id -> the service it runs in, for every voter and broker (empty in ZooKeeper mode)."""
+        if not self.spec.kraft_mode:
+            return {}
+        out = {b: self.broker_service(b) for b in self.broker_ids}
+        return out | {c: self.controller_service(c) for c in self.controller_ids}
+
+    @property
     def controller_quorum_voters(self) -> str:
         """controller.quorum.voters: id@service:port of every voter."""
         port = self.spec.kraft.controller_port

@@ -4,6 +4,7 @@
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   var W = 1100, H = 130, L = 70, R = 150, T = 18, B = 22;
+  var LEGEND_CHARS = 15;  // what fits in the right margin R beside ": <value>"
   var COLORS = ["#2456c7", "#d9730d", "#1b7f3b", "#9c27b0", "#b3261e", "#00838f", "#6d4c41", "#546e7a"];
 
   function el(name, attrs, parent, text) {
@@ -45,8 +46,13 @@
     });
     d += "H" + p.x(end);
     el("path", { d: d, class: "series", stroke: color, "data-series": label }, p.svg);
-    el("text", { x: W - R + 8, y: T + 12 * row + 8, fill: color, class: "legend" }, p.svg,
-       label + ": " + pts[pts.length - 1][1]);
+    // a long name (a drill topic's partition) keeps its end, the partition; the whole name is the tooltip
+    var last = pts[pts.length - 1][1];
+    var g = el("g", {}, p.svg);
+    el("title", {}, g, label + ": " + last);
+    el("text", { x: W - R + 8, y: T + 12 * row + 8, fill: color, class: "legend", "data-series": label,
+                 "data-value": last }, g, (label.length > LEGEND_CHARS ? "…" + label.slice(1 - LEGEND_CHARS) : label) +
+       ": " + last);
   }
 
   function markers(p, data) {

@@ -13,17 +13,15 @@ A broker forwards the request to the active controller; a controller answers it 
 
 from __future__ import annotations
 
-import io
-import socket
 import struct
 from dataclasses import dataclass, field
 
 from clusterctl.errors import UnreachableError
+from clusterctl.kafka.protocol import Reader, compact_str, exchange, frame, header, uvarint
 
 API_KEY = 55
 API_VERSION = 1
 METADATA_TOPIC = "__cluster_metadata"
-CLIENT_ID = "clusterctl"
 
 # Kafka error codes this module names (anything else is shown by number)
 ERRORS = {
@@ -68,89 +66,26 @@ class QuorumError(UnreachableError):
 # ---------------------------------------------------------------- encoding
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _compact_str(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    return _uvarint(len(raw) + 1) + raw
-
-
 def encode_request(correlation_id: int, version: int = API_VERSION) -> bytes:
     """Size-prefixed DescribeQuorum request (header v2, flexible body) for __cluster_metadata-0."""
-    client = CLIENT_ID.encode("ascii")
-    header = struct.pack(">hhih", API_KEY, version, correlation_id, len(client)) + client + _uvarint(0)
     body = (
-        _uvarint(2)  # one topic
-        + _compact_str(METADATA_TOPIC)
-        + _uvarint(2)  # one partition
+        uvarint(2)  # one topic
+        + compact_str(METADATA_TOPIC)
+        + uvarint(2)  # one partition
         + struct.pack(">i", 0)
-        + _uvarint(0)  # partition tags
-        + _uvarint(0)  # topic tags
-        + _uvarint(0)  # request tags
+        + uvarint(0)  # partition tags
+        + uvarint(0)  # topic tags
+        + uvarint(0)  # request tags
     )
-    msg = header + body
-    return struct.pack(">i", len(msg)) + msg
+    return frame(header(API_KEY, version, correlation_id, flexible=True) + body)
 
 
 # ---------------------------------------------------------------- decoding
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.buf = io.BytesIO(data)
-
-    def take(self, n: int) -> bytes:
-        b = self.buf.read(n)
-        if len(b) != n:
-            raise ValueError("truncated DescribeQuorum response")
-        return b
-
-    def int16(self) -> int:
-        return int(struct.unpack(">h", self.take(2))[0])
-
-    def int32(self) -> int:
-        return int(struct.unpack(">i", self.take(4))[0])
-
-    def int64(self) -> int:
-        return int(struct.unpack(">q", self.take(8))[0])
-
-    def uvarint(self) -> int:
-        shift = result = 0
-        while True:
-            b = self.take(1)[0]
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise ValueError("malformed varint in DescribeQuorum response")
-
-    def compact_str(self) -> str:
-        n = self.uvarint() - 1
-        return "" if n < 0 else self.take(n).decode("utf-8")
-
-    def array_len(self) -> int:
-        return max(0, self.uvarint() - 1)
-
-    def tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-
 def decode_response(payload: bytes, correlation_id: int, version: int = API_VERSION) -> tuple[int, QuorumInfo | None]:
     """(error code, info) from a response payload (without its size prefix)."""
-    r = _Reader(payload)
+    r = Reader(payload, "DescribeQuorum response")
     got = r.int32()
     if got != correlation_id:
         raise ValueError(f"correlation id {got}, expected {correlation_id}")
@@ -175,7 +110,7 @@ def decode_response(payload: bytes, correlation_id: int, version: int = API_VERS
     return error, (info if error == 0 else None)
 
 
-def _replica(r: _Reader, version: int) -> ReplicaState:
+def _replica(r: Reader, version: int) -> ReplicaState:
     node, leo = r.int32(), r.int64()
     fetch = caught = -1
     if version >= 1:
@@ -191,29 +126,13 @@ def describe_one(host: str, port: int, timeout: float = 2.0) -> QuorumInfo:
     """Ask one broker or controller; QuorumError with the reason when it gives no full answer."""
     cid = 0x5155  # any; one request per connection
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.settimeout(timeout)
-            sock.sendall(encode_request(cid))
-            size = struct.unpack(">i", _recv(sock, 4))[0]
-            if not 0 < size < 1 << 20:
-                raise QuorumError(f"{host}:{port}: implausible response size {size}")
-            error, info = decode_response(_recv(sock, size), cid)
+        error, info = decode_response(exchange(host, port, encode_request(cid), timeout), cid)
     except (OSError, ValueError) as exc:
         raise QuorumError(f"{host}:{port}: {exc or type(exc).__name__}") from None
     if info is None:
         raise QuorumError(f"{host}:{port}: {ERRORS.get(error) or f'error {error}'}")
     info.answered_by = f"{host}:{port}"
     return info
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("connection closed by the peer")
-        out += chunk
-    return bytes(out)
 
 
 def describe_quorum(addresses: list[tuple[str, int]], timeout: float = 2.0) -> QuorumInfo:

@@ -77,17 +77,9 @@ def describe(spec: ClusterSpec, timeout: float = 2.0) -> QuorumInfo:
     return describe_at(quorum_addresses(spec), timeout)
 
 
-def _service(spec: ClusterSpec, node_id: int) -> str | None:
-    if node_id in spec.topology.controller_ids:
-        return spec.topology.controller_service(node_id)
-    if node_id in spec.topology.broker_ids:
-        return spec.topology.broker_service(node_id)
-    return None
-
-
 def view(spec: ClusterSpec, info: QuorumInfo, now_ms: int | None = None) -> QuorumView:
     """Members with roles (leader / follower / observer) and their lag behind the high watermark."""
-    return view_of(spec.name, info, lambda n: _service(spec, n), spec.topology.controller_ids, now_ms)
+    return view_of(spec.name, info, spec.topology.node_services.get, spec.topology.controller_ids, now_ms)
 
 
 def view_of(
