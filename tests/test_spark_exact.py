@@ -296,6 +296,8 @@ def test_a_driver_that_stopped_by_itself_fails_the_stop_step(bootstrap: str, uni
         ({"output": "t" * (TOPIC_MAX_LENGTH + 1)}, "output: String should match pattern"),
         ({"master": "local[*]"}, None),
         ({"master": "cluster"}, None),
+        ({"conf": {f"spark.c{i}": "v" for i in range(MAX_JOB_OPTIONS)}}, None),
+        ({"conf": {f"spark.c{i}": "v" for i in range(MAX_JOB_OPTIONS + 1)}}, "conf: Dictionary should have at most 32"),
         ({"master": "spark://10.0.0.1:7077"}, "master: String should match pattern"),
         ({"action": "pause"}, "action: Input should be 'start', 'stop' or 'kill'"),
     ],

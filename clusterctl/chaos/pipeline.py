@@ -128,6 +128,7 @@ class JobRun:
     options: dict[str, str]
     trigger: float
     master: str
+    conf: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     log: Path | None = None
@@ -169,6 +170,7 @@ class SparkJobs:
         options: dict[str, str] | None = None,
         trigger: float = 1.0,
         master: str = "local[2]",
+        conf: dict[str, str] | None = None,
     ) -> str:
         """Start `job`'s driver; a job started before resumes from its checkpoint (a driver restart)."""
         from clusterctl.spark.runner import load_job
@@ -179,7 +181,7 @@ class SparkJobs:
         if run is None:
             load_job(job)  # an unknown job fails here, before anything starts
             cp = self._checkpoint(job, master)
-            run = JobRun(job, input_topic, output_topic, cp, dict(options or {}), trigger, master)
+            run = JobRun(job, input_topic, output_topic, cp, dict(options or {}), trigger, master, dict(conf or {}))
             self.jobs[job] = run
         resume = run.checkpoint.is_dir() and any(run.checkpoint.iterdir())
         run.starts += 1
@@ -193,6 +195,8 @@ class SparkJobs:
         cmd += ["--resume"] if resume else []
         for k, v in {"input": run.input_topic, "output": run.output_topic, **run.options}.items():
             cmd += ["-o", f"{k}={v}"]
+        for k, v in run.conf.items():
+            cmd += ["--conf", f"{k}={v}"]
         with run.log.open("wb") as log:
             # its own process group: a kill takes the driver's JVM with it
             run.process = subprocess.Popen(

@@ -152,11 +152,14 @@ def _missing_for_heal(spec: ClusterSpec) -> tuple[list[str], list[int]]:
         if not ids:
             missing.append(f"broker metadata ({err or 'no answer'})")
     if spec.spark.enabled:
-        from clusterctl.spark.standalone import alive_workers, master_ui
+        from clusterctl.spark.standalone import live_worker_hosts, master_ui
 
-        alive = alive_workers(master_ui(spec))
-        if alive < spec.spark.workers:
-            missing.append(f"Spark workers registered with the master ({alive} of {spec.spark.workers} alive)")
+        live = live_worker_hosts(master_ui(spec))
+        missing += [
+            f"spark-worker{i} alive at the master"
+            for i in spec.topology.spark_worker_ids
+            if spec.topology.spark_worker_ip(i) not in live
+        ]
     return missing, serving
 
 

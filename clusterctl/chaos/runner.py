@@ -380,7 +380,7 @@ class Runner(FaultSteps, MigrateSteps):
         t = self.sc.topic
         create_topic(self.bootstrap, output, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
         started = self.spark_jobs.start(
-            a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master
+            a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master, conf=a.conf
         )
         return str(started)
 

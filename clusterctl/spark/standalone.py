@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import sys
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,27 @@ def alive_workers(ui: str) -> int:
             return int(json.load(resp).get("aliveworkers", 0))
     except (OSError, ValueError):
         return 0
+
+
+HEARTBEAT_FRESH_S = 25.0  # a worker heartbeats every spark.worker.timeout / 4 (15 s)
+
+
+def live_worker_hosts(ui: str) -> set[str]:
+    """Hosts of the workers the master lists ALIVE with a heartbeat in the last HEARTBEAT_FRESH_S.
+
+    A SIGKILLed worker whose connection close never reached the master stays ALIVE there until
+    spark.worker.timeout (60 s, checked every 60 s); its heartbeats stop at once."""
+    try:
+        with urllib.request.urlopen(f"{ui}/json/", timeout=3) as resp:
+            workers = json.load(resp).get("workers", [])
+    except (OSError, ValueError):
+        return set()
+    now_ms = time.time() * 1000
+    return {
+        str(w["host"])
+        for w in workers
+        if w.get("state") == "ALIVE" and now_ms - float(w.get("lastheartbeat", 0)) < HEARTBEAT_FRESH_S * 1000
+    }
 
 
 def wait_for_workers(ui: str, timeout: float = 30.0) -> int:
