@@ -16,12 +16,12 @@ SHIPPED = {
     "kill-leader", "graceful-stop", "pause-broker", "network-partition", "zk-node-loss", "rolling-restart",
     "preferred-election-after-restart", "short-pause", "short-partition", "acks1-leader-isolated", "unclean-election",
     "kill-controller", "kill-controller-quorum", "slow-follower", "lossy-leader", "disk-full-broker", "slow-zookeeper",
-    "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback",
+    "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback", "spark-kill-worker",
 }  # fmt: skip
 # the tests that run shipped scenarios end to end: tansu/ZooKeeper (CI) and real Apache Kafka (ZooKeeper and KRaft mode)
 DRILL_TESTS = (
     "test_chaos_zk.py", "test_chaos_kafka.py", "test_kraft_cluster.py", "test_scenario_compare.py",
-    "test_chaos_degraded.py", "test_chaos_disk.py", "test_migration_drill_kafka.py",
+    "test_chaos_degraded.py", "test_chaos_disk.py", "test_migration_drill_kafka.py", "test_spark_drills.py",
 )  # fmt: skip
 
 
@@ -52,6 +52,10 @@ def test_every_shipped_scenario_is_run_by_a_test() -> None:
         ("name: x\nsteps:\n  - sleep: -1\n", "<s>: step 1 (sleep): expected seconds >= 0, got -1"),
         ("name: x\nsteps:\n  - fault: {action: kill-broker}\n", "<s>: step 1 (fault): kill-broker needs broker: <id>"),
         ("name: x\nsteps:\n  - fault: {action: melt}\n", "<s>: step 1 (fault): action: Input should be"),
+        (
+            "name: x\nsteps:\n  - fault: {action: kill-spark-worker}\n",
+            "<s>: step 1 (fault): kill-spark-worker needs spark_worker: <N of spark-workerN>",
+        ),
         ("name: x\nsteps:\n  - fault: {action: delay, ms: 100}\n", "<s>: step 1 (fault): delay needs node:"),
         ("name: x\nsteps:\n  - fault: {action: delay, node: kafka1, ms: -3}\n", "<s>: step 1 (fault): delay must be"),
         ("name: x\nsteps:\n  - fault: {action: loss, node: leader}\n", "<s>: step 1 (fault): loss must be 0.01..100%"),

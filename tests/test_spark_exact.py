@@ -81,6 +81,51 @@ def test_last_committed_reads_the_commit_and_offset_logs(tmp_path: Path):
     assert last_committed(tmp_path) == (1, {"t": {"0": 9}})
 
 
+def test_the_standalone_cluster_is_required_by_a_cluster_master_and_a_spark_worker_fault(tmp_path: Path):
+    from clusterctl.chaos.faults import spark_worker_target
+    from clusterctl.chaos.pipeline import SparkJobs, standalone_containers
+    from clusterctl.errors import NotFoundError
+
+    base = {"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}}
+    doc = """
+name: x
+requires: any
+steps:
+  - spark_job: {job: key_counts, master: cluster}
+  - fault: {action: kill-spark-worker, spark_worker: 2}
+"""
+    steps = parse_scenario(doc, "<s>").parsed_steps()
+    plain = parse_spec(base)
+    with pytest.raises(UsageError, match=r"^step spark_job job=key_counts master=cluster needs the spec's Spark "
+                       r"standalone cluster; cluster lab has none \(spark.enabled is false\) \(hint: set"):  # fmt: skip
+        standalone_containers(plain, steps)
+    with pytest.raises(UsageError, match=r"^step fault action=kill-spark-worker spark_worker=2 needs"):
+        standalone_containers(plain, steps[1:])
+    assert standalone_containers(plain, parse_scenario("name: x\nsteps:\n  - sleep: 1\n").parsed_steps()) == []
+    with pytest.raises(UsageError, match="cluster lab has no Spark standalone cluster"):
+        spark_worker_target(plain, 1)
+
+    shared = tmp_path / "shared"
+    spark = parse_spec({**base, "spark": {"enabled": True, "workers": 2, "shared_dir": str(shared)}})
+    assert standalone_containers(spark, steps) == ["lab-spark-master", "lab-spark-worker1", "lab-spark-worker2"]
+    assert spark_worker_target(spark, 2) == ("spark-worker 2", "lab-spark-worker2")
+    with pytest.raises(NotFoundError, match="unknown Spark worker 3; the spec has workers 1,2"):
+        spark_worker_target(spark, 3)
+    one = parse_spec({**base, "spark": {"enabled": True, "workers": 1}})
+    with pytest.raises(NotFoundError, match=r"unknown Spark worker 2; the spec has workers 1$"):
+        standalone_containers(one, steps)
+
+    # a cluster job's checkpoint is in shared_dir (executors write its state there), a local job's in the run's
+    work = tmp_path / "run-1"
+    jobs = SparkJobs("127.0.0.1:1", work, tmp_path / "clusterctl.yaml", shared)
+    cp = jobs._checkpoint("key_counts", "cluster")
+    assert cp.is_relative_to(shared) and cp.parts[-2:] == ("key_counts", "checkpoint")
+    assert cp.parts[len(shared.parts)].startswith("drill-run-1-")
+    assert jobs._checkpoint("key_counts", "local[2]") == work / "spark" / "key_counts" / "checkpoint"
+    with pytest.raises(UsageError, match="spark_job key_counts: master cluster needs the spec's Spark standalone"):
+        SparkJobs("127.0.0.1:1", work)._checkpoint("key_counts", "cluster")
+
+
 # ---------------------------------------------------------------- Spark drivers on tansu
 
 
@@ -250,6 +295,10 @@ def test_a_driver_that_stopped_by_itself_fails_the_stop_step(bootstrap: str, uni
         ({"output": "t" * TOPIC_MAX_LENGTH}, None),
         ({"output": "t" * (TOPIC_MAX_LENGTH + 1)}, "output: String should match pattern"),
         ({"master": "local[*]"}, None),
+        ({"master": "cluster"}, None),
+        ({"conf": {f"spark.c{i}": "v" for i in range(MAX_JOB_OPTIONS)}}, None),
+        ({"conf": {f"spark.c{i}": "v" for i in range(MAX_JOB_OPTIONS + 1)}}, "conf: Dictionary should have at most 32"),
+        ({"master": "spark://10.0.0.1:7077"}, "master: String should match pattern"),
         ({"action": "pause"}, "action: Input should be 'start', 'stop' or 'kill'"),
     ],
 )

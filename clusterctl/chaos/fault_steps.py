@@ -94,7 +94,7 @@ class FaultSteps:
             return ", ".join(f"broker {s.broker} back in ISR after {s.isr_full_after_s:.1f}s" for s in steps)
         else:
             fn = getattr(faults, a.replace("-", "_"))
-            r = fn(spec, f.broker if a.endswith("-broker") else f.zk)
+            r = fn(spec, f.spark_worker if a.endswith("-spark-worker") else f.broker if a.endswith("-broker") else f.zk)
         self._mark(r, heal=a.startswith("start-"))
         return f"{r.action} {r.target} ({r.container}): {r.before} -> {r.after}" + (f"; {r.note}" if r.note else "")
 

@@ -30,6 +30,7 @@ from clusterctl.chaos.targets import (
     locate,
     node_target,
     service_target,
+    spark_worker_target,
     spec_broker,
     state_of,
     zk_target,
@@ -51,6 +52,7 @@ __all__ = [
     "partition_node",
     "reconnect",
     "service_target",
+    "spark_worker_target",
     "spec_broker",
     "state_of",
     "zk_target",
@@ -189,6 +191,15 @@ def stop_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
 
 def start_zk(spec: ClusterSpec, zk_id: int) -> FaultResult:
     return start("start-zk", *zk_target(spec, zk_id), spec)
+
+
+def kill_spark_worker(spec: ClusterSpec, worker_id: int) -> FaultResult:
+    """SIGKILL a Spark worker container: its executors die with it, their running tasks are lost."""
+    return kill("kill-spark-worker", *spark_worker_target(spec, worker_id))
+
+
+def start_spark_worker(spec: ClusterSpec, worker_id: int) -> FaultResult:
+    return start("start-spark-worker", *spark_worker_target(spec, worker_id))
 
 
 def active_controller(spec: ClusterSpec) -> int:

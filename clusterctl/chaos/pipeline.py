@@ -3,6 +3,9 @@
 Each job runs as its own `clusterctl spark run` process (its own Spark driver, local mode by default) with a
 checkpoint under the drill's work directory, so a driver can be killed (SIGKILL to its process group: the
 Python driver and its JVM) and started again from the checkpoint, exactly as a crashed driver would be.
+With `master: cluster` the driver still runs here and its executors run in the spec's Spark standalone workers
+(`spark run --master cluster`); the checkpoint then lives in spark.shared_dir, which the driver and every
+worker see at the same path (executors write the state store, the driver the offset and commit logs).
 Progress events (`--json`) and the job's one-line error go to a log per start.
 
 `verify` compares the job's output, read back as a changelog (the newest batch's value per key), with what
@@ -18,11 +21,15 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusterctl.chaos.results import StepFailed
 from clusterctl.errors import ClusterctlError, TimeoutError_, UsageError
+from clusterctl.spark.standalone import CLUSTER_MASTER
+from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
 
 SAMPLE_LIMIT = 10  # how many keys of each kind a result names
@@ -75,6 +82,33 @@ class SparkVerifyResult:
         return f"{self.job}: NOT exact, {what} ({batches}): {', '.join(parts)} ({detail}){behind}{replay}"
 
 
+def standalone_containers(spec: ClusterSpec, steps: list[Any]) -> list[str]:
+    """The Spark standalone containers a drill's steps use (a cluster master, a Spark worker fault); a spec without
+    the standalone cluster is refused before anything runs."""
+    uses = [
+        s.describe()
+        for s in steps
+        if (s.kind == "spark_job" and s.args.master == CLUSTER_MASTER)
+        or (s.kind == "fault" and s.args.action.endswith("-spark-worker"))
+    ]
+    if not uses:
+        return []
+    if not spec.spark.enabled:
+        raise UsageError(
+            f"step {uses[0]} needs the spec's Spark standalone cluster; cluster {spec.name} has none "
+            "(spark.enabled is false)",
+            hint="set spark.enabled: true in the spec, then `clusterctl render` and `clusterctl up`",
+        )
+    from clusterctl.chaos.targets import spark_worker_target
+
+    for s in steps:  # an unknown worker fails here, not halfway through the drill
+        if s.kind == "fault" and s.args.action.endswith("-spark-worker"):
+            spark_worker_target(spec, s.args.spark_worker)
+    services = [spec.topology.spark_master_service]
+    services += [spec.topology.spark_worker_service(i) for i in spec.topology.spark_worker_ids]
+    return [spec.topology.container_name(s) for s in services]
+
+
 def compare(expected: dict[str, str], got: dict[str, str | None]) -> tuple[list[str], list[str], list[KeyMismatch]]:
     """Missing keys, extra keys, and keys whose value differs, each sorted by key."""
     missing = sorted(k for k in expected if k not in got)
@@ -94,6 +128,7 @@ class JobRun:
     options: dict[str, str]
     trigger: float
     master: str
+    conf: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     log: Path | None = None
@@ -101,12 +136,30 @@ class JobRun:
 
 
 class SparkJobs:
-    """The Spark jobs of one drill, by job name."""
+    """The Spark jobs of one drill, by job name.
 
-    def __init__(self, bootstrap: str, work_dir: Path) -> None:
+    `spec_path` and `shared_dir` (the spec's spark.shared_dir) are needed only by jobs on the standalone cluster.
+    """
+
+    def __init__(
+        self, bootstrap: str, work_dir: Path, spec_path: Path | None = None, shared_dir: Path | None = None
+    ) -> None:
         self.bootstrap = bootstrap
         self.work_dir = work_dir
+        self.spec_path = spec_path
+        self.shared_dir = shared_dir
         self.jobs: dict[str, JobRun] = {}
+
+    def _checkpoint(self, job: str, master: str) -> Path:
+        """Local mode: in the drill's work directory; on the cluster: a directory of this drill in shared_dir."""
+        if master != CLUSTER_MASTER:
+            return self.work_dir / "spark" / job / "checkpoint"
+        if self.spec_path is None or self.shared_dir is None:
+            raise UsageError(
+                f"spark_job {job}: master cluster needs the spec's Spark standalone cluster (spark.enabled)",
+                hint="set spark.enabled: true in the spec, `clusterctl render` and `clusterctl up`; or a local master",
+            )
+        return self.shared_dir / f"drill-{self.work_dir.name}-{uuid.uuid4().hex[:6]}" / job / "checkpoint"
 
     def start(
         self,
@@ -117,6 +170,7 @@ class SparkJobs:
         options: dict[str, str] | None = None,
         trigger: float = 1.0,
         master: str = "local[2]",
+        conf: dict[str, str] | None = None,
     ) -> str:
         """Start `job`'s driver; a job started before resumes from its checkpoint (a driver restart)."""
         from clusterctl.spark.runner import load_job
@@ -126,19 +180,23 @@ class SparkJobs:
             raise UsageError(f"spark_job: {job} is already running (stop or kill it first)")
         if run is None:
             load_job(job)  # an unknown job fails here, before anything starts
-            cp = self.work_dir / "spark" / job / "checkpoint"
-            run = JobRun(job, input_topic, output_topic, cp, dict(options or {}), trigger, master)
+            cp = self._checkpoint(job, master)
+            run = JobRun(job, input_topic, output_topic, cp, dict(options or {}), trigger, master, dict(conf or {}))
             self.jobs[job] = run
         resume = run.checkpoint.is_dir() and any(run.checkpoint.iterdir())
         run.starts += 1
         run.killed = False
         run.log = self.work_dir / "spark" / job / f"driver-{run.starts}.log"
         run.log.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "clusterctl", "spark", "run", job, "--json", "-b", self.bootstrap]
+        cmd = [sys.executable, "-m", "clusterctl"]
+        cmd += ["--spec", str(self.spec_path.resolve())] if self.spec_path and run.master == CLUSTER_MASTER else []
+        cmd += ["spark", "run", job, "--json", "-b", self.bootstrap]
         cmd += ["--master", run.master, "--checkpoint", str(run.checkpoint), "--trigger", f"{run.trigger:g}"]
         cmd += ["--resume"] if resume else []
         for k, v in {"input": run.input_topic, "output": run.output_topic, **run.options}.items():
             cmd += ["-o", f"{k}={v}"]
+        for k, v in run.conf.items():
+            cmd += ["--conf", f"{k}={v}"]
         with run.log.open("wb") as log:
             # its own process group: a kill takes the driver's JVM with it
             run.process = subprocess.Popen(

@@ -2,8 +2,9 @@
 for it between brokers.
 
 "Whole" is what a user would check by hand: every ZooKeeper node serves, every broker is registered and
-in every broker's metadata (KRaft: the quorum has its voters and every broker is unfenced), and for the
-rolling restart every partition's ISR is its full replica set again.
+in every broker's metadata (KRaft: the quorum has its voters and every broker is unfenced), every Spark
+worker of the spec is alive at its master, and for the rolling restart every partition's ISR is its full
+replica set again.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         [(spec.topology.zk_service(i), f"zk {i}") for i in spec.topology.zk_ids]
         + [(spec.topology.controller_service(i), f"controller {i}") for i in spec.topology.dedicated_controller_ids]
         + [(spec.topology.broker_service(i), f"broker {i}") for i in spec.topology.broker_ids]
+        + [(spec.topology.spark_worker_service(i), f"spark-worker {i}") for i in spec.topology.spark_worker_ids]
     ):
         name = spec.topology.container_name(service)
         c = cluster.find(service)
@@ -96,7 +98,8 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
 
 def _ip_key(target: str) -> str:
     kind, ident = target.split()
-    return {"zk": "zookeeper node", "controller": "kraft controller", "broker": "kafka broker"}[kind] + f" {ident}"
+    keys = {"zk": "zookeeper node", "controller": "kraft controller", "broker": "kafka broker"}
+    return keys.get(kind, kind.replace("-", " ")) + f" {ident}"  # spark-worker N: "spark worker N"
 
 
 @dataclass
@@ -115,7 +118,8 @@ def wait_healed(
     interval: float = 0.5,
 ) -> HealWait:
     """Wait until every ZK node of the spec serves and every broker is registered and in metadata
-    (KRaft: the quorum has a leader and every voter, every broker is unfenced).
+    (KRaft: the quorum has a leader and every voter, every broker is unfenced), and with spark.enabled every
+    Spark worker is alive at the master.
 
     A broker counts when it is in /brokers/ids and every broker answers a metadata request (each asked
     on its own address, 2 s bound) listing it. tansu (no registration) counts when it answers metadata.
@@ -159,6 +163,15 @@ def _missing_for_heal(spec: ClusterSpec) -> tuple[list[str], list[int]]:
         ids, err = metadata_brokers(spec.topology.bootstrap_servers)
         if not ids:
             missing.append(f"broker metadata ({err or 'no answer'})")
+    if spec.spark.enabled:
+        from clusterctl.spark.standalone import live_worker_hosts, master_ui
+
+        live = live_worker_hosts(master_ui(spec))
+        missing += [
+            f"spark-worker{i} alive at the master"
+            for i in spec.topology.spark_worker_ids
+            if spec.topology.spark_worker_ip(i) not in live
+        ]
     return missing, serving
 
 

@@ -107,6 +107,7 @@ class Runner(FaultSteps, MigrateSteps):
                 f"scenario {self.sc.name} fills a log dir; cluster {self.spec.name} keeps its data on the host's disk",
                 hint="set storage.bounded_mb in the spec, then `clusterctl down` and `clusterctl up`",
             )
+        from clusterctl.chaos.pipeline import standalone_containers
         from clusterctl.runtime.docker import find_container
 
         missing = [
@@ -114,6 +115,7 @@ class Runner(FaultSteps, MigrateSteps):
             for n in [self.spec.topology.zk_container(i) for i in self.spec.topology.zk_ids]
             + [self.spec.topology.controller_container(i) for i in self.spec.topology.dedicated_controller_ids]
             + [self.spec.topology.broker_container(i) for i in self.spec.topology.broker_ids]
+            + standalone_containers(self.spec, self.sc.parsed_steps())
             if find_container(n) is None
         ]
         if missing:
@@ -369,14 +371,16 @@ class Runner(FaultSteps, MigrateSteps):
         from clusterctl.kafka.admin import create_topic
 
         if self.spark_jobs is None:
-            self.spark_jobs = SparkJobs(self.bootstrap, self.work_dir)
+            spark = self.spec.spark.enabled
+            shared = Path(self.spec.topology.spark_shared_dir) if spark else None
+            self.spark_jobs = SparkJobs(self.bootstrap, self.work_dir, self.spec_path if spark else None, shared)
         if a.action != "start":
             return str(self.spark_jobs.stop(a.job, kill=a.action == "kill", timeout=a.timeout))
         output = a.output or f"{self.topic}-{a.job.replace('_', '-')}"
         t = self.sc.topic
         create_topic(self.bootstrap, output, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
         started = self.spark_jobs.start(
-            a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master
+            a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master, conf=a.conf
         )
         return str(started)
 

@@ -73,6 +73,8 @@ FaultAction = Literal[
     "duplicate",
     "corrupt",
     "fill-disk",
+    "kill-spark-worker",
+    "start-spark-worker",
 ]
 NET_ACTIONS = ("delay", "loss", "rate", "duplicate", "corrupt")
 
@@ -207,6 +209,7 @@ class Fault(_M):
     broker: int | None = None
     zk: int | None = None
     controller: int | None = Field(default=None, description="start-controller: voter node id")
+    spark_worker: int | None = Field(default=None, description="kill/start-spark-worker: spark-workerN of the spec")
     node: str | None = Field(
         default=None,
         description="a service (kafka2, zk1), leader / follower (not the controller when another is) of "
@@ -235,6 +238,8 @@ class Fault(_M):
             raise ValueError(f"{a} needs broker: <id>")
         if a.endswith("-zk") and self.zk is None:
             raise ValueError(f"{a} needs zk: <id>")
+        if a.endswith("-spark-worker") and self.spark_worker is None:
+            raise ValueError(f"{a} needs spark_worker: <N of spark-workerN>")
         if a == "start-controller" and self.controller is None:
             raise ValueError("start-controller needs controller: <voter node id>")
         if a == "partition-node" and self.node is None:

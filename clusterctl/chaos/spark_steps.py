@@ -25,8 +25,15 @@ class SparkJob(_M):
     )
     output: str | None = Field(default=None, pattern=rf"^[A-Za-z0-9._-]{{1,{validate.TOPIC_MAX_LENGTH}}}$")
     options: dict[str, str] = Field(default_factory=dict, max_length=validate.MAX_JOB_OPTIONS)
+    conf: dict[str, str] = Field(
+        default_factory=dict, max_length=validate.MAX_JOB_OPTIONS, description="Spark configuration (spark run --conf)"
+    )
     trigger: float = Field(default=1.0, ge=0, le=validate.MAX_SECONDS, description="micro-batch interval (s)")
-    master: str = Field(default="local[2]", pattern=r"^local(\[([1-9][0-9]{0,2}|\*)\])?$", description="local mode")
+    master: str = Field(
+        default="local[2]",
+        pattern=r"^(local(\[([1-9][0-9]{0,2}|\*)\])?|cluster)$",
+        description="local mode, or cluster: the spec's Spark standalone master (executors in its workers)",
+    )
     timeout: float = Field(default=60.0, gt=0, le=validate.MAX_SECONDS, description="stop: wait for the driver")
 
 

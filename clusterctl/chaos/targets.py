@@ -80,6 +80,17 @@ def zk_target(spec: ClusterSpec, zk_id: int) -> tuple[str, str]:
     return f"zk {zk_id}", spec.topology.zk_container(zk_id)
 
 
+def spark_worker_target(spec: ClusterSpec, worker_id: int) -> tuple[str, str]:
+    """A worker of the spec's Spark standalone cluster: its container is spark-workerN."""
+    if not spec.spark.enabled:
+        raise UsageError(f"cluster {spec.name} has no Spark standalone cluster (spark.enabled is false)")
+    if worker_id not in spec.topology.spark_worker_ids:
+        raise NotFoundError(
+            f"unknown Spark worker {worker_id}; the spec has workers {_ids(spec.topology.spark_worker_ids)}"
+        )
+    return f"spark-worker {worker_id}", spec.topology.container_name(spec.topology.spark_worker_service(worker_id))
+
+
 def node_target(spec: ClusterSpec, name: str) -> tuple[str, str]:
     """A service ('kafka2', 'zk1') or container name of the spec."""
     services = [spec.topology.zk_service(i) for i in spec.topology.zk_ids] + [

@@ -14,6 +14,7 @@ HEAL_ACTIONS = {
     "start-broker",
     "start-zk",
     "start-controller",
+    "start-spark-worker",
     "restart-broker",
     "heal",
     "heal-network",

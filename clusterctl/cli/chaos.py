@@ -299,6 +299,28 @@ def cmd_chaos_start_controller(
     _emit_faults([faults.start_controller(get_spec(), node_id)], as_json)
 
 
+@chaos_app.command("kill-spark-worker")
+def cmd_chaos_kill_spark_worker(
+    worker: Annotated[int, typer.Argument(help="Spark worker (N of spark-workerN; spark.enabled)")],
+    as_json: JsonOpt = False,
+) -> None:
+    """SIGKILL a Spark standalone worker's container: its executors and their running tasks are lost."""
+    from clusterctl.chaos import faults
+
+    _emit_faults([faults.kill_spark_worker(get_spec(), worker)], as_json)
+
+
+@chaos_app.command("start-spark-worker")
+def cmd_chaos_start_spark_worker(
+    worker: Annotated[int, typer.Argument(help="Spark worker (N of spark-workerN; spark.enabled)")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a killed Spark worker container; it registers with the master again (`chaos heal` does it too)."""
+    from clusterctl.chaos import faults
+
+    _emit_faults([faults.start_spark_worker(get_spec(), worker)], as_json)
+
+
 @chaos_app.command("fill-disk")
 def cmd_chaos_fill_disk(node: NodeArg, as_json: JsonOpt = False) -> None:
     """Fill NODE's data volumes to 100% (needs storage.bounded_mb): a broker's log dir goes offline and it halts;
@@ -311,7 +333,10 @@ def cmd_chaos_fill_disk(node: NodeArg, as_json: JsonOpt = False) -> None:
 @chaos_app.command("heal")
 def cmd_chaos_heal(
     wait: Annotated[
-        bool, typer.Option("--wait/--no-wait", help="wait until brokers are registered and ZK nodes serve")
+        bool,
+        typer.Option(
+            "--wait/--no-wait", help="wait until brokers are registered, ZK nodes serve and Spark workers are alive"
+        ),
     ] = True,
     timeout: Annotated[float, timeout_option("seconds to wait for that")] = 120.0,
     as_json: JsonOpt = False,

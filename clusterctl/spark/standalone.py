@@ -19,6 +19,7 @@ import json
 import os
 import socket
 import sys
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +68,7 @@ def settings(spec: ClusterSpec, master: str = CLUSTER_MASTER, bootstrap: str | N
             hint="set spark.enabled: true, then `clusterctl render` and `clusterctl up`; or use --master local[*]",
         )
     url = spec.topology.spark_master_url if master == CLUSTER_MASTER else master
-    ui = f"http://{spec.topology.host}:{spec.spark.ui_port}" if url == spec.topology.spark_master_url else None
+    ui = master_ui(spec) if url == spec.topology.spark_master_url else None
     total_cores = spec.spark.workers * spec.spark.worker_cores
     gateway = spec.network.gateway_ip
     conf = {
@@ -98,18 +99,45 @@ def check_master(url: str, timeout: float = 3.0) -> None:
         ) from None
 
 
+def master_ui(spec: ClusterSpec) -> str:
+    """The spec's master web UI on this host (its /json/ has the workers and applications)."""
+    return f"http://{spec.topology.host}:{spec.spark.ui_port}"
+
+
+def alive_workers(ui: str) -> int:
+    """Alive workers per the master's /json/; 0 while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"{ui}/json/", timeout=3) as resp:
+            return int(json.load(resp).get("aliveworkers", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+HEARTBEAT_FRESH_S = 25.0  # a worker heartbeats every spark.worker.timeout / 4 (15 s)
+
+
+def live_worker_hosts(ui: str) -> set[str]:
+    """Hosts of the workers the master lists ALIVE with a heartbeat in the last HEARTBEAT_FRESH_S.
+
+    A SIGKILLed worker whose connection close never reached the master stays ALIVE there until
+    spark.worker.timeout (60 s, checked every 60 s); its heartbeats stop at once."""
+    try:
+        with urllib.request.urlopen(f"{ui}/json/", timeout=3) as resp:
+            workers = json.load(resp).get("workers", [])
+    except (OSError, ValueError):
+        return set()
+    now_ms = time.time() * 1000
+    return {
+        str(w["host"])
+        for w in workers
+        if w.get("state") == "ALIVE" and now_ms - float(w.get("lastheartbeat", 0)) < HEARTBEAT_FRESH_S * 1000
+    }
+
+
 def wait_for_workers(ui: str, timeout: float = 30.0) -> int:
     """Alive workers per the master's /json/ (a just-started worker registers within seconds); 0 is an error."""
-
-    def alive_workers() -> int:
-        try:
-            with urllib.request.urlopen(f"{ui}/json/", timeout=3) as resp:
-                return int(json.load(resp).get("aliveworkers", 0))
-        except (OSError, ValueError):
-            return 0
-
     try:
-        return wait_until(alive_workers, timeout=timeout, what="an alive Spark worker", interval=1.0)
+        return wait_until(lambda: alive_workers(ui), timeout=timeout, what="an alive Spark worker", interval=1.0)
     except TimeoutError_:
         raise UnreachableError(
             f"the Spark master has no alive workers after {timeout:.0f}s ({ui})",
