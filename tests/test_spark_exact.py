@@ -23,8 +23,10 @@ from clusterctl.spark.changelog import ChangeRecord, batch_of, compact
 pytest.importorskip("pyspark", reason="needs the spark extra (pip install 'clusterctl[spark]')")
 
 from clusterctl.chaos.pipeline import compare
+from clusterctl.chaos.pipeline_timeline import pipeline_timeline
 from clusterctl.chaos.runner import Runner
 from clusterctl.chaos.scenario import Step, load_scenario, parse_scenario
+from clusterctl.chaos.timeline import Marker, Timeline
 from clusterctl.errors import SpecError, UsageError, VerificationError
 from clusterctl.spark.checkpoint import last_committed
 from clusterctl.spark.runner import jobs_dir, load_job
@@ -300,6 +302,7 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
         wait_until(committed, timeout=240, what="batch 0 to commit", done=lambda n: n >= 0)
         producing.start()
         wait_until(committed, timeout=240, what="batch 2 to commit", done=lambda n: n >= 2)
+        killed_at = time.time()
         runner._run_step(kill)
         enough.set()
         producing.join()
@@ -312,3 +315,13 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
     result = runner.spark_verify
     assert result.ok, result.summary()
     assert (result.input_records, result.expected_keys, result.behind) == (produced[0], KEYS, 0)
+    # the pipeline's timeline from the drivers' own logs: driver 1 until the kill, driver 2 after it, and the stall
+    # is the wait from the kill to driver 2's first batch that read rows (its JVM start, the replay)
+    tl = Timeline(killed_at - 60, time.time(), [runner.topic], markers=[Marker(killed_at, "kill-driver", "spark k")])
+    pipeline = pipeline_timeline(tmp_path, ["key_counts"], tl, [])
+    d1, d2 = pipeline.drivers
+    assert (d1.driver, d2.driver) == (1, 2) and d1.batches >= 3 and d2.batches >= 1
+    assert d1.last_t is not None and d2.first_t is not None and d1.last_t < killed_at < d2.first_t
+    first_read = min(b.t for b in pipeline.batches if b.driver == 2 and b.input_rows)
+    (stall,) = pipeline.stalls
+    assert stall.stall_s == pytest.approx(first_read - killed_at, abs=0.002) and stall.stalled, stall

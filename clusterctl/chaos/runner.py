@@ -164,6 +164,7 @@ class Runner(FaultSteps, MigrateSteps):
         if error is None and not ok:
             error = f"verification failed: {self.verify_result.summary()}"
         acks = self._ack_times()
+        faults = analyze(timeline, acks)
         return ScenarioResult(
             scenario=self.sc.name,
             file=self.file,
@@ -173,7 +174,7 @@ class Runner(FaultSteps, MigrateSteps):
             started=started,
             ended=time.time(),
             steps=results,
-            faults=analyze(timeline, acks),
+            faults=faults,
             phases=phase_metrics(timeline, acks),
             snapshots=list(self.snapshots.values()),
             verify=self.verify_result,
@@ -189,7 +190,16 @@ class Runner(FaultSteps, MigrateSteps):
             freeze_retries=self.freeze_retries,
             verdict=verdict_of(ok, interrupted, not_applied),
             spark=self.spark_verify,
+            pipeline=self._pipeline(timeline, faults),
         )
+
+    def _pipeline(self, timeline: Any, faults: list[Any]) -> Any:
+        """The Spark jobs' own timeline (their drivers' progress events), when the drill ran any."""
+        from clusterctl.chaos.pipeline_timeline import pipeline_timeline
+
+        if self.spark_jobs is None:
+            return None
+        return pipeline_timeline(self.work_dir, sorted(self.spark_jobs.jobs), timeline, faults)
 
     def _verdict_ok(self, v: Any) -> bool:
         """no-loss: nothing acknowledged lost or reordered; loss (a negative control): something was lost."""
@@ -370,8 +380,12 @@ class Runner(FaultSteps, MigrateSteps):
 
         if self.spark_jobs is None:
             self.spark_jobs = SparkJobs(self.bootstrap, self.work_dir)
+        if a.action == "kill" and self.observer is not None:  # a fault: the pipeline's stall is measured from it
+            self.observer.mark("kill-driver", f"spark {a.job}", heal=False)
         if a.action != "start":
             return str(self.spark_jobs.stop(a.job, kill=a.action == "kill", timeout=a.timeout))
+        if a.job in self.spark_jobs.jobs and self.observer is not None:
+            self.observer.mark("restart-driver", f"spark {a.job}", heal=True)
         output = a.output or f"{self.topic}-{a.job.replace('_', '-')}"
         t = self.sc.topic
         create_topic(self.bootstrap, output, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
