@@ -24,6 +24,7 @@ pytest.importorskip("pyspark", reason="needs the spark extra (pip install 'clust
 
 from clusterctl.chaos.pipeline import compare
 from clusterctl.chaos.pipeline_timeline import pipeline_timeline
+from clusterctl.chaos.results import StepFailed
 from clusterctl.chaos.runner import Runner
 from clusterctl.chaos.scenario import Step, load_scenario, parse_scenario
 from clusterctl.chaos.timeline import Marker, Timeline
@@ -122,6 +123,11 @@ steps:
     spec = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False}})
     sc = parse_scenario(doc, "<test>")
     return Runner(spec, sc, bootstrap=bootstrap, work_dir=work), sc.parsed_steps()
+
+
+def wait_committed(batches: int) -> Step:
+    doc = f"name: x\nsteps:\n  - wait_for: {{spark_committed: {{job: key_counts, batches: {batches}}}, timeout: 240}}\n"
+    return parse_scenario(doc, "<s>").parsed_steps()[0]
 
 
 def run_with_replayed_batch(runner: Runner, steps: list[Step], job: str) -> int:
@@ -266,6 +272,27 @@ def test_spark_job_step_bounds(fields: dict[str, object], error: str | None):
             parse_scenario(doc, "<s>")
 
 
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"batches": 1}, None),
+        ({"batches": 1_000_000_000}, None),
+        ({"batches": 0}, "spark_committed.batches: Input should be greater than or equal to 1"),
+        ({"batches": 1_000_000_001}, "spark_committed.batches: Input should be less than or equal to 1000000000"),
+        ({"batches": 2, "job": "../x"}, "spark_committed.job: String should match pattern"),
+    ],
+)
+def test_spark_committed_condition_bounds(fields: dict[str, object], error: str | None):
+    import json
+
+    doc = f"name: x\nsteps:\n  - wait_for: {{spark_committed: {json.dumps({'job': 'key_counts', **fields})}}}\n"
+    if error is None:
+        assert parse_scenario(doc, "<s>").parsed_steps()[0].args.name == "spark_committed"
+    else:
+        with pytest.raises(SpecError, match=rf"^<s>: step 1 \(wait_for\): {re.escape(error)}"):
+            parse_scenario(doc, "<s>")
+
+
 @pytest.mark.spark
 @pytest.mark.tansu
 def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts(
@@ -299,11 +326,14 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
         produced[0] = 10
         runner._run_step(start)
         cp = runner.spark_jobs.jobs["key_counts"].checkpoint
-        wait_until(committed, timeout=240, what="batch 0 to commit", done=lambda n: n >= 0)
+        # the scenarios' wait for a started driver: batch 0 committed
+        assert "batch 0 committed" in str(runner._run_step(wait_committed(1)))
         producing.start()
         wait_until(committed, timeout=240, what="batch 2 to commit", done=lambda n: n >= 2)
         killed_at = time.time()
         runner._run_step(kill)
+        with pytest.raises(StepFailed, match=r"^spark job key_counts is not running"):  # no waiting for a dead one
+            runner._run_step(wait_committed(1))
         enough.set()
         producing.join()
         runner._run_step(resume)

@@ -380,6 +380,7 @@ class Runner(FaultSteps, MigrateSteps):
 
         if self.spark_jobs is None:
             self.spark_jobs = SparkJobs(self.bootstrap, self.work_dir)
+            self.cond.spark_committed = self._spark_committed
         if a.action == "kill" and self.observer is not None:  # a fault: the pipeline's stall is measured from it
             self.observer.mark("kill-driver", f"spark {a.job}", heal=False)
         if a.action != "start":
@@ -393,6 +394,18 @@ class Runner(FaultSteps, MigrateSteps):
             a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master
         )
         return str(started)
+
+    def _spark_committed(self, job: str) -> int | None:
+        """The last committed micro-batch of a running job (a driver that died fails the wait at once)."""
+        from clusterctl.spark.checkpoint import last_committed
+
+        run = self.spark_jobs.jobs.get(job)
+        if run is None:
+            raise UsageError(f"spark_committed: no spark_job step started {job} before it")
+        if run.process is None or run.process.poll() is not None:
+            raise StepFailed(f"spark job {job} is not running ({self.spark_jobs.failure(job) or 'stopped'})")
+        last = last_committed(run.checkpoint)
+        return None if last is None else int(last[0])
 
     def _step_verify_spark(self, v: VerifySpark) -> str:
         if self.spark_jobs is None:
