@@ -57,6 +57,8 @@ def timeline_svg(tl: Any, pipeline: Any = None) -> str:
     else:
         _zk_panel(ax_zk, tl, t0)
     _load_panel(ax_load, tl, t0)
+    if spark:
+        ax_load.set_xlabel("")  # the pipeline's panels below carry the time axis
     _phase_bands(axes, tl, t0)
     for m in tl.markers:
         for ax in axes:
