@@ -195,7 +195,7 @@ def test_a_sink_without_the_batch_id_check_double_counts_the_replay_and_the_veri
 
 
 def test_the_restart_drill_scenario_parses():
-    sc = load_scenario(Path(__file__).parent / "scenarios" / "spark-restart-driver.yaml")
+    sc = load_scenario("spark-restart-driver")
     kinds = [(s.kind, getattr(s.args, "action", None)) for s in sc.parsed_steps() if "spark" in s.kind]
     assert kinds == [("spark_job", "start"), ("spark_job", "kill"), ("spark_job", "start"), ("verify_spark", None),
                      ("spark_job", "stop")]  # fmt: skip
