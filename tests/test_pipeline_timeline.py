@@ -77,6 +77,28 @@ def test_a_killed_driver_stalls_the_pipeline_until_the_next_one_reads(
     assert (s.batches_after, s.lag_before, s.lag_peak, s.write_gap_s) == (19, 40, 40, None)
 
 
+def test_end_to_end_lag_from_the_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The load acknowledges 200 records/s from 9 s on; each batch reads the second before it. Before the kill every
+    batch's oldest record waited 1 s; driver 2's first batch (21, at 52 s) delivers the 4,400 records acknowledged
+    since batch 20's, the oldest of them acknowledged at 30 s: 22 s end to end. Spark's own lag says 0 throughout."""
+    record(capsys, tmp_path / "spark" / JOB / "driver-1.log", _steady(10, 30, lag=0))
+    record(capsys, tmp_path / "spark" / JOB / "driver-2.log", [(52.0, 4000, 4400, 0), *_steady(53, 70, lag=0)],
+           first_id=21)  # fmt: skip
+    acks = {("t", p): [T0 + 9 + i / 200 for i in range(p, 12_200, 3)] for p in range(3)}
+    acks[("other", 0)] = [T0 + 9 + i / 100 for i in range(5000)]  # another topic's writes do not count
+    tl = Timeline(T0, T0 + 90, ["t"], markers=[Marker(T0 + 30.5, "kill-driver", f"spark {JOB}")])
+    p = pipeline_timeline(tmp_path, [JOB], tl, [], acks, {JOB: "t"})
+    by_id = {b.batch_id: b for b in p.batches}
+    assert [(by_id[i].behind, by_id[i].behind_s) for i in (0, 20, 21, 22, 38)] == [
+        (201, 1.0), (201, 1.0), (4401, 22.0), (201, 1.0), (201, 1.0),
+    ]  # fmt: skip
+    (s,) = p.stalls
+    assert (s.stall_s, s.lag_before, s.lag_peak, s.behind_peak_s) == (21.5, 201, 4401, 22.0)  # from the kill on
+    # without the ledger the lag is Spark's own
+    (s,) = pipeline_timeline(tmp_path, [JOB], tl, []).stalls
+    assert (s.lag_before, s.lag_peak, s.behind_peak_s) == (0, 0, None)
+
+
 def test_no_stall_where_batches_keep_coming(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A leader killed at 30.5 s while batches complete every second: the longest wait is the usual second, not a
     stall; the minute after the load stopped (no batch) is no wait at all. Kafka's write gap stands beside it."""

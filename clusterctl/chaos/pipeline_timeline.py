@@ -15,12 +15,13 @@ a fault `stalled` the pipeline when its longest wait exceeds STALL_FACTOR times 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import itertools
 import json
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,11 @@ class PipelineBatch:
     input_rows: int
     input_rows_per_s: float | None
     processed_rows_per_s: float | None
-    lag: int | None
+    lag: int | None  # Spark's: records between the batch's end offsets and the latest offsets it planned with
+    #: end to end, from the drill's ledger: records acknowledged by the batch's completion that no earlier batch had
+    #: read, and how long the oldest of them had waited for it (end_to_end)
+    behind: int | None = None
+    behind_s: float | None = None
 
 
 @dataclass
@@ -74,8 +79,9 @@ class PipelineStall:
     normal_s: float | None  # median time between batch completions before the fault
     stalled: bool  # stall_s > STALL_FACTOR * normal_s
     batches_after: int  # batches that read input between the fault and the next fault (or the end)
-    lag_before: int | None  # the lag of the last batch before the fault (records)
+    lag_before: int | None  # the lag of the last batch before the fault (records; end to end where the ledger is)
     lag_peak: int | None  # the highest lag of any batch after it (also one that read nothing)
+    behind_peak_s: float | None  # the longest end-to-end latency of a batch after it (ack to results)
     write_gap_s: float | None  # Kafka's: the longest wait for an acknowledged write, over the fault's partitions
 
 
@@ -122,6 +128,23 @@ def read_job_logs(job_dir: Path, job: str) -> list[PipelineBatch]:
     return sorted(batches, key=lambda b: (b.t, b.driver, b.batch_id))
 
 
+def end_to_end(batches: Sequence[PipelineBatch], acked: Sequence[float]) -> None:
+    """Set each batch's `behind` and `behind_s` from the sorted ack times of the drill's writes to the job's input.
+
+    behind: records acknowledged by the batch's completion that no earlier batch had read (what its results had
+    waited for); behind_s: how long the oldest of them had waited, from its ack to this batch's results: the batch's
+    end-to-end latency. Rows read before batch N count each earlier batch id once (a replay reads the same offsets
+    again). A batch reads every partition up to its high watermark, so the records it had not read before are the
+    last acknowledged: the oldest of them is the (rows + 1)-th acknowledged."""
+    rows: dict[tuple[str, int], int] = {}
+    for b in sorted(batches, key=lambda b: b.t):
+        before = sum(n for (job, bid), n in rows.items() if job == b.job and bid < b.batch_id)
+        rows[(b.job, b.batch_id)] = b.input_rows
+        acked_by = bisect.bisect_right(acked, b.t)
+        b.behind = max(0, acked_by - before)
+        b.behind_s = round(b.t - acked[before], 3) if acked_by > before else 0.0
+
+
 def drivers_of(batches: Sequence[PipelineBatch]) -> list[DriverRun]:
     out = []
     for job, driver in sorted({(b.job, b.driver) for b in batches}):
@@ -162,8 +185,9 @@ def stalls_of(
             bs = [b for b in batches if b.job == job]
             stall, began, normal = stall_of(bs, m.t, until)
             after = [b for b in bs if m.t < b.t <= until and b.input_rows > 0]
-            lags_before = [b.lag for b in bs if b.t <= m.t]
-            lags_after = [b.lag for b in bs if m.t < b.t <= until and b.lag is not None]
+            lags_before = [_lag(b) for b in bs if b.t <= m.t]
+            lags_after = [lag for b in bs if m.t < b.t <= until and (lag := _lag(b)) is not None]
+            behind_after = [b.behind_s for b in bs if m.t < b.t <= until and b.behind_s is not None]
             out.append(
                 PipelineStall(
                     m.action,
@@ -177,14 +201,33 @@ def stalls_of(
                     len(after),
                     lags_before[-1] if lags_before else None,
                     max(lags_after) if lags_after else None,
+                    max(behind_after) if behind_after else None,
                     write_gaps.get(m.t),
                 )
             )
     return out
 
 
-def pipeline_timeline(work_dir: Path, jobs: Sequence[str], tl: Any, faults: Sequence[Any]) -> PipelineTimeline:
-    """The drill's pipeline timeline from its jobs' driver logs, with a stall per fault (analysis.FaultMetrics)."""
+def _lag(b: PipelineBatch) -> int | None:
+    return b.behind if b.behind is not None else b.lag
+
+
+def pipeline_timeline(
+    work_dir: Path,
+    jobs: Sequence[str],
+    tl: Any,
+    faults: Sequence[Any],
+    acks: Mapping[tuple[str, int], Sequence[float]] | None = None,
+    inputs: Mapping[str, str] | None = None,
+) -> PipelineTimeline:
+    """The drill's pipeline timeline from its jobs' driver logs, with a stall per fault (analysis.FaultMetrics).
+
+    `acks`: the drill ledger's ack times per (topic, partition); `inputs`: each job's input topic. Together they give
+    each batch's end-to-end lag (end_to_end)."""
     batches = sorted((b for job in jobs for b in read_job_logs(work_dir / "spark" / job, job)), key=lambda b: b.t)
+    for job, topic in (inputs or {}).items():
+        acked = sorted(t for (top, _p), times in (acks or {}).items() if top == topic for t in times)
+        if acked:
+            end_to_end([b for b in batches if b.job == job], acked)
     gaps = {f.t: max((p.write_gap_s for p in f.partitions if p.write_gap_s is not None), default=None) for f in faults}
     return PipelineTimeline(batches, drivers_of(batches), stalls_of(batches, tl.markers, tl.ended, gaps))

@@ -21,7 +21,7 @@ def pipeline_panels(ax_rate: Any, ax_batch: Any, pipeline: Any, t0: float) -> No
         ax_rate.plot(xs, [b.processed_rows_per_s for b in bs], "o-", ms=3, color=colour, label=f"{name} processed")
         ax_rate.plot(xs, [b.input_rows_per_s for b in bs], "x:", ms=3, color=colour, label=f"{name} in")
         ax_batch.bar(xs, [b.duration_ms / 1000 for b in bs], width=0.3, color=colour, alpha=0.5, label=name)
-        twin.plot(xs, [b.lag for b in bs], "-", color=colour, linewidth=1)
+        twin.plot(xs, [b.behind if b.behind is not None else b.lag for b in bs], "-", color=colour, linewidth=1)
     for a, b in zip(pipeline.drivers, pipeline.drivers[1:], strict=False):
         if a.job == b.job and a.last_t is not None and b.first_t is not None:
             ax_rate.axvspan(a.last_t - t0, b.first_t - t0, color="0.85", zorder=0)
@@ -36,7 +36,7 @@ def pipeline_panels(ax_rate: Any, ax_batch: Any, pipeline: Any, t0: float) -> No
     ax_rate.set_ylabel("Spark rows/s")
     ax_rate.legend(loc="upper left", fontsize=7, ncol=2)
     ax_batch.set_ylabel("batch duration s")
-    twin.set_ylabel("lag (records)")
+    twin.set_ylabel("records behind (lines)")
     twin.set_ylim(bottom=0)
     ax_batch.set_xlabel("seconds since start")
 
@@ -49,7 +49,7 @@ def pipeline_context(pipeline: Any, started: float) -> dict[str, Any]:
         return {"pipeline": None, "stall_rows": [], "driver_rows": [], "batch_rows": [], "stall_factor": STALL_FACTOR}
     stall_rows = [
         [f"{s.action} {s.target}", f"{s.t - started:.1f}", s.job, s.stall_s, s.normal_s,
-         "yes" if s.stalled else "no", s.write_gap_s, s.batches_after, s.lag_before, s.lag_peak]
+         "yes" if s.stalled else "no", s.write_gap_s, s.batches_after, s.lag_before, s.lag_peak, s.behind_peak_s]
         for s in pipeline.stalls
     ]  # fmt: skip
     driver_rows = [
@@ -59,7 +59,7 @@ def pipeline_context(pipeline: Any, started: float) -> dict[str, Any]:
     ]  # fmt: skip
     batch_rows = [
         [b.job, b.driver, b.batch_id, f"{b.t - started:.1f}", b.input_rows, b.input_rows_per_s,
-         b.processed_rows_per_s, b.duration_ms, b.lag]
+         b.processed_rows_per_s, b.duration_ms, b.lag, b.behind, b.behind_s]
         for b in pipeline.batches
     ]  # fmt: skip
     return {"pipeline": pipeline, "stall_rows": stall_rows, "driver_rows": driver_rows, "batch_rows": batch_rows,

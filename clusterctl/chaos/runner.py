@@ -190,16 +190,17 @@ class Runner(FaultSteps, MigrateSteps):
             freeze_retries=self.freeze_retries,
             verdict=verdict_of(ok, interrupted, not_applied),
             spark=self.spark_verify,
-            pipeline=self._pipeline(timeline, faults),
+            pipeline=self._pipeline(timeline, faults, acks),
         )
 
-    def _pipeline(self, timeline: Any, faults: list[Any]) -> Any:
-        """The Spark jobs' own timeline (their drivers' progress events), when the drill ran any."""
+    def _pipeline(self, timeline: Any, faults: list[Any], acks: Any) -> Any:
+        """The Spark jobs' own timeline (their drivers' progress events, the ledger's acks), when the drill ran any."""
         from clusterctl.chaos.pipeline_timeline import pipeline_timeline
 
         if self.spark_jobs is None:
             return None
-        return pipeline_timeline(self.work_dir, sorted(self.spark_jobs.jobs), timeline, faults)
+        inputs = {job: run.input_topic for job, run in self.spark_jobs.jobs.items()}
+        return pipeline_timeline(self.work_dir, sorted(inputs), timeline, faults, acks, inputs)
 
     def _verdict_ok(self, v: Any) -> bool:
         """no-loss: nothing acknowledged lost or reordered; loss (a negative control): something was lost."""
