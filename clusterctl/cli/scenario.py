@@ -183,7 +183,8 @@ def _print_pipeline(result: Any) -> None:
             columns=[Column("Fault", lambda s: f"{s.action} {s.target}"), Column("Job", "job"),
                      Column("Stall s", "stall_s", justify="right"), Column("Normal s", "normal_s", justify="right"),
                      Column("Stalled", "stalled"), Column("Kafka write gap s", "write_gap_s", justify="right"),
-                     Column("Lag peak", "lag_peak", justify="right")],
+                     Column("Behind peak", "lag_peak", justify="right"),
+                     Column("Oldest unread peak s", "behind_peak_s", justify="right")],
         )  # fmt: skip
 
 
