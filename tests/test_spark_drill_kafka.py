@@ -59,7 +59,8 @@ def _exact(data: dict[str, Any]) -> str:
 
 def _line(data: dict[str, Any], stall: dict[str, Any]) -> str:
     return (f"acked {data['verify']['acked']}, lost 0, Spark {_exact(data)}, stall {stall['stall_s']} s "
-            f"(normal {stall['normal_s']} s), Kafka write gap {stall['write_gap_s']} s")  # fmt: skip
+            f"(normal {stall['normal_s']} s), Kafka write gap {stall['write_gap_s']} s, end-to-end peak "
+            f"{stall['behind_peak_s']} s ({stall['lag_peak']} records)")  # fmt: skip
 
 
 def _stall(data: dict[str, Any], action: str) -> dict[str, Any]:
@@ -75,6 +76,7 @@ def test_spark_kill_leader_keeps_the_counts_exact(spark_drill_cluster: Path, tmp
     # the pipeline had batches before the fault and went on after it; Kafka's own write gap stands beside its stall
     assert stall["stall_s"] is not None and stall["normal_s"] is not None and stall["batches_after"] > 5, stall
     assert gaps and stall["write_gap_s"] == max(gaps)
+    assert stall["behind_peak_s"] is not None and stall["lag_peak"] is not None, stall  # end to end, from the ledger
     assert [d["driver"] for d in data["pipeline"]["drivers"]] == [1]
     print(f"\nspark-kill-leader: {_line(data, stall)}")
 
@@ -86,6 +88,8 @@ def test_spark_restart_driver_keeps_the_counts_exact(spark_drill_cluster: Path, 
     # no batch between the kill and the restarted driver's first: that wait is the stall, and it is one
     assert d1["last_t"] < stall["t"] < d2["first_t"] and stall["stalled"], stall
     assert stall["stall_s"] >= d2["first_t"] - stall["t"] - 0.01, (stall, d2)
+    # end to end, the first batch of the new driver delivers records acknowledged before the kill
+    assert stall["behind_peak_s"] > stall["stall_s"] - 1 and stall["lag_peak"] > stall["lag_before"], stall
     markers = json.loads((tmp_path / "report.json").read_text())["timeline"]["markers"]
     assert [(m["action"], m["target"], m["heal"]) for m in markers] == [
         ("kill-driver", "spark key_counts", False), ("restart-driver", "spark key_counts", True),

@@ -65,10 +65,15 @@ def earliest_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[s
 
 
 def latest_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """Log-end offset (high watermark) per partition, cross-checked against a fetch (see admin)."""
-    from clusterctl.kafka.connection import log_end_offsets
+    """Log-end offset (high watermark) per partition, cross-checked against a fetch (see admin).
 
-    return log_end_offsets(bootstrap, tps)
+    A partition whose leader is being elected (LEADER_NOT_AVAILABLE after its leader died) is asked again for up to
+    kafka.retry's budget: the next batch is planned once the new leader answers, where failing would end the query
+    (the spark-kill-leader drill found this). Only the driver plans, so executors never import the retry module."""
+    from clusterctl.kafka.connection import log_end_offsets
+    from clusterctl.kafka.retry import retrying
+
+    return retrying("the input's latest offsets", lambda: log_end_offsets(bootstrap, tps))
 
 
 def _nest(flat: Mapping[tuple[str, int], int]) -> Offsets:
