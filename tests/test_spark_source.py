@@ -140,11 +140,13 @@ def test_latest_offsets_wait_out_a_leader_election(
 
     _fill(bootstrap, unique_name)
     real = connection.log_end_offsets
-    answers: list[str] = ["LEADER_NOT_AVAILABLE", "NOT_LEADER_OR_FOLLOWER"]
+    answers: list[str] = ["LEADER_NOT_AVAILABLE", "_TIMED_OUT", "NOT_LEADER_OR_FOLLOWER"]
 
     def electing(bs: str, tps: list[tuple[str, int]], client: Any = None) -> dict[tuple[str, int], int]:
         if answers:
-            raise ClusterctlError(f"{answers.pop(0)}: Broker: Leader not available")
+            err = ClusterctlError(f"{answers[0]}: Broker: Leader not available")
+            err.kafka_code = answers.pop(0)  # as kafka_error keeps it
+            raise err
         return real(bs, tps)
 
     monkeypatch.setattr(connection, "log_end_offsets", electing)
