@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterctl.chaos.scenario import SCENARIO_DIR, list_scenarios, parse_scenario
+from clusterctl.chaos.scenario import SCENARIO_DIR, list_scenarios, load_scenario, parse_scenario
 from clusterctl.errors import SpecError
 
 CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
@@ -16,12 +16,14 @@ SHIPPED = {
     "kill-leader", "graceful-stop", "pause-broker", "network-partition", "zk-node-loss", "rolling-restart",
     "preferred-election-after-restart", "short-pause", "short-partition", "acks1-leader-isolated", "unclean-election",
     "kill-controller", "kill-controller-quorum", "slow-follower", "lossy-leader", "disk-full-broker", "slow-zookeeper",
-    "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback", "spark-kill-worker",
+    "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback", "spark-kill-worker", "spark-kill-leader",
+    "spark-restart-driver",
 }  # fmt: skip
 # the tests that run shipped scenarios end to end: tansu/ZooKeeper (CI) and real Apache Kafka (ZooKeeper and KRaft mode)
 DRILL_TESTS = (
     "test_chaos_zk.py", "test_chaos_kafka.py", "test_kraft_cluster.py", "test_scenario_compare.py",
     "test_chaos_degraded.py", "test_chaos_disk.py", "test_migration_drill_kafka.py", "test_spark_drills.py",
+    "test_spark_drill_kafka.py",
 )  # fmt: skip
 
 
@@ -33,6 +35,36 @@ def test_shipped_scenarios_validate() -> None:
     assert {n for n, i in infos.items() if i.expect == "loss"} == {"acks1-leader-isolated", "unclean-election"}
     for p in SCENARIO_DIR.glob("*.yaml"):
         assert parse_scenario(p.read_text(), str(p)).name == p.stem
+
+
+def test_spark_drills_need_what_they_drill() -> None:
+    """spark-kill-leader kills a partition leader: it needs replication (RF 3 on 3 brokers, min.insync 2) and is
+    refused before anything starts elsewhere; spark-restart-driver kills only the driver and runs on any broker."""
+    from clusterctl.chaos.runner import Runner
+    from clusterctl.errors import UsageError
+    from clusterctl.spec.model import parse_spec
+
+    leader, driver = load_scenario("spark-kill-leader"), load_scenario("spark-restart-driver")
+    assert (leader.requires, driver.requires) == ("kafka", "any")
+    t = leader.topic
+    assert (t.partitions, t.replication_factor, t.min_insync_replicas) == (3, 3, 2)
+    for sc in (leader, driver):
+        kinds = [(s.kind, getattr(s.args, "job", None), getattr(s.args, "action", None)) for s in sc.parsed_steps()]
+        spark = [k for k in kinds if "spark" in k[0]]
+        assert spark[0] == ("spark_job", "key_counts", "start") and spark[-1] == ("spark_job", "key_counts", "stop")
+        assert ("verify_spark", "key_counts", None) in spark and ("verify", None, None) in kinds
+        assert [k[0] for k in kinds].index("start_load") < [k[0] for k in kinds].index("stop_load")
+    assert ("fault", None, "kill-leader") in [(s.kind, None, getattr(s.args, "action", None))
+                                                for s in leader.parsed_steps()]  # fmt: skip
+    rf1 = {"replication_factor": 1, "min_insync_replicas": 1}
+    tansu = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False},
+                        "kafka": {"engine": "tansu", "brokers": 1, "defaults": rf1}})  # fmt: skip
+    with pytest.raises(UsageError, match=r"^scenario spark-kill-leader needs replication \(real Apache Kafka\)"):
+        Runner(tansu, leader).preflight()
+    one = parse_spec({"name": "lab", "profile": "offline", "kafka_manager": {"enabled": False},
+                      "kafka": {"engine": "kafka", "brokers": 1, "defaults": rf1}})  # fmt: skip
+    with pytest.raises(UsageError, match=r"^scenario spark-kill-leader wants RF 3 but the spec has 1 brokers"):
+        Runner(one, leader).preflight()
 
 
 def test_every_shipped_scenario_is_run_by_a_test() -> None:

@@ -23,8 +23,11 @@ from clusterctl.spark.changelog import ChangeRecord, batch_of, compact
 pytest.importorskip("pyspark", reason="needs the spark extra (pip install 'clusterctl[spark]')")
 
 from clusterctl.chaos.pipeline import compare
+from clusterctl.chaos.pipeline_timeline import pipeline_timeline
+from clusterctl.chaos.results import StepFailed
 from clusterctl.chaos.runner import Runner
 from clusterctl.chaos.scenario import Step, load_scenario, parse_scenario
+from clusterctl.chaos.timeline import Marker, Timeline
 from clusterctl.errors import SpecError, UsageError, VerificationError
 from clusterctl.spark.checkpoint import last_committed
 from clusterctl.spark.runner import jobs_dir, load_job
@@ -167,6 +170,11 @@ steps:
     return Runner(spec, sc, bootstrap=bootstrap, work_dir=work), sc.parsed_steps()
 
 
+def wait_committed(batches: int) -> Step:
+    doc = f"name: x\nsteps:\n  - wait_for: {{spark_committed: {{job: key_counts, batches: {batches}}}, timeout: 240}}\n"
+    return parse_scenario(doc, "<s>").parsed_steps()[0]
+
+
 def run_with_replayed_batch(runner: Runner, steps: list[Step], job: str) -> int:
     """Run `job` over 60 records, kill its driver, drop its last commit, restart it and add 40 more records.
 
@@ -232,7 +240,7 @@ def test_a_sink_without_the_batch_id_check_double_counts_the_replay_and_the_veri
 
 
 def test_the_restart_drill_scenario_parses():
-    sc = load_scenario(Path(__file__).parent / "scenarios" / "spark-restart-driver.yaml")
+    sc = load_scenario("spark-restart-driver")
     kinds = [(s.kind, getattr(s.args, "action", None)) for s in sc.parsed_steps() if "spark" in s.kind]
     assert kinds == [("spark_job", "start"), ("spark_job", "kill"), ("spark_job", "start"), ("verify_spark", None),
                      ("spark_job", "stop")]  # fmt: skip
@@ -313,6 +321,27 @@ def test_spark_job_step_bounds(fields: dict[str, object], error: str | None):
             parse_scenario(doc, "<s>")
 
 
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"batches": 1}, None),
+        ({"batches": 1_000_000_000}, None),
+        ({"batches": 0}, "spark_committed.batches: Input should be greater than or equal to 1"),
+        ({"batches": 1_000_000_001}, "spark_committed.batches: Input should be less than or equal to 1000000000"),
+        ({"batches": 2, "job": "../x"}, "spark_committed.job: String should match pattern"),
+    ],
+)
+def test_spark_committed_condition_bounds(fields: dict[str, object], error: str | None):
+    import json
+
+    doc = f"name: x\nsteps:\n  - wait_for: {{spark_committed: {json.dumps({'job': 'key_counts', **fields})}}}\n"
+    if error is None:
+        assert parse_scenario(doc, "<s>").parsed_steps()[0].args.name == "spark_committed"
+    else:
+        with pytest.raises(SpecError, match=rf"^<s>: step 1 \(wait_for\): {re.escape(error)}"):
+            parse_scenario(doc, "<s>")
+
+
 @pytest.mark.spark
 @pytest.mark.tansu
 def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts(
@@ -346,10 +375,14 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
         produced[0] = 10
         runner._run_step(start)
         cp = runner.spark_jobs.jobs["key_counts"].checkpoint
-        wait_until(committed, timeout=240, what="batch 0 to commit", done=lambda n: n >= 0)
+        # the scenarios' wait for a started driver: batch 0 committed
+        assert "batch 0 committed" in str(runner._run_step(wait_committed(1)))
         producing.start()
         wait_until(committed, timeout=240, what="batch 2 to commit", done=lambda n: n >= 2)
+        killed_at = time.time()
         runner._run_step(kill)
+        with pytest.raises(StepFailed, match=r"^spark job key_counts is not running"):  # no waiting for a dead one
+            runner._run_step(wait_committed(1))
         enough.set()
         producing.join()
         runner._run_step(resume)
@@ -361,3 +394,14 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
     result = runner.spark_verify
     assert result.ok, result.summary()
     assert (result.input_records, result.expected_keys, result.behind) == (produced[0], KEYS, 0)
+    # the pipeline's timeline from the drivers' own logs: driver 1 until the kill, driver 2 after it, and the stall
+    # is the wait from the kill to driver 2's first batch that read rows (its JVM start, the replay)
+    tl = Timeline(killed_at - 60, time.time(), [runner.topic], markers=[Marker(killed_at, "kill-driver", "spark k")])
+    pipeline = pipeline_timeline(tmp_path, ["key_counts"], tl, [])
+    d1, d2 = pipeline.drivers
+    # the kill follows batch 2's commit at once: its event may not be logged yet (the driver polls every 0.25 s)
+    assert (d1.driver, d2.driver) == (1, 2) and d1.batches >= 1 and d2.batches >= 1
+    assert d1.last_t is not None and d2.first_t is not None and d1.last_t < killed_at < d2.first_t
+    first_read = min(b.t for b in pipeline.batches if b.driver == 2 and b.input_rows)
+    (stall,) = pipeline.stalls
+    assert stall.stall_s == pytest.approx(first_read - killed_at, abs=0.002) and stall.stalled, stall

@@ -128,3 +128,29 @@ def test_ranges_ending_in_transaction_markers_end_without_waiting(real_kafka: An
         rows = pa.Table.from_batches(list(fn(opts, KafkaInputPartition(unique_name, 0, 0, end)))).to_pylist()
         assert [r["value"] for r in rows] == [f"t{b}-{i}".encode() for b in range(3) for i in range(5)]
         assert [r["offset"] for r in rows] == [o for o in range(18) if o % 6 != 5]
+
+
+def test_latest_offsets_wait_out_a_leader_election(
+    bootstrap: str, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planning a batch while a partition's leader is being elected asks again (LEADER_NOT_AVAILABLE is what real
+    Kafka answered in the spark-kill-leader drill); any other error still fails at once."""
+    from clusterctl.errors import ClusterctlError
+    from clusterctl.kafka import connection
+
+    _fill(bootstrap, unique_name)
+    real = connection.log_end_offsets
+    answers: list[str] = ["LEADER_NOT_AVAILABLE", "_TIMED_OUT", "NOT_LEADER_OR_FOLLOWER"]
+
+    def electing(bs: str, tps: list[tuple[str, int]], client: Any = None) -> dict[tuple[str, int], int]:
+        if answers:
+            err = ClusterctlError(f"{answers[0]}: Broker: Leader not available")
+            err.kafka_code = answers.pop(0)  # as kafka_error keeps it
+            raise err
+        return real(bs, tps)
+
+    monkeypatch.setattr(connection, "log_end_offsets", electing)
+    assert source.latest_offsets(bootstrap, [(unique_name, 0)]) == {(unique_name, 0): 300} and answers == []
+    answers.append("TOPIC_AUTHORIZATION_FAILED")
+    with pytest.raises(ClusterctlError, match=r"^TOPIC_AUTHORIZATION_FAILED"):
+        source.latest_offsets(bootstrap, [(unique_name, 0)])

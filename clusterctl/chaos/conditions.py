@@ -29,6 +29,8 @@ class Conditions:
         self.last_seen = ""
         self.leaders_at_fault: dict[tuple[str, int], int] = {}
         self.controller_at_fault: int | None = None
+        # the last committed micro-batch of a drill's Spark job (None: none yet); set by the runner's spark_job step
+        self.spark_committed: Callable[[str], int | None] | None = None
 
     def wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
         t0 = time.monotonic()
@@ -55,6 +57,15 @@ class Conditions:
                 return p
         return None
 
+    def _spark_committed(self, c: Condition) -> str | None:
+        w = c.spark_committed
+        assert w is not None
+        if self.spark_committed is None:
+            raise UsageError(f"spark_committed: no spark_job step started {w.job} before it")
+        last = self.spark_committed(w.job)
+        self.last_seen = f"spark job {w.job}: " + ("no batch committed" if last is None else f"batch {last} committed")
+        return self.last_seen if last is not None and last + 1 >= w.batches else None
+
     def check(self, c: Condition) -> str | None:
         from clusterctl.zookeeper import client as zk
 
@@ -62,6 +73,8 @@ class Conditions:
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
             got, self.last_seen = check_kraft_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
             return got
+        if name == "spark_committed":
+            return self._spark_committed(c)
         if name == "zk_quorum":
             # a node that answers within a broker's session read timeout (2/3 of the session) serves its clients,
             # however slowly: the quorum question is whether it answers, not how fast

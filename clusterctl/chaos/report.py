@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from clusterctl.chaos.report_pipeline import pipeline_context
 from clusterctl.output import to_jsonable
 
 ZK_MODE_LEVEL = {"leader": 3, "standalone": 3, "follower": 2, "observer": 2, "not serving": 1, "down": 0}
@@ -33,22 +34,31 @@ def write_reports(result: Any, directory: Path) -> tuple[Path, Path]:
     return json_path, html_path
 
 
-def timeline_svg(tl: Any) -> str:
-    """The timeline plot as an inline <svg>: leaders, ISR sizes, ZK modes, throughput/errors, fault markers."""
+def timeline_svg(tl: Any, pipeline: Any = None) -> str:
+    """The timeline plot as an inline <svg>: leaders, ISR sizes, ZK modes, throughput/errors, fault markers, and
+    with a Spark pipeline its micro-batches (rows/s; duration and lag) below Kafka's panels."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from clusterctl.chaos.report_pipeline import pipeline_panels
+
     t0 = tl.started
-    fig, axes = plt.subplots(4, 1, figsize=(11, 9.5), sharex=True, constrained_layout=True)
-    ax_leader, ax_isr, ax_zk, ax_load = axes
+    spark = bool(pipeline is not None and pipeline.batches)
+    fig, axes = plt.subplots(6 if spark else 4, 1, figsize=(11, 13.5 if spark else 9.5), sharex=True,
+                             constrained_layout=True)  # fmt: skip
+    ax_leader, ax_isr, ax_zk, ax_load = axes[:4]
+    if spark:
+        pipeline_panels(axes[4], axes[5], pipeline, t0)
     _partition_panels(ax_leader, ax_isr, tl, t0)
     if getattr(tl, "mode", "zookeeper") == "kraft":
         _kraft_panel(ax_zk, tl, t0)
     else:
         _zk_panel(ax_zk, tl, t0)
     _load_panel(ax_load, tl, t0)
+    if spark:
+        ax_load.set_xlabel("")  # the pipeline's panels below carry the time axis
     _phase_bands(axes, tl, t0)
     for m in tl.markers:
         for ax in axes:
@@ -57,7 +67,7 @@ def timeline_svg(tl: Any) -> str:
             f"{m.action} {m.target}", (m.t - t0, 1.0), xycoords=("data", "axes fraction"), rotation=90,
             fontsize=7, va="top", ha="right", color="tab:green" if m.heal else "tab:red",
         )  # fmt: skip
-    ax_load.set_xlim(0, max(1.0, tl.ended - t0))
+    axes[-1].set_xlim(0, max(1.0, tl.ended - t0))
     buf = io.StringIO()
     fig.savefig(buf, format="svg")
     plt.close(fig)
@@ -217,7 +227,7 @@ def render_html(result: Any) -> str:
         verdict=getattr(result, "verdict", "") or ("PASS" if result.ok else "FAIL"),
         expect=getattr(result, "expect", "no-loss"),
         settings_text=_settings_text(settings),
-        svg=timeline_svg(tl),
+        svg=timeline_svg(tl, getattr(result, "pipeline", None)),
         steps=[[s.index, s.description, "yes" if s.ok else "NO", f"{s.took_s:.2f}", s.detail] for s in result.steps],
         faults=_fault_rows(result, settings),
         partitions=_partition_rows(result, settings),
@@ -237,6 +247,7 @@ def render_html(result: Any) -> str:
         events=[[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
         load=result.load,
         spark=getattr(result, "spark", None),
+        **pipeline_context(getattr(result, "pipeline", None), tl.started),
         **_verify_context(result),
     )
 
@@ -277,13 +288,20 @@ def _verify_context(result: Any) -> dict[str, Any]:
     return {"v": v, "verify_verdict": verdict, "lost_rows": lost_rows, "allowed": allowed}
 
 
+def _spark_cell(r: Any) -> str | None:
+    if r.spark_exact is None:
+        return None
+    verdict = "exact" if r.spark_exact else "NOT exact"
+    return f"{verdict}: {r.spark_missing} missing, {r.spark_mismatched} mismatched"
+
+
 def write_summary_html(rep: Any, path: Path) -> Path:
     """The HTML summary of `scenario run --repeat`: a row per run (linking its report) and the statistics."""
     path.parent.mkdir(parents=True, exist_ok=True)
     runs = [
         {
             "cells": [r.run, "PASS" if r.ok else "FAIL", r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
-                      r.isr_shrunk_s, r.write_gap_s, r.fault],
+                      r.isr_shrunk_s, r.write_gap_s, r.stall_s, _spark_cell(r), r.fault],
             "href": os.path.relpath(r.report, path.parent) if r.report else None,
         }
         for r in rep.runs

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
     from clusterctl.chaos.pipeline import SparkVerifyResult
+    from clusterctl.chaos.pipeline_timeline import PipelineTimeline
     from clusterctl.chaos.snapshot import ClusterSnapshot
     from clusterctl.chaos.timeline import Timeline
 
@@ -55,6 +56,7 @@ class ScenarioResult:
     phases: list[PhaseMetrics] = field(default_factory=list)  # migration phases: a band each on the timeline
     snapshots: list[ClusterSnapshot] = field(default_factory=list)  # topics, configs, group offsets (snapshot steps)
     spark: SparkVerifyResult | None = None  # verify_spark: the job's output against its input
+    pipeline: PipelineTimeline | None = None  # the Spark jobs' micro-batches and each fault's pipeline stall
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:

@@ -166,6 +166,7 @@ class Runner(FaultSteps, MigrateSteps):
         if error is None and not ok:
             error = f"verification failed: {self.verify_result.summary()}"
         acks = self._ack_times()
+        faults = analyze(timeline, acks)
         return ScenarioResult(
             scenario=self.sc.name,
             file=self.file,
@@ -175,7 +176,7 @@ class Runner(FaultSteps, MigrateSteps):
             started=started,
             ended=time.time(),
             steps=results,
-            faults=analyze(timeline, acks),
+            faults=faults,
             phases=phase_metrics(timeline, acks),
             snapshots=list(self.snapshots.values()),
             verify=self.verify_result,
@@ -191,7 +192,17 @@ class Runner(FaultSteps, MigrateSteps):
             freeze_retries=self.freeze_retries,
             verdict=verdict_of(ok, interrupted, not_applied),
             spark=self.spark_verify,
+            pipeline=self._pipeline(timeline, faults, acks),
         )
+
+    def _pipeline(self, timeline: Any, faults: list[Any], acks: Any) -> Any:
+        """The Spark jobs' own timeline (their drivers' progress events, the ledger's acks), when the drill ran any."""
+        from clusterctl.chaos.pipeline_timeline import pipeline_timeline
+
+        if self.spark_jobs is None:
+            return None
+        inputs = {job: run.input_topic for job, run in self.spark_jobs.jobs.items()}
+        return pipeline_timeline(self.work_dir, sorted(inputs), timeline, faults, acks, inputs)
 
     def _verdict_ok(self, v: Any) -> bool:
         """no-loss: nothing acknowledged lost or reordered; loss (a negative control): something was lost."""
@@ -374,8 +385,13 @@ class Runner(FaultSteps, MigrateSteps):
             spark = self.spec.spark.enabled
             shared = Path(self.spec.topology.spark_shared_dir) if spark else None
             self.spark_jobs = SparkJobs(self.bootstrap, self.work_dir, self.spec_path if spark else None, shared)
+            self.cond.spark_committed = self._spark_committed
+        if a.action == "kill" and self.observer is not None:  # a fault: the pipeline's stall is measured from it
+            self.observer.mark("kill-driver", f"spark {a.job}", heal=False)
         if a.action != "start":
             return str(self.spark_jobs.stop(a.job, kill=a.action == "kill", timeout=a.timeout))
+        if a.job in self.spark_jobs.jobs and self.observer is not None:
+            self.observer.mark("restart-driver", f"spark {a.job}", heal=True)
         output = a.output or f"{self.topic}-{a.job.replace('_', '-')}"
         t = self.sc.topic
         create_topic(self.bootstrap, output, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
@@ -383,6 +399,18 @@ class Runner(FaultSteps, MigrateSteps):
             a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master, conf=a.conf
         )
         return str(started)
+
+    def _spark_committed(self, job: str) -> int | None:
+        """The last committed micro-batch of a running job (a driver that died fails the wait at once)."""
+        from clusterctl.spark.checkpoint import last_committed
+
+        run = self.spark_jobs.jobs.get(job)
+        if run is None:
+            raise UsageError(f"spark_committed: no spark_job step started {job} before it")
+        if run.process is None or run.process.poll() is not None:
+            raise StepFailed(f"spark job {job} is not running ({self.spark_jobs.failure(job) or 'stopped'})")
+        last = last_committed(run.checkpoint)
+        return None if last is None else int(last[0])
 
     def _step_verify_spark(self, v: VerifySpark) -> str:
         if self.spark_jobs is None:

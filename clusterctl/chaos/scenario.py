@@ -44,7 +44,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, check_steps
-from clusterctl.chaos.spark_steps import SparkJob, VerifySpark
+from clusterctl.chaos.spark_steps import SparkCommitted, SparkJob, VerifySpark
 from clusterctl.errors import SpecError, SpecNotFoundError
 from clusterctl.spec import validate, yamlfile
 
@@ -151,6 +151,7 @@ class Condition(_M):
     controller_quorum: Literal["lost", "ok", "healthy"] | None = None  # kraft: leader? every voter caught up?
     controller_changed: ControllerChanged | None = None  # the active controller differs from the one at the fault
     broker_fenced: BrokerFenced | None = None  # kraft: absent from metadata
+    spark_committed: SparkCommitted | None = None  # a drill's Spark job has committed N micro-batches
 
     @model_validator(mode="after")
     def _one(self) -> Condition:

@@ -42,3 +42,10 @@ class VerifySpark(_M):
 
     job: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
     timeout: float = Field(default=180.0, gt=0, le=validate.MAX_SECONDS, description="a running job's catch-up")
+
+
+class SparkCommitted(_M):
+    """wait_for: the job has committed this many micro-batches (its checkpoint's commit log)."""
+
+    job: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
+    batches: int = Field(default=1, ge=1, le=validate.MAX_RECORDS)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METRICS = ("acked", "lost", "duplicated", "detected_s", "new_leader_s", "isr_shrunk_s", "write_gap_s")
+METRICS = ("acked", "lost", "duplicated", "detected_s", "new_leader_s", "isr_shrunk_s", "write_gap_s", "stall_s")
 
 
 @dataclass
@@ -30,6 +30,10 @@ class RunStats:
     report: str | None
     error: str | None = None
     isr_shrunk_s: float | None = None  # fault → the target first left an ISR of a partition it followed
+    stall_s: float | None = None  # the main fault's pipeline stall (the longest over its Spark jobs)
+    spark_exact: bool | None = None  # verify_spark's verdict (None: no Spark job verified)
+    spark_missing: int | None = None  # keys missing from the job's output
+    spark_mismatched: int | None = None  # keys with another value than the input gives (a double count among them)
 
 
 @dataclass
@@ -90,7 +94,19 @@ def run_stats(index: int, result: Any) -> RunStats:
         report=result.report_html,
         error=result.error,
         isr_shrunk_s=min(shrunk) if shrunk else None,
+        **_spark_stats(result, f),
     )
+
+
+def _spark_stats(result: Any, fault: Any) -> dict[str, Any]:
+    sv, pipeline = getattr(result, "spark", None), getattr(result, "pipeline", None)
+    stalls = [s.stall_s for s in (pipeline.stalls if pipeline and fault else []) if s.t == fault.t and s.stall_s]
+    return {
+        "stall_s": max(stalls) if stalls else None,
+        "spark_exact": None if sv is None else bool(sv.ok),
+        "spark_missing": None if sv is None else sv.missing_count,
+        "spark_mismatched": None if sv is None else sv.mismatched_count,
+    }
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -166,6 +166,26 @@ def _print_result(result: Any) -> None:
                          Column("Lost offsets", "lost_offsets")],
             )  # fmt: skip
             info("allowed by: " + ("; ".join(result.loss_settings) or "no setting of this scenario"))
+    _print_pipeline(result)
+
+
+def _print_pipeline(result: Any) -> None:
+    """The Spark jobs' verdict and each fault's pipeline stall next to Kafka's write gap."""
+    from clusterctl.output import Column, emit, info
+
+    if result.spark is not None:
+        info(f"Spark results: {result.spark.summary()}")
+    if result.pipeline is not None and result.pipeline.stalls:
+        emit(
+            result.pipeline.stalls,
+            as_json=False,
+            title="pipeline stall per fault (the longest wait for a Spark micro-batch that read input)",
+            columns=[Column("Fault", lambda s: f"{s.action} {s.target}"), Column("Job", "job"),
+                     Column("Stall s", "stall_s", justify="right"), Column("Normal s", "normal_s", justify="right"),
+                     Column("Stalled", "stalled"), Column("Kafka write gap s", "write_gap_s", justify="right"),
+                     Column("Behind peak", "lag_peak", justify="right"),
+                     Column("Oldest unread peak s", "behind_peak_s", justify="right")],
+        )  # fmt: skip
 
 
 def _run_repeated(
@@ -195,6 +215,7 @@ def _run_repeated(
         info(
             f"run {r.run}/{n}: {'PASS' if r.ok else 'FAIL'} acked {r.acked} lost {r.lost} duplicated {r.duplicated} "
             f"detected {r.detected_s} new leader {r.new_leader_s} ISR shrunk {r.isr_shrunk_s} write gap {r.write_gap_s}"
+            + ("" if r.spark_exact is None else f" Spark {'exact' if r.spark_exact else 'NOT exact'} stall {r.stall_s}")
         )
 
     rep = stats.repeat(run_once, n, base, sc, settings_of(spec), on_run=show)
@@ -214,7 +235,8 @@ def _run_repeated(
                      Column("Detected s", "detected_s", justify="right"),
                      Column("New leader s", "new_leader_s", justify="right"),
                      Column("ISR shrunk s", "isr_shrunk_s", justify="right"),
-                     Column("Write gap s", "write_gap_s", justify="right")],
+                     Column("Write gap s", "write_gap_s", justify="right"),
+                     Column("Stall s", "stall_s", justify="right")],
         )  # fmt: skip
         emit(
             rep.summary,

@@ -65,10 +65,19 @@ def earliest_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[s
 
 
 def latest_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """Log-end offset (high watermark) per partition, cross-checked against a fetch (see admin)."""
-    from clusterctl.kafka.connection import log_end_offsets
+    """Log-end offset (high watermark) per partition, cross-checked against a fetch (see admin).
 
-    return log_end_offsets(bootstrap, tps)
+    A partition whose leader is being elected (LEADER_NOT_AVAILABLE after its leader died) is asked again for up to
+    60 s: the next batch is planned once the new leader answers, where failing would end the query
+    (the spark-kill-leader drill found this). Only the driver plans, so executors never import the retry module."""
+    from clusterctl.kafka.connection import log_end_offsets
+    from clusterctl.kafka.retry import RETRIABLE, retrying
+
+    # reading offsets is safe to ask twice, and a request that went to the dead leader times out (15 s) before the
+    # next attempt's fresh client learns the new one: timeouts are retried here too
+    retriable = RETRIABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT"}
+    return retrying("the input's latest offsets", lambda: log_end_offsets(bootstrap, tps), budget_s=60.0,
+                    retriable=retriable)  # fmt: skip
 
 
 def _nest(flat: Mapping[tuple[str, int], int]) -> Offsets:
