@@ -47,6 +47,18 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         except ClusterctlError as exc:
             problems.append(exc.message)
 
+    if spec.swarm:  # a host a kill-node stopped: its daemon started again, its tasks back
+        from clusterctl.chaos.nodes import heal_nodes
+
+        try:
+            out.extend(heal_nodes(spec))
+        except ClusterctlError as exc:
+            problems.append(exc.message)
+        if problems:
+            err = ClusterctlError("; ".join(problems))
+            err.result = out
+            raise err
+        return out  # per-container faults on a swarm's tasks are not built yet: nothing else to undo
     try:  # first: a node must not be started on a full disk
         out.extend(heal_all_disks(spec))
     except ClusterctlError as exc:
@@ -162,7 +174,9 @@ def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
     except ClusterctlError as exc:
         return [f"ZooKeeper session ({exc.message})"]
     out = [f"broker {b} in /brokers/ids" for b in spec.topology.broker_ids if b not in registered]
-    addresses = {b: f"{spec.topology.host}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids}
+    addresses = {
+        b: f"{spec.topology.broker_host(b)}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids
+    }
     for b, view in metadata_per_broker(addresses, timeout=2.0).items():
         if isinstance(view, str):
             out.append(f"broker {b} answering metadata ({view})")
