@@ -128,7 +128,9 @@ class NsHost:
         pid = self.daemon_pid()
         pids = _tree(pid) if pid else set()
         for other, args in _processes_by_pid().items():
-            if str(self.run_dir) in args:  # containerd shims name our exec root; containers are their children
+            # containerd shims name our exec root, containers are their children; `_nshosts.py lose RUN_DIR`
+            # (this very process, when run as a command) names it too
+            if str(self.run_dir) in args and Path(__file__).name not in args:
                 pids |= _tree(other)
         for p in pids:
             with contextlib.suppress(ProcessLookupError):

@@ -145,8 +145,12 @@ def start_node(spec: ClusterSpec, which: str, timeout: float = 180.0) -> NodeCha
     services = rack_services(spec, rack.name)
 
     def not_running() -> list[str]:
-        states = {s.service: s for s in swarm.task_states(spec)}
-        return [s for s in services if s not in states or states[s].state != "running" or states[s].rack != rack.name]
+        # the host's own daemon is the truth: a manager that never saw the node go may still list its old tasks
+        ps = swarm.docker(spec, "ps", "--filter", f"label={swarm.STACK_LABEL}={spec.name}", "--filter",
+                          "status=running", "--format", '{{.Label "com.docker.swarm.service.name"}}',
+                          endpoint=rack.endpoint)  # fmt: skip
+        running = set(ps.split())
+        return [s for s in services if f"{spec.name}_{s}" not in running]
 
     wait_until(
         not_running, timeout=max(1.0, deadline - time.monotonic()), what=f"the tasks of rack {rack.name} running",
