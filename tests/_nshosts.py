@@ -10,9 +10,12 @@ cgroups) shares everything but the network with this machine.
 
 Every name carries a random tag (`cc<tag>`): namespaces `cc<tag>h1`.., the bridge `cc<tag>br`, host-side veth
 ends `cc<tag>h1`..; files live in /run/cc<tag>/ (sockets need short paths) and /var/tmp/cc<tag>/ (data).
-The daemons' own networks come from address pools outside the main daemon's subnets and this machine's
-routes. `close()` stops the daemons and removes every namespace, link, mount and file; `leftovers()` says
-what of it still exists (empty after close).
+Every address comes from one /16 kept for these hosts (BLOCK, 10.99.0.0/16; CLUSTERCTL_NSHOSTS_BLOCK overrides):
+the bridge's /24, the daemons' bridge pool, the swarm's overlay pool and a stack's overlay subnet; the harness
+refuses to start when anything routed here or any Docker network overlaps it.
+`close()` stops the daemons and removes every namespace, link, mount and file; `leftovers()` says what of it
+still exists (empty after close). `host.command("lose" | "restore")` is a host's loss and return as a command
+line (a test spec's rack stop_command / start_command): `python _nshosts.py lose RUN_DIR`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,8 @@ DOCKERD_READY_S = 60.0
 # one harness at a time on this machine: each picks its address blocks from what is routed when it starts, so
 # two starting side by side (pytest-xdist workers) could pick the same blocks
 LOCK_FILE = Path("/run/clusterctl-nshosts.lock")
+# the address block no other test or engineer on this machine uses
+BLOCK = ipaddress.IPv4Network(os.environ.get("CLUSTERCTL_NSHOSTS_BLOCK", "10.99.0.0/16"))
 
 
 def _run(*args: str, check: bool = True, input_: bytes | None = None, timeout: float = 120) -> str:
@@ -64,13 +70,15 @@ def _docker_networks() -> list[str]:
     return _run("docker", "network", "ls", "-q", check=False).split()
 
 
-def _free_block(used: list[ipaddress.IPv4Network], taken: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
-    """A free 10.x.0.0/16 (x in 200-249) that overlaps nothing routed, nothing Docker uses and nothing taken."""
-    for _ in range(200):
-        block = ipaddress.IPv4Network(f"10.{200 + secrets.randbelow(50)}.0.0/16")
-        if not any(block.overlaps(n) for n in used + taken):
-            return block
-    raise RuntimeError("no free 10.x.0.0/16 for namespace hosts")
+def _carve(block: ipaddress.IPv4Network) -> tuple[ipaddress.IPv4Network, ...]:
+    """The bridge's /24, the daemons' pool, the swarm's overlay pool and the stacks' /24, all inside `block`."""
+    quarters = list(block.subnets(new_prefix=block.prefixlen + 2))
+    return (
+        next(quarters[0].subnets(new_prefix=24)),
+        quarters[1],
+        quarters[2],
+        next(quarters[3].subnets(new_prefix=24)),
+    )
 
 
 @dataclass
@@ -78,9 +86,9 @@ class NsHost:
     name: str  # the namespace, and the host-side end of its veth pair
     index: int
     ip: str
-    run_dir: Path  # socket, pid file, exec root
+    run_dir: Path  # socket, pid file, exec root, host.json
     data_dir: Path
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | None = None  # the daemon, when this process started it
 
     @property
     def endpoint(self) -> str:
@@ -94,6 +102,56 @@ class NsHost:
         proc = subprocess.run(["docker", "-H", self.endpoint, "version"], capture_output=True, timeout=20)
         return proc.returncode == 0
 
+    def command(self, verb: str) -> list[str]:
+        """`lose` or `restore` this host as a command (a rack's stop / start command in a spec)."""
+        return [sys.executable, str(Path(__file__).resolve()), verb, str(self.run_dir)]
+
+    def daemon_pid(self) -> int | None:
+        """The pid of this host's dockerd while it runs (its pid file, checked against /proc)."""
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((self.run_dir / "docker.pid").read_text().strip())
+            if str(self.run_dir) in (Path("/proc") / str(pid) / "cmdline").read_bytes().decode(errors="replace"):
+                return pid
+        return None
+
+    def spawn_daemon(self) -> subprocess.Popen[bytes]:
+        """Start this host's dockerd (host.json holds its command line) in a session of its own."""
+        cmd = json.loads((self.run_dir / "host.json").read_text())["dockerd"]
+        (self.run_dir / "docker.pid").unlink(missing_ok=True)
+        with (self.run_dir / "dockerd.log").open("ab") as log:
+            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def lose(self) -> None:
+        """The host is gone at once: its link goes down and its daemon, containerd, shims and every container
+        process are SIGKILLed together (nothing shuts down cleanly, nothing answers on its address)."""
+        _run("ip", "link", "set", self.name, "down")
+        pid = self.daemon_pid()
+        pids = _tree(pid) if pid else set()
+        for other, args in _processes_by_pid().items():
+            # containerd shims name our exec root, containers are their children; `_nshosts.py lose RUN_DIR`
+            # (this very process, when run as a command) names it too
+            if str(self.run_dir) in args and Path(__file__).name not in args:
+                pids |= _tree(other)
+        for p in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(timeout=30)
+        wait_until(lambda: not self.answers(), timeout=30, what=f"dockerd of {self.name} gone")
+
+    def restore(self) -> None:
+        """The lost host comes back: link up, its daemon started on the same data; it rejoins the swarm."""
+        _run("ip", "link", "set", self.name, "up")
+        for mount in _mounts_under(str(self.run_dir) + "/"):
+            _run("umount", "-l", mount, check=False)
+        self.proc = self.spawn_daemon()
+        wait_until(self.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {self.name} again")
+
+
+def _host_from(run_dir: str) -> NsHost:
+    h = json.loads((Path(run_dir) / "host.json").read_text())
+    return NsHost(h["name"], h["index"], h["ip"], Path(run_dir), Path(h["data_dir"]))
+
 
 class NsHosts:
     """`n` namespace hosts on one bridge; h1 initialises a swarm, the others join it (`swarm=False`: no swarm)."""
@@ -106,15 +164,15 @@ class NsHosts:
         self.data_root = Path("/var/tmp") / self.prefix
         self.bridge = f"{self.prefix}br"
         self.hosts: list[NsHost] = []
+        self.racks: dict[str, NsHost] = {}
         self._lock: int | None = None
-        self._choose_blocks()
+        self.link_net, self.pool, self.swarm_pool, self.stack_net = _carve(BLOCK)
 
-    def _choose_blocks(self) -> None:
-        used = _used_networks()
-        self.link_net = ipaddress.IPv4Network(f"{_free_block(used, []).network_address}/24")
-        self.pool = _free_block(used, [self.link_net.supernet(new_prefix=16)])  # the daemons' bridge networks
-        self.swarm_pool = _free_block(used, [self.link_net.supernet(new_prefix=16), self.pool])  # overlays
-        self.stack_block = _free_block(used, [self.link_net.supernet(new_prefix=16), self.pool, self.swarm_pool])
+    def _check_block(self) -> None:
+        """Under the lock: nothing here may use BLOCK (a harness's leftovers, a Docker network)."""
+        clash = sorted({str(n) for n in _used_networks() if n.overlaps(BLOCK) and n.prefixlen > 0})
+        if clash:
+            raise RuntimeError(f"namespace hosts' block {BLOCK} is in use here ({', '.join(clash)})")
 
     @property
     def gateway(self) -> str:
@@ -123,13 +181,13 @@ class NsHosts:
 
     def free_subnet(self) -> str:
         """A /24 for a stack's overlay network, outside every pool (clashes with nothing here)."""
-        return str(ipaddress.IPv4Network(f"{self.stack_block.network_address}/24"))
+        return str(self.stack_net)
 
     def __enter__(self) -> NsHosts:
         self._lock = os.open(LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)  # waits for another harness's close()
         try:
-            self._choose_blocks()
+            self._check_block()
             self.start()
         except BaseException:
             self.__exit__()
@@ -155,7 +213,8 @@ class NsHosts:
         for i in range(1, self.n + 1):
             self.hosts.append(self._add_host(i))
         for host in self.hosts:
-            host.proc = self._start_dockerd(host)
+            self._write_host_file(host)
+            host.proc = host.spawn_daemon()
         for host in self.hosts:
             wait_until(host.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {host.name}")
         if self.swarm:
@@ -183,8 +242,8 @@ class NsHosts:
         data_dir.mkdir(parents=True, mode=0o700)
         return NsHost(name, i, ip, run_dir, data_dir)
 
-    def _start_dockerd(self, host: NsHost) -> subprocess.Popen[bytes]:
-        log = (host.run_dir / "dockerd.log").open("wb")
+    def _write_host_file(self, host: NsHost) -> None:
+        """What `lose` / `restore` from another process need: the namespace, the dockerd command line."""
         cmd = [
             "nsenter", f"--net=/var/run/netns/{host.name}",
             "dockerd",
@@ -198,10 +257,8 @@ class NsHosts:
             "--default-address-pool", f"base={self.pool},size=24",
             "--storage-driver", "overlay2",
         ]  # fmt: skip
-        try:
-            return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        finally:
-            log.close()
+        about = {"name": host.name, "index": host.index, "ip": host.ip, "data_dir": str(host.data_dir), "dockerd": cmd}
+        (host.run_dir / "host.json").write_text(json.dumps(about))
 
     def _form_swarm(self) -> None:
         manager = self.hosts[0]
@@ -235,11 +292,18 @@ class NsHosts:
                 return str(n["ID"])
         raise RuntimeError(f"no swarm node with address {host.ip}")
 
-    def label_racks(self) -> dict[str, str]:
-        """Label host i's node clusterctl.rack=r<i>; rack -> address."""
-        for host in self.hosts:
-            self.manager.docker("node", "update", "--label-add", f"clusterctl.rack=r{host.index}", self.node_id(host))
-        return {f"r{h.index}": h.ip for h in self.hosts}
+    def label_racks(self, dedicated_manager: bool = False) -> dict[str, str]:
+        """Label the hosts' nodes clusterctl.rack=r1, r2, ..; rack -> address (`self.racks`: rack -> host).
+
+        `dedicated_manager`: the manager (h1) carries no rack and is drained (it runs no task, as a production
+        swarm's managers often do), so a drill may stop any rack's host and still talk to the swarm."""
+        hosts = self.hosts[1:] if dedicated_manager else self.hosts
+        if dedicated_manager:
+            self.manager.docker("node", "update", "--availability", "drain", self.node_id(self.manager))
+        self.racks = {f"r{k}": host for k, host in enumerate(hosts, 1)}
+        for rack, host in self.racks.items():
+            self.manager.docker("node", "update", "--label-add", f"clusterctl.rack={rack}", self.node_id(host))
+        return {rack: host.ip for rack, host in self.racks.items()}
 
     def load_images(self, images: list[str]) -> None:
         """`docker save | docker load` into every host (no registry here); one saved archive for all."""
@@ -252,48 +316,36 @@ class NsHosts:
             archive.unlink(missing_ok=True)
 
     def stop_daemon(self, host: NsHost, timeout: float = 60) -> None:
-        """Stop a host's dockerd (and with it every container on it), as a lost host."""
-        if host.proc is not None and host.proc.poll() is None:
-            host.proc.send_signal(signal.SIGTERM)
-            try:
-                host.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(host.proc.pid, signal.SIGKILL)
-                host.proc.wait(timeout=30)
+        """Stop a host's dockerd (and with it every container on it), whoever started it."""
+        pid = host.daemon_pid()
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        try:
+            wait_until(lambda: host.daemon_pid() is None, timeout=timeout, what=f"dockerd of {host.name} stopped")
+        except Exception:
+            _kill_group(pid)
+        finally:
+            if host.proc is not None:
+                host.proc.poll()
 
     def lose(self, host: NsHost) -> None:
-        """The host is gone at once: its link goes down and its daemon, containerd, shims and every container
-        process are SIGKILLed together (nothing shuts down cleanly, nothing answers on its address)."""
-        _run("ip", "link", "set", host.name, "down")
-        pids = _tree(host.proc.pid) if host.proc is not None else set()
-        for pid, args in _processes_by_pid().items():
-            if str(host.run_dir) in args:  # containerd shims name our exec root; containers are their children
-                pids |= _tree(pid)
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        if host.proc is not None:
-            host.proc.wait(timeout=30)
+        host.lose()
 
     def restore(self, host: NsHost) -> None:
-        """The lost host comes back: link up, its daemon started on the same data; it rejoins the swarm."""
-        _run("ip", "link", "set", host.name, "up")
-        for mount in self._mounts():
-            if mount.startswith(str(host.run_dir)):
-                _run("umount", "-l", mount, check=False)
-        (host.run_dir / "docker.pid").unlink(missing_ok=True)
-        host.proc = self._start_dockerd(host)
-        wait_until(host.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {host.name} again")
+        host.restore()
 
     # ---------------------------------------------------------------- teardown
 
     def close(self) -> None:
         """Leave no daemon, namespace, link, mount or file behind (also after a failed start)."""
+        pids = [host.daemon_pid() for host in self.hosts]
         for host in self.hosts:
             self.stop_daemon(host)
-        for host in self.hosts:
-            if host.proc is not None:
-                _kill_group(host.proc.pid)  # containerd and shims started by that dockerd
+        for pid in pids:
+            if pid is not None:
+                _kill_group(pid)  # containerd and shims started by that dockerd (its own session)
         for mount in self._mounts():
             _run("umount", "-l", mount, check=False)
         for host in self.hosts:
@@ -308,10 +360,7 @@ class NsHosts:
 
     def _mounts(self) -> list[str]:
         """Mount points under our directories, deepest first."""
-        roots = (str(self.run_root) + "/", str(self.data_root) + "/")
-        with open("/proc/self/mounts", encoding="utf-8") as fh:
-            points = [line.split()[1] for line in fh]
-        return sorted({p for p in points if p.startswith(roots)}, key=len, reverse=True)
+        return _mounts_under(str(self.run_root) + "/", str(self.data_root) + "/")
 
     def leftovers(self) -> dict[str, list[str]]:
         """What of these hosts still exists: namespaces, links, processes, mounts, files."""
@@ -325,6 +374,13 @@ class NsHosts:
             "iptables": [ln for ln in _run("iptables", "-S", "FORWARD").splitlines() if self.prefix in ln],
         }
         return {k: v for k, v in found.items() if v}
+
+
+def _mounts_under(*roots: str) -> list[str]:
+    """Mount points under `roots`, deepest first."""
+    with open("/proc/self/mounts", encoding="utf-8") as fh:
+        points = [line.split()[1] for line in fh]
+    return sorted({p for p in points if p.startswith(roots)}, key=len, reverse=True)
 
 
 def _kill_group(pgid: int) -> None:
@@ -360,3 +416,8 @@ def _tree(root: int) -> set[int]:
             out.add(pid)
             todo += children.get(pid, [])
     return out
+
+
+if __name__ == "__main__":  # `_nshosts.py lose|restore RUN_DIR`: a rack's stop / start command in a test spec
+    verb, run_dir = sys.argv[1:3]
+    getattr(_host_from(run_dir), verb)()

@@ -84,7 +84,7 @@ def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
                 if e.t >= m.t and e.kind == "controller" and e.source == "quorum" and e.value != controller:
                     detected_s, detected_by = round(e.t - m.t, 3), "quorum"
                     break
-        if zk_id is not None:
+        if zk_id is not None and detected_s is None:  # a node fault's broker is detected first, when it is
             for s in tl.zk_modes:
                 if s.t >= m.t and s.zk_id == zk_id and s.mode in ("down", "not serving"):
                     detected_s, detected_by = round(s.t - m.t, 3), "zk-mode"

@@ -18,7 +18,9 @@ KRAFT_SESSION = "broker.session.timeout.ms"  # KRaft: the active controller fenc
 REPLICA_LAG = "replica.lag.time.max.ms"
 
 # faults after which the broker stops answering without telling the controller
-SILENT = {"kill-broker", "kill-leader", "kill", "pause", "pause-broker", "pause-follower", "partition-node"}
+SILENT = {
+    "kill-broker", "kill-leader", "kill", "pause", "pause-broker", "pause-follower", "partition-node", "kill-node",
+}  # fmt: skip
 GRACEFUL = {"stop-broker", "restart-broker", "rolling-restart"}
 # grey network faults: the broker stays registered; a follower whose fetches lag leaves the ISR after the replica lag
 DEGRADED = {"delay", "loss", "rate", "duplicate", "corrupt"}

@@ -31,6 +31,7 @@ class Conditions:
         self.controller_at_fault: int | None = None
         # the last committed micro-batch of a drill's Spark job (None: none yet); set by the runner's spark_job step
         self.spark_committed: Callable[[str], int | None] | None = None
+        self.stopped: set[int] = set()  # brokers on a host the run stopped (kill_node); the Runner shares the set
 
     def wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
         t0 = time.monotonic()
@@ -107,6 +108,14 @@ class Conditions:
                 f" (e.g. {bad[0].partition}: isr {bad[0].isr} replicas {bad[0].replicas})" if bad else ""
             )
             return f"all {len(parts)} partitions in sync" if parts and not bad else None
+        if name == "leaders_live":
+            parts = self.partitions((c.leaders_live or TopicRef()).topic)
+            bad = [f"{p.partition}: leader {p.leader}" for p in parts if p.leader < 0 or p.leader in self.stopped]
+            self.last_seen = f"{len(bad)} of {len(parts)} partitions leaderless or led from a stopped host" + (
+                f" ({bad[0]})" if bad else ""
+            )
+            gone = ",".join(map(str, sorted(self.stopped))) or "none"
+            return f"all {len(parts)} partitions led by live brokers (stopped: {gone})" if parts and not bad else None
         if name == "preferred_leaders":
             parts = self.partitions((c.preferred_leaders or TopicRef()).topic)
             off = [

@@ -25,6 +25,7 @@ class FaultSteps:
     observer: Any
     cond: Conditions
     paused: set[int]
+    stopped: set[int]  # brokers on a host a kill_node step stopped (conditions share the set)
     freeze_retries: int
     detached: list[Any]
     background: list[tuple[threading.Thread, threading.Event]]
@@ -219,11 +220,12 @@ class FaultSteps:
         self.observer.mark(r.action, r.target, heal=heal, note=r.note, t=r.started)
 
     def _live_bootstrap(self) -> str:
-        """The bootstrap list without the brokers this run paused (a paused broker never answers)."""
-        live = [b for b in self.spec.topology.broker_ids if b not in self.paused]
-        if not live or live == self.spec.topology.broker_ids or self.bootstrap != self.spec.topology.bootstrap_servers:
+        """The bootstrap list without the brokers this run paused or whose host it stopped (they never answer)."""
+        t = self.spec.topology
+        live = [b for b in t.broker_ids if b not in self.paused and b not in self.stopped]
+        if not live or live == t.broker_ids or self.bootstrap != t.bootstrap_servers:
             return self.bootstrap
-        return ",".join(f"{self.spec.topology.host}:{self.spec.topology.broker_host_port(b)}" for b in live)
+        return ",".join(f"{t.broker_host(b)}:{t.broker_host_port(b)}" for b in live)
 
 
 def _broker_ids(results: list[Any]) -> set[int]:

@@ -48,10 +48,13 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         except ClusterctlError as exc:
             problems.append(exc.message)
 
-    if spec.swarm:  # drained nodes active again, paused tasks unpaused, every service's task running again
+    if spec.swarm:  # a host a kill-node stopped started again; then drained nodes active, paused tasks unpaused,
+        # every service's task running again
+        from clusterctl.chaos.nodes import heal_nodes
         from clusterctl.chaos.swarm_faults import heal
 
         try:
+            out.extend(heal_nodes(spec))
             out.extend(heal(spec))
         except ClusterctlError as exc:
             problems.append(exc.message)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.chaos.conditions import Conditions
-from clusterctl.chaos.fault_steps import FaultSteps
 from clusterctl.chaos.migrate_run import MigrateSteps
+from clusterctl.chaos.node_run import NodeSteps
 from clusterctl.chaos.results import ScenarioResult, StepFailed, StepResult, verdict_of
 from clusterctl.chaos.scenario import (
     Condition,
@@ -41,7 +41,7 @@ from clusterctl.spec.model import ClusterSpec
 BACKGROUND_JOIN_S = 60.0
 
 
-class Runner(FaultSteps, MigrateSteps):
+class Runner(NodeSteps, MigrateSteps):
     """Runs one scenario against the spec's cluster with an observer attached."""
 
     def __init__(
@@ -76,9 +76,11 @@ class Runner(FaultSteps, MigrateSteps):
         self.freeze_retries = 0
         self.snapshots: dict[str, Any] = {}
         self.cond = Conditions(spec, self.bootstrap, self.topic, self._live_bootstrap)
+        self.stopped: set[int] = self.cond.stopped  # brokers on a host a kill_node step stopped
 
     # -- checks before anything is touched
     def preflight(self) -> None:
+        self._check_deploy()
         mode = self.spec.kafka.mode
         if self.sc.mode not in ("any", mode):
             raise UsageError(
@@ -107,6 +109,9 @@ class Runner(FaultSteps, MigrateSteps):
                 f"scenario {self.sc.name} fills a log dir; cluster {self.spec.name} keeps its data on the host's disk",
                 hint="set storage.bounded_mb in the spec, then `clusterctl down` and `clusterctl up`",
             )
+        if self.spec.swarm:
+            self._swarm_preflight()
+            return
         from clusterctl.chaos.pipeline import standalone_containers
         from clusterctl.runtime.docker import find_container
 
@@ -239,6 +244,7 @@ class Runner(FaultSteps, MigrateSteps):
                 self.observer.mark(r.action, r.target, heal=True, note=r.note, t=r.started)
                 self.progress(f"healed: {r.action} {r.target}")
             self.paused.clear()
+            self.stopped.clear()
             if healed:
                 recovery.wait_healed(self.spec, timeout=180.0, on_progress=self.progress)
         except ClusterctlError as exc:
@@ -313,6 +319,7 @@ class Runner(FaultSteps, MigrateSteps):
         res = recovery.heal_all(self.spec, self.detached)
         self.detached = []
         self.paused.clear()
+        self.stopped.clear()
         for r in res:
             self.observer.mark(r.action, r.target, heal=True, note=r.note, t=r.started)
         # a freed disk says what was freed and restarted: the recovery steps the report shows

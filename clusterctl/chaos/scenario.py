@@ -21,6 +21,8 @@ A scenario file:
 
 Migration drills (migration_steps.py) add consume {group, max_messages}, snapshot {name, same_as} and
 migrate {to: kraft | zookeeper, until_phase}.
+Swarm drills (`deploy: swarm`, node_steps.py) add kill_node {rack: NAME | leader | follower, partition} and the
+condition leaders_live {topic}.
 `spark_job: {job: key_counts}` (again: resume; `action: stop | kill`) and `verify_spark: {job: key_counts}`
 run a Spark job beside the load and check its results exactly (pipeline.py, docs/spark.md).
 
@@ -44,6 +46,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, check_steps
+from clusterctl.chaos.node_steps import KillNode, check_node_steps
 from clusterctl.chaos.spark_steps import SparkCommitted, SparkJob, VerifySpark
 from clusterctl.errors import SpecError, SpecNotFoundError
 from clusterctl.spec import validate, yamlfile
@@ -143,6 +146,7 @@ class Condition(_M):
     isr_size: IsrSize | None = None
     isr_full: TopicRef | None = None
     preferred_leaders: TopicRef | None = None
+    leaders_live: TopicRef | None = None  # every partition led, none by a broker on a host the run stopped
     leader: LeaderIs | None = None
     leader_changed: PartitionRef | None = None
     zk_quorum: Literal["lost", "ok", "healthy"] | None = None
@@ -303,6 +307,7 @@ STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "migrate": Migrate,
     "spark_job": SparkJob,
     "verify_spark": VerifySpark,
+    "kill_node": KillNode,
     "sleep": None,  # a number of seconds
 }
 
@@ -332,6 +337,7 @@ class Scenario(_M):
     description: str = ""
     requires: Literal["kafka", "zookeeper", "any"] = "kafka"
     mode: Literal["any", "zookeeper", "kraft"] = Field(default="any", description="kafka.mode the drill is for")
+    deploy: Literal["any", "swarm"] = Field(default="any", description="swarm: the drill stops hosts (kill_node)")
     expect: Literal["no-loss", "loss"] = Field(
         default="no-loss", description="loss: a negative control that passes only when acknowledged writes are lost"
     )
@@ -399,6 +405,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
     try:
         sc = Scenario.model_validate(data)
         check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
+        check_node_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.deploy)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None
     except ValueError as exc:

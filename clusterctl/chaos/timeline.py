@@ -15,6 +15,7 @@ HEAL_ACTIONS = {
     "start-zk",
     "start-controller",
     "start-spark-worker",
+    "start-node",
     "restart-broker",
     "heal",
     "heal-network",
@@ -83,6 +84,10 @@ class Marker:
 
 def target_ids(m: Marker) -> tuple[int | None, int | None]:
     """(broker id, ZooKeeper id) a marker's target names, each None when it names none."""
+    if "(" in m.target:  # a node fault: `rack r2 (broker 2, zk 2)`, the first broker and ZooKeeper node on it
+        inner = m.target.split("(", 1)[1].rstrip(")").split(",")
+        found = [target_ids(Marker(m.t, m.action, part.strip(), m.heal)) for part in inner]
+        return next((b for b, _ in found if b is not None), None), next((z for _, z in found if z is not None), None)
     words = m.target.replace("-", " ").split()
     if len(words) == 2 and words[1].isdigit():
         n = int(words[1])

@@ -330,6 +330,30 @@ def cmd_chaos_fill_disk(node: NodeArg, as_json: JsonOpt = False) -> None:
     _emit_faults([disk.fill_disk(get_spec(), node)], as_json)
 
 
+RackArg = Annotated[str, typer.Argument(help="a rack of deploy.racks, or the hostname of its swarm node")]
+
+
+@chaos_app.command("kill-node")
+def cmd_chaos_kill_node(rack: RackArg, as_json: JsonOpt = False) -> None:
+    """Swarm: stop the Docker daemon of a rack's host (its stop_command): every task there gone at once.
+    `chaos start-node` or `chaos heal` starts it again."""
+    from clusterctl.chaos import nodes
+
+    _emit_faults([nodes.kill_node(get_spec(), rack)], as_json)
+
+
+@chaos_app.command("start-node")
+def cmd_chaos_start_node(
+    rack: RackArg,
+    timeout: Annotated[float, timeout_option("seconds until its node is ready and its tasks run")] = 180.0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Swarm: start a killed host's daemon again (its start_command); waits until its tasks run."""
+    from clusterctl.chaos import nodes
+
+    _emit_faults([nodes.start_node(get_spec(), rack, timeout)], as_json)
+
+
 @chaos_app.command("heal")
 def cmd_chaos_heal(
     wait: Annotated[

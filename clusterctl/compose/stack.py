@@ -6,7 +6,8 @@ Choices (docs/swarm.md explains them):
   brokers advertise to host-side clients; the ingress mesh would route a client through any node, so
   losing the node a client happens to name would cut it off from every broker;
 - endpoint_mode dnsrr: a service name resolves to its task's address (no virtual IP; host mode needs none);
-- no container healthcheck: the swarm replaces unhealthy tasks, which would fight partition drills;
+- no container healthcheck (the images' own are disabled): the swarm replaces unhealthy tasks, which would
+  fight partition drills and kill a ZooKeeper node still waiting for its quorum;
   `up` waits for real health (quorum, registrations, controller) itself;
 - restart on any exit after a delay, never elsewhere than the rack: a task comes back on its host (and
   its volume) when the host does; a broker never moves to a host without its data.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from clusterctl.spec.sections import _Model, is_host_name, is_ipv4, matching
 
@@ -37,6 +37,14 @@ class RackSpec(_Model):
     endpoint: str | None = Field(
         default=None, description="this host's Docker endpoint (per-host verbs: volumes, kill-node); null = none"
     )
+    stop_command: list[str] | None = Field(
+        default=None,
+        description="kill-node: a command run here (no shell) that stops this host's Docker daemon at once, "
+        "e.g. [ssh, host1, sudo, systemctl, kill, -s, KILL, docker]; null = kill-node refuses this rack",
+    )
+    start_command: list[str] | None = Field(
+        default=None, description="heal after kill-node: a command run here that starts this host's daemon again"
+    )
 
     @field_validator("name")
     @classmethod
@@ -54,6 +62,21 @@ class RackSpec(_Model):
     @classmethod
     def _ep(cls, v: str | None) -> str | None:
         return _endpoint(v, "rack endpoint")
+
+    @field_validator("stop_command", "start_command")
+    @classmethod
+    def _command(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not (0 < len(v) <= 64 and all(0 < len(a) <= 1000 and "\0" not in a for a in v)):
+            raise ValueError("a rack's stop/start command is a list of 1-64 non-empty arguments")
+        return v
+
+    @model_validator(mode="after")
+    def _both(self) -> RackSpec:
+        if (self.stop_command is None) != (self.start_command is None):
+            raise ValueError(f"rack {self.name}: give stop_command and start_command together (kill-node and its heal)")
+        if self.stop_command is not None and self.endpoint is None:
+            raise ValueError(f"rack {self.name}: kill-node needs the rack's endpoint (to see its daemon go and return)")
+        return self
 
 
 class DeploySpec(_Model):
