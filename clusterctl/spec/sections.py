@@ -189,7 +189,13 @@ class KRaftSpec(_Model):
     broker_session_timeout_ms: int = Field(
         default=9000, ge=1000, le=600_000, description="a broker missing heartbeats this long is fenced"
     )
-    broker_heartbeat_interval_ms: int = Field(default=2000, ge=100, le=60_000)
+    broker_heartbeat_interval_ms: int = Field(
+        default=500,
+        ge=100,
+        le=60_000,
+        description="broker.heartbeat.interval.ms (Kafka's 2000): a starting broker the controller does not "
+        "unfence at once asks again after this long",
+    )
     quorum_election_timeout_ms: int = Field(
         default=500,
         ge=100,
