@@ -58,10 +58,7 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
             out.extend(heal(spec))
         except ClusterctlError as exc:
             problems.append(exc.message)
-        if problems:
-            err = ClusterctlError("; ".join(problems))
-            err.result = out
-            raise err
+        _raise_problems(problems, out)
         return out
     try:  # first: a node must not be started on a full disk
         out.extend(heal_all_disks(spec))
@@ -92,11 +89,16 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         out.extend(heal_all_network(spec))
     except ClusterctlError as exc:
         problems.append(exc.message)
+    _raise_problems(problems, out)
+    return out
+
+
+def _raise_problems(problems: list[str], out: list[FaultResult]) -> None:
+    """Every undo was tried; any that failed is raised as one error that carries what was healed."""
     if problems:
         err = ClusterctlError("; ".join(problems))
         err.result = out
         raise err
-    return out
 
 
 def _ip_key(target: str) -> str:
