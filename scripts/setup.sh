@@ -3,8 +3,9 @@
 # the Python venv, and the offline images. Idempotent: a second run only checks and skips.
 #
 #   scripts/setup.sh                      # everything
-#   CLUSTERCTL_KAFKA_DIST=kafka_2.13-3.9.0.tgz scripts/setup.sh   # also build the Kafka broker image
+#   CLUSTERCTL_KAFKA_DIST=kafka_2.13-3.9.2.tgz scripts/setup.sh   # the Kafka image from a distribution, not Maven
 #   CLUSTERCTL_SKIP_IMAGES=1 scripts/setup.sh                     # skip the image builds
+# The Kafka image carries Apache Kafka 3.9.x resolved from Maven Central with `mvn` (cached in ~/.m2).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -21,6 +22,7 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)  # Kafka's jars come from Maven Central
 # network faults from the host: tc, iptables, nsenter; netfilterqueue's C build (the `netfaults` extra)
 command -v tc >/dev/null 2>&1 || missing+=(iproute2)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
@@ -81,8 +83,7 @@ fi
 
 # ---- offline images (skipped per image when the inputs hash is unchanged) ----
 if [[ -z "${CLUSTERCTL_SKIP_IMAGES:-}" ]]; then
-    targets=(zookeeper tansu console)
-    [[ -n "${CLUSTERCTL_KAFKA_DIST:-}" ]] && targets+=(kafka)
+    targets=(zookeeper kafka tansu console)
     say "clusterctl images build ${targets[*]}"
     "$VENV/bin/clusterctl" images build "${targets[@]}"
 fi

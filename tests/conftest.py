@@ -1,4 +1,4 @@
-"""Shared fixtures. Real brokers only: tansu on loopback, ZooKeeper in Docker, Kafka when supplied."""
+"""Shared fixtures. Real brokers only: Apache Kafka from Maven Central in Docker, ZooKeeper, tansu on loopback."""
 
 from __future__ import annotations
 
@@ -26,15 +26,11 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 KAFKA_DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
-NO_REAL_KAFKA = (
-    f"needs real Apache Kafka: set {KAFKA_DIST_ENV} to a Kafka 3.x distribution "
-    "(tarball or directory; no registry carries a Kafka image, so CI has none)"
-)
 
 
-def kafka_dist() -> Path | None:
-    value = os.environ.get(KAFKA_DIST_ENV)
-    return Path(value) if value else None
+def kafka_dist() -> Path:
+    """The Kafka every real_kafka test runs: $CLUSTERCTL_KAFKA_DIST (set for the whole session by pytest_configure)."""
+    return Path(os.environ[KAFKA_DIST_ENV])
 
 
 # The SIGHUP tests need children whose SIGHUP is not ignored: under `nohup` the ignored disposition is
@@ -43,13 +39,17 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if kafka_dist() is not None:
+def pytest_configure(config: pytest.Config) -> None:
+    """Pin the session's Kafka: $CLUSTERCTL_KAFKA_DIST when given, else Kafka 3.9.x assembled from Maven Central.
+
+    Exported to the environment, so every process of the run (xdist workers, CLI subprocesses, compose renders)
+    resolves the offline image to the same clusterctl/kafka:<version>, whatever else is built on the machine.
+    """
+    if os.environ.get(KAFKA_DIST_ENV):
         return
-    skip = pytest.mark.skip(reason=NO_REAL_KAFKA)
-    for item in items:
-        if "real_kafka" in item.keywords:
-            item.add_marker(skip)
+    from clusterctl.images import kafka_maven
+
+    os.environ[KAFKA_DIST_ENV] = str(kafka_maven.assemble(kafka_maven.DEFAULT_KAFKA_VERSION).path)
 
 
 @dataclass
@@ -83,9 +83,9 @@ REAL_KAFKA_SPEC = {
 
 @pytest.fixture(scope="session")
 def real_kafka_cluster() -> Iterator[RealKafka]:
-    """One cluster for every real_kafka test, from CLUSTERCTL_KAFKA_DIST alone.
+    """One cluster for every real_kafka test, on the session's Kafka (kafka_dist()).
 
-    Builds clusterctl/kafka:<dist version> (skipped when built), starts a 3 ZK + 3 broker cluster with the
+    Builds clusterctl/kafka:<version> (skipped when built), starts a 3 ZK + 3 broker cluster with the
     plugin's KafkaCluster, and at the end removes it and checks nothing is left behind. (`clusterctl up`/`down`
     on real Kafka are tested on their own, in test_kafka_cluster.py and test_kraft_cluster.py.)
     """
@@ -94,9 +94,7 @@ def real_kafka_cluster() -> Iterator[RealKafka]:
     from clusterctl.images import build as images
     from clusterctl.testing import KafkaCluster
 
-    dist = kafka_dist()
-    assert dist is not None  # real_kafka tests are skipped without it
-    images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
+    images.build_images(["zookeeper", "kafka"], kafka_dist=kafka_dist())
     cluster = KafkaCluster(REAL_KAFKA_SPEC, engine="kafka", timeout=300).start()
     spec = cluster.spec
     assert spec is not None

@@ -9,7 +9,6 @@ acknowledged write; `down` then `up` keeps the cluster id, topics and data. Test
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 import uuid
@@ -21,6 +20,7 @@ import pytest
 import yaml
 from _console import console, screenshot
 from _runtime_helpers import CLI, cli, cli_json, leftovers, render, up_json, wait_for
+from conftest import kafka_dist
 
 from clusterctl.compose.render import existing_cluster_id
 from clusterctl.images import build as images
@@ -50,7 +50,7 @@ def kraft_spec(directory: Path, name: str) -> Path:
 @pytest.fixture(scope="module")
 def kraft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # the console too: the spec's kafka-manager service runs it (KRaft mode: console in every profile)
-    images.build_images(["kafka", "console"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
+    images.build_images(["kafka", "console"], kafka_dist=kafka_dist())
     work = tmp_path_factory.mktemp("kraft-cluster")
     spec_path = kraft_spec(work, f"ctlkraft-{uuid.uuid4().hex[:6]}")
     render(spec_path)

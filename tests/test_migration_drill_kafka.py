@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 from _runtime_helpers import cli, render, up_json, write_spec
+from conftest import kafka_dist
 
 from clusterctl.images import build as images
 from clusterctl.spec.model import load_spec
@@ -24,7 +24,7 @@ PHASES = ["1 controllers", "2 migration-mode", "3 kraft-brokers", "4 finalize", 
 
 @pytest.fixture
 def zk_cluster(tmp_path: Path) -> Iterator[Path]:
-    images.build_images(["kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
+    images.build_images(["kafka"], kafka_dist=kafka_dist())
     spec_path = write_spec(
         tmp_path, f"ctldrill-{uuid.uuid4().hex[:6]}", "10.96.0.0/24", 23281, 29492, "kafka", 3, tick_time_ms=None
     )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import signal
 import subprocess
 import uuid
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 from _runtime_helpers import CLI, cli, render, up_json, write_spec
+from conftest import kafka_dist
 
 from clusterctl.images import build as images
 from clusterctl.runtime import docker as dk
@@ -33,7 +33,7 @@ MID = 100  # records written while the migration stands interrupted in phase 3
 
 @pytest.fixture(scope="module")
 def zk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    images.build_images(["kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
+    images.build_images(["kafka"], kafka_dist=kafka_dist())
     work = tmp_path_factory.mktemp("migration")
     spec_path = write_spec(
         work, f"ctlmig-{uuid.uuid4().hex[:6]}", "10.98.0.0/24", 23481, 29592, "kafka", 3, tick_time_ms=None

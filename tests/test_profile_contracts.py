@@ -214,7 +214,7 @@ def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_p
     from clusterctl.images import build as images
     from clusterctl.spec import kafkadist
 
-    assert PROOF_DIST is not None  # real_kafka tests are skipped without it
+    assert PROOF_DIST is not None  # conftest pins the session's Kafka
     dist = Path(PROOF_DIST)
     images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
     data = {"name": f"proof-{case}", **PROOF_BASE, **PROOF[case]}

@@ -8,7 +8,6 @@ twice) and report the pipeline's stall next to Kafka's write gap. Test-only spec
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from _runtime_helpers import cli, render, up_json, write_spec
+from conftest import kafka_dist
 
 from clusterctl.images import build as images
 
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.real_kafka, pytest.mark.docker, pytest.mark.spark]
 
 @pytest.fixture(scope="module")
 def spark_drill_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    images.build_images(["zookeeper", "kafka"], kafka_dist=Path(os.environ[images.KAFKA_DIST_ENV]))
+    images.build_images(["zookeeper", "kafka"], kafka_dist=kafka_dist())
     work = tmp_path_factory.mktemp("spark-drill")
     spec_path = write_spec(work, f"ctlsparkd-{uuid.uuid4().hex[:6]}", "10.101.0.0/24", 23881, 28192, "kafka", 3)
     render(spec_path)

@@ -59,7 +59,20 @@ def cmd_init(
         str | None,
         typer.Option(
             "--engine",
-            help="broker engine: kafka | tansu (offline default: kafka if its image is built, else tansu)",
+            help="broker engine: kafka (default: Apache Kafka) | tansu (a one-broker Kafka-protocol imitation, "
+            "no replication: a quick mode only)",
+            show_default=False,
+        ),
+    ] = None,
+    mode: Annotated[
+        str, typer.Option("--mode", help="zookeeper (a ZooKeeper ensemble) | kraft (a controller quorum)")
+    ] = "zookeeper",
+    kafka_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kafka-version",
+            help="offline profile: the clusterctl/kafka:<version> image to run, e.g. 3.9.2 or 4.4.0 "
+            "(default: the newest built that the mode runs)",
             show_default=False,
         ),
     ] = None,
@@ -85,7 +98,9 @@ def cmd_init(
     reason = None
     if profile is None:
         profile, reason = _auto_profile()
-    result = init_spec(path, name, profile, engine, brokers, zk_nodes, subnet, force, profile_reason=reason)
+    result = init_spec(
+        path, name, profile, engine, brokers, zk_nodes, subnet, force, reason, mode=mode, kafka_version=kafka_version
+    )
     for note in result.notes:
         info(note)
     if as_json:
@@ -100,7 +115,11 @@ def cmd_init(
             Column("Cluster", lambda r: r.spec["name"]),
             Column("Profile", "profile"),
             Column("Engine", "engine"),
-            Column("ZooKeeper nodes", lambda r: r.spec["zookeeper"]["nodes"]),
+            Column("Mode", lambda r: r.spec["kafka"]["mode"]),
+            Column("Kafka version", lambda r: r.spec["kafka"]["version"] or "newest built"),
+            Column(
+                "ZooKeeper nodes", lambda r: r.spec["zookeeper"]["nodes"] if r.spec["kafka"]["mode"] != "kraft" else "-"
+            ),
             Column("Brokers", lambda r: r.spec["kafka"]["brokers"]),
             Column("Subnet", lambda r: r.spec["network"]["subnet"]),
             Column("kafka-manager", lambda r: r.spec["kafka_manager"]["enabled"]),

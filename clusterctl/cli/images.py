@@ -32,15 +32,23 @@ LIST_COLUMNS = [
 def cmd_images_build(
     targets: Annotated[
         list[str] | None,
-        typer.Argument(
-            help="base, zookeeper, kafka, tansu, spark (default: zookeeper tansu, + kafka with --kafka-dist)"
+        typer.Argument(help="base, zookeeper, kafka, tansu, spark, console (default: zookeeper kafka tansu console)"),
+    ] = None,
+    kafka_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kafka-version",
+            help="the Kafka image's Apache Kafka from Maven Central: an exact version (3.9.2), a line (3.9.x) or a "
+            "major (4.x) for its newest release; default 3.9.x. The image is tagged with the version in its jars",
+            show_default=False,
         ),
     ] = None,
     kafka_dist: Annotated[
         Path | None,
         typer.Option(
             "--kafka-dist",
-            help="Apache Kafka 3.x binary distribution (kafka_2.13-3.x.y.tgz); the image is tagged with its version",
+            help="an Apache Kafka binary distribution (kafka_2.13-X.Y.Z.tgz or its directory) instead of Maven; "
+            "the image is tagged with its version",
             envvar=KAFKA_DIST_ENV,
             show_default=False,
         ),
@@ -50,14 +58,19 @@ def cmd_images_build(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Build the offline images locally: Debian base via debootstrap, then ZooKeeper, Kafka, tansu, Spark (no pull)."""
+    """Build the offline images locally: Debian base via debootstrap, then ZooKeeper, Kafka (from Maven Central),
+    tansu, the console, Spark (no pull)."""
     from clusterctl.cli.spinner import spinner
     from clusterctl.images import build as images
 
     with spinner() as progress:
         task = progress.add_task("checking inputs", total=None)
         results = images.build_images(
-            targets or [], kafka_dist, force, progress=lambda msg: progress.update(task, description=msg)
+            targets or [],
+            kafka_dist,
+            force,
+            progress=lambda msg: progress.update(task, description=msg),
+            kafka_version=kafka_version,
         )
     emit(results, as_json=as_json, title="images build", columns=BUILD_COLUMNS)
 

@@ -1,12 +1,15 @@
 """Offline images, built locally with no pull: a debootstrapped Debian base and images FROM it.
 
 Each image carries a label with the hash of its build inputs; a build whose image already exists
-with the same hash is skipped (``force`` rebuilds). The build inputs live in templates/images/.
+with the same hash is skipped (``force`` rebuilds). The build inputs live in templates/images/. The Kafka
+image carries an installation assembled from Kafka's own Maven Central artifacts (images/kafka_maven.py),
+or a binary distribution when one is given.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -14,7 +17,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,10 +25,10 @@ from docker.errors import APIError, BuildError, DockerException
 
 from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.images import kafka_maven
 from clusterctl.images.inputs import console_context, console_hash_inputs, hash_file, spark_context, spark_hash_inputs
 from clusterctl.runtime import docker as dk
 from clusterctl.spec import kafkadist
-from clusterctl.spec.kafkadist import KAFKA_DIST_ENV
 from clusterctl.spec.profiles import BASE_IMAGE, TARGETS
 from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE as KAFKA_IMAGE
 
@@ -34,9 +37,10 @@ HASH_LABEL = "io.clusterctl.inputs-hash"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 IMAGES_DIR = TEMPLATES_DIR / "images"
-CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "clusterctl"
+CACHE_DIR = kafka_maven.CACHE_DIR
 
-DEFAULT_TARGETS = ("zookeeper", "tansu", "console")  # spark only on request: it is big and few clusters use it
+# spark only on request: it is big and few clusters use it
+DEFAULT_TARGETS = ("zookeeper", "kafka", "tansu", "console")
 CHILD_TARGETS = ("zookeeper", "kafka", "tansu", "spark", "console")
 
 Progress = Callable[[str], None]
@@ -96,8 +100,10 @@ def list_images() -> list[ImageInfo]:
 # ---- inputs and hashes ----
 
 
-def _hash_files(h: hashlib._Hash, root: Path) -> None:
+def _hash_files(h: hashlib._Hash, root: Path, skip_top: tuple[str, ...] = ()) -> None:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if path.relative_to(root).parts[0] in skip_top:
+            continue
         h.update(str(path.relative_to(root)).encode())
         h.update(b"\0")
         h.update(path.read_bytes())
@@ -126,30 +132,27 @@ def _child_hash(target: str, extra: Path | None) -> str:
         console_hash_inputs(h)
     if extra is not None:
         if extra.is_dir():
-            _hash_files(h, extra)
+            _hash_files(h, extra, skip_top=("logs",))  # what a Kafka run on the host writes there
         else:
             hash_file(h, extra)
     return h.hexdigest()[:16]
 
 
 def kafka_dist_root(dist: Path) -> str:
-    """Validate a Kafka distribution (tarball or unpacked dir); return its top-level dir name ('' for a dir).
-
-    A Kafka without ZooKeeper mode (4.x) is refused in one line.
-    """
+    """Validate a Kafka distribution (tarball or unpacked dir); return its top-level dir name ('' for a dir)."""
     if not dist.exists():
         raise NotFoundError(f"--kafka-dist {dist} does not exist")
     if dist.is_dir():
         if not (dist / "bin" / "kafka-server-start.sh").is_file():
             raise UsageError(f"--kafka-dist {dist} is not a Kafka distribution (no bin/kafka-server-start.sh)")
-        kafkadist.check_zookeeper_mode(kafkadist.dist_version(dist), f"--kafka-dist {dist}")
+        kafkadist.dist_version(dist)
         return ""
     try:
         with tarfile.open(dist, "r:*") as tar:
             for member in tar:
                 parts = member.name.lstrip("./").split("/")
                 if parts[-2:] == ["bin", "kafka-server-start.sh"] and len(parts) <= 3:
-                    kafkadist.check_zookeeper_mode(kafkadist.dist_version(dist), f"--kafka-dist {dist}")
+                    kafkadist.dist_version(dist)
                     return parts[0] if len(parts) == 3 else ""
     except (tarfile.TarError, OSError, EOFError):
         raise UsageError(f"--kafka-dist {dist} is not a readable tar archive (expected kafka_2.13-3.x.y.tgz)") from None
@@ -285,7 +288,7 @@ def _context(target: str, work: Path, kafka_dist: Path | None) -> Path:
         assert kafka_dist is not None
         dest = ctx / "kafka"
         if kafka_dist.is_dir():
-            shutil.copytree(kafka_dist, dest, symlinks=True)
+            shutil.copytree(kafka_dist, dest, symlinks=True, ignore=_top_level_logs(kafka_dist))
         else:
             top = kafka_dist_root(kafka_dist)
             unpack = work / "kafka-unpack"
@@ -297,22 +300,32 @@ def _context(target: str, work: Path, kafka_dist: Path | None) -> Path:
     return ctx
 
 
+def _top_level_logs(root: Path) -> Callable[[str, list[str]], list[str]]:
+    def ignore(directory: str, names: list[str]) -> list[str]:
+        return ["logs"] if Path(directory) == root and "logs" in names else []
+
+    return ignore
+
+
 def resolve_targets(targets: Iterable[str], kafka_dist: Path | None) -> list[str]:
-    """Validate targets (default: zookeeper, tansu, plus kafka when a distribution is given)."""
-    chosen = list(dict.fromkeys(targets))
-    if not chosen:
-        chosen = [*DEFAULT_TARGETS, *(["kafka"] if kafka_dist else [])]
+    """Validate targets (default: zookeeper, kafka, tansu, console)."""
+    chosen = list(dict.fromkeys(targets)) or list(DEFAULT_TARGETS)
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:
         raise UsageError(f"unknown image target {unknown[0]!r}; choose from {', '.join(TARGETS)}")
-    if "kafka" in chosen:
-        if kafka_dist is None:
-            raise UsageError(
-                "the kafka image needs a Kafka distribution: pass --kafka-dist PATH "
-                f"(a kafka_2.13-3.x.y.tgz binary release) or set {KAFKA_DIST_ENV}"
-            )
+    if "kafka" in chosen and kafka_dist is not None:
         kafka_dist_root(kafka_dist)
     return chosen
+
+
+def kafka_installation(kafka_dist: Path | None, kafka_version: str | None, progress: Progress = _noop) -> Path:
+    """What the Kafka image carries: the given distribution, else Kafka `kafka_version` from Maven Central."""
+    if kafka_dist is not None:
+        if kafka_version is not None:
+            raise UsageError("give --kafka-dist or --kafka-version, not both")
+        kafka_dist_root(kafka_dist)
+        return kafka_dist
+    return kafka_maven.assemble(kafka_version or kafka_maven.DEFAULT_KAFKA_VERSION, progress).path
 
 
 def build_images(
@@ -320,24 +333,44 @@ def build_images(
     kafka_dist: Path | None = None,
     force: bool = False,
     progress: Progress = _noop,
+    kafka_version: str | None = None,
 ) -> list[BuildResult]:
-    """Build the requested offline images (the base first), skipping those whose inputs are unchanged."""
+    """Build the requested offline images (the base first), skipping those whose inputs are unchanged.
+
+    The Kafka image carries `kafka_dist` when given, else Kafka `kafka_version` (default: the newest 3.9.x)
+    assembled from Maven Central.
+    """
     chosen = resolve_targets(targets, kafka_dist)
+    if kafka_version is not None:
+        kafka_maven.maven_version(kafka_version)  # a bad version is refused before any work
     dk.client()  # fail fast when no engine answers
     results: list[BuildResult] = []
-
-    started = time.monotonic()
-    h = base_hash()
-    if (force and "base" in chosen) or _existing_hash(BASE_IMAGE) != h:
-        progress("base: debootstrap")
-        _build_base(h, progress)
-        results.append(BuildResult("base", BASE_IMAGE, "built", round(time.monotonic() - started, 1), h))
-    else:
-        results.append(BuildResult("base", BASE_IMAGE, "skipped", 0.0, h))
-
-    for target in (t for t in CHILD_TARGETS if t in chosen):
-        results.append(build_target(target, kafka_dist=kafka_dist, force=force, progress=progress))
+    with _build_lock():
+        started = time.monotonic()
+        h = base_hash()
+        if (force and "base" in chosen) or _existing_hash(BASE_IMAGE) != h:
+            progress("base: debootstrap")
+            _build_base(h, progress)
+            results.append(BuildResult("base", BASE_IMAGE, "built", round(time.monotonic() - started, 1), h))
+        else:
+            results.append(BuildResult("base", BASE_IMAGE, "skipped", 0.0, h))
+        if "kafka" in chosen:
+            kafka_dist = kafka_installation(kafka_dist, kafka_version, progress)
+        for target in (t for t in CHILD_TARGETS if t in chosen):
+            results.append(build_target(target, kafka_dist=kafka_dist, force=force, progress=progress))
     return results
+
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    """One build at a time on this machine: parallel test workers and shells share the images."""
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with (CACHE_DIR / "images-build.lock").open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def build_target(
@@ -355,7 +388,7 @@ def build_target(
     image = image or TARGETS[target]
     if target == "kafka":
         if kafka_dist is None:
-            raise UsageError("the kafka image needs a Kafka distribution: pass --kafka-dist PATH")
+            kafka_dist = kafka_installation(None, None, progress)
         kafka_dist_root(kafka_dist)
         if image == KAFKA_IMAGE:
             image = kafkadist.offline_image(kafkadist.dist_version(kafka_dist))

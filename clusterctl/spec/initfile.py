@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import SpecError, UsageError
 from clusterctl.spec import kafkadist, yamlfile
 from clusterctl.spec.model import ClusterSpec, parse_spec
-from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, OFFLINE_ZOOKEEPER_IMAGE, PROFILES
+from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, PROFILES
 from clusterctl.templating import text_environment
 
 SPEC_TEMPLATE = "clusterctl.yaml.j2"
@@ -58,38 +59,35 @@ def choose_profile(env_profile: str | None, probe: RegistryProbe) -> ProfileChoi
     return ProfileChoice(FALLBACK_PROFILE, f"no registry serves {image} ({said}): images built here, no pull")
 
 
-def demo_engine(profile: str, kafka_dist: str | None) -> str:
-    """The demo's broker engine: Kafka with a registry profile or a Kafka distribution, else tansu."""
-    if profile != FALLBACK_PROFILE or kafka_dist:
-        return "kafka"
-    return "tansu"
-
-
 def _yaml_scalar(value: Any) -> str:
     """A YAML flow value (JSON is valid YAML)."""
     return json.dumps(value)
 
 
-def choose_engine(profile: str, engine: str | None, brokers: int | None) -> tuple[str, list[str]]:
-    """The broker engine and why; offline without --engine falls back to tansu when no Kafka image exists."""
-    if engine is not None:
-        return engine, []
-    if profile != "offline":
-        return "kafka", []
-    built = [v for v in kafkadist.built_versions() if kafkadist.zookeeper_capable(v)]
-    if built:
-        image = kafkadist.offline_image(built[-1])
-        return "kafka", [f"engine kafka: the offline Kafka image {image} exists locally"]
-    engine_answers = kafkadist.local_image_exists(OFFLINE_ZOOKEEPER_IMAGE) is not None
-    why = "no Docker engine answered" if not engine_answers else f"no {OFFLINE_KAFKA_IMAGE}:<version> image is built"
-    if brokers is not None and brokers != 1:
-        raise UsageError(
-            f"--brokers {brokers} needs engine kafka, but {why}",
-            hint="build it with `clusterctl images build kafka --kafka-dist PATH` or pass --engine kafka",
-        )
-    return "tansu", [
-        f"engine tansu (1 broker, RF 1, min ISR 1): {why}; "
-        "after `clusterctl images build kafka --kafka-dist PATH`, re-run init with --engine kafka"
+def choose_kafka_version(
+    profile: str, engine: str, mode: str, requested: str | None, built: list[str]
+) -> tuple[str | None, list[str]]:
+    """kafka.version for the offline profile: the one asked for, else the newest built image the mode runs.
+
+    `built` is the clusterctl/kafka versions this machine has (kafkadist.built_versions()); None when none fits,
+    and the note says how to build it.
+    """
+    if profile != FALLBACK_PROFILE or engine != "kafka":
+        if requested is not None:
+            raise UsageError(f"--kafka-version names the offline Kafka image; profile {profile}, engine {engine}")
+        return None, []
+    if requested is not None:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", requested):
+            raise UsageError(f"--kafka-version must be an exact version such as 3.9.2, got {requested!r}")
+        if not kafkadist.zookeeper_capable(requested) and mode != "kraft":
+            raise UsageError(f"--kafka-version {requested} has no ZooKeeper mode: add --mode kraft")
+        return requested, []
+    usable = [v for v in built if mode == "kraft" or kafkadist.zookeeper_capable(v)]
+    if usable:
+        return usable[-1], [f"Kafka {usable[-1]}: the newest {OFFLINE_KAFKA_IMAGE} image built here for {mode} mode"]
+    return None, [
+        f"no {OFFLINE_KAFKA_IMAGE} image is built yet: `clusterctl images build kafka` (make setup does) builds the "
+        "newest Kafka 3.9.x from Maven Central; `--kafka-version 4.x` the newest 4.x (KRaft)"
     ]
 
 
@@ -100,6 +98,8 @@ def build_spec_data(
     brokers: int | None,
     zk_nodes: int | None,
     subnet: str | None,
+    mode: str = "zookeeper",
+    kafka_version: str | None = None,
 ) -> dict[str, Any]:
     """The spec as a mapping, with defaults sized to the broker count."""
     n = brokers if brokers is not None else (1 if engine == "tansu" else 3)
@@ -109,6 +109,8 @@ def build_spec_data(
         "profile": profile,
         "kafka": {
             "engine": engine,
+            "mode": mode,
+            "version": kafka_version,
             "brokers": n,
             "defaults": {"replication_factor": rf, "min_insync_replicas": max(1, rf - 1)},
         },
@@ -148,6 +150,8 @@ def init_spec(
     subnet: str | None = None,
     force: bool = False,
     profile_reason: str | None = None,
+    mode: str = "zookeeper",
+    kafka_version: str | None = None,
 ) -> InitResult:
     """Validate the chosen values, render the commented spec, check it parses back identically, write it."""
     if profile not in PROFILES:
@@ -156,10 +160,17 @@ def init_spec(
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     if path.exists() and not path.is_file():
         raise UsageError(f"{path} exists and is not a file")
-    chosen, notes = choose_engine(profile, engine, brokers)
+    if mode not in ("zookeeper", "kraft"):
+        raise UsageError(f"--mode must be zookeeper or kraft, got {mode!r}")
+    chosen = engine or "kafka"  # tansu only when asked for: a one-broker quick mode
+    if mode == "kraft" and zk_nodes is not None:
+        raise UsageError("--zk-nodes is for ZooKeeper mode; --mode kraft runs a controller quorum")
+    built = kafkadist.built_versions() if profile == FALLBACK_PROFILE and chosen == "kafka" else []
+    version, notes = choose_kafka_version(profile, chosen, mode, kafka_version, built)
     if profile_reason:
         notes = [f"profile {profile}: {profile_reason}", *notes]
-    spec = parse_spec(build_spec_data(name, profile, chosen, brokers, zk_nodes, subnet), source="init")
+    data = build_spec_data(name, profile, chosen, brokers, zk_nodes, subnet, mode, version)
+    spec = parse_spec(data, source="init")
     text = render_spec_text(spec, notes)
     if parse_spec(yamlfile.load_text(text, "init"), source="init") != spec:  # the comments template must not drift
         raise SpecError("init: the commented spec does not round-trip (template out of date)")

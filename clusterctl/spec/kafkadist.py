@@ -1,10 +1,10 @@
 """Apache Kafka binary distributions and the clusterctl/kafka image tag that follows their real version.
 
 A distribution's version is read from its jars (libs/kafka-clients-<v>.jar, libs/kafka_2.13-<v>.jar), not from
-its file name, and becomes the image tag: a 3.7.0 distribution builds clusterctl/kafka:3.7.0. Kafka 4.x has
-no ZooKeeper mode, so it is refused in one line. The offline profile names the repository only; the tag is
-resolved here: the version of $CLUSTERCTL_KAFKA_DIST when set, else the newest ZooKeeper-capable image built
-on this machine.
+its file name, and becomes the image tag: a 3.9.2 installation builds clusterctl/kafka:3.9.2. Kafka 4.x has
+no ZooKeeper mode, so a ZooKeeper-mode spec refuses it in one line. The offline profile names the repository
+only; the tag is the spec's kafka.version, else resolved here: the version of $CLUSTERCTL_KAFKA_DIST when set,
+else the newest image built on this machine that the mode can run.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def check_zookeeper_mode(version: str, source: str) -> str:
     """The version, or one UsageError line for a Kafka without ZooKeeper mode (4.x)."""
     if not zookeeper_capable(version):
         raise UsageError(
-            f"{source} is Kafka {version}, which has no ZooKeeper mode; clusterctl runs Kafka 3.x (e.g. 3.7.0)"
+            f"{source} is Kafka {version}, which has no ZooKeeper mode: set kafka.mode: kraft, or use Kafka 3.9.x "
+            "(`clusterctl images build kafka --kafka-version 3.9.x`)"
         )
     return version
 
@@ -143,15 +144,16 @@ def local_image_exists(image: str) -> bool | None:
     return True
 
 
-def resolve_offline_image() -> str:
-    """The clusterctl/kafka image the offline profile runs.
+def resolve_offline_image(kraft: bool = False) -> str:
+    """The clusterctl/kafka image the offline profile runs when the spec names no kafka.version.
 
-    The version of $CLUSTERCTL_KAFKA_DIST when it is set (a 4.x one is refused), else the newest
-    ZooKeeper-capable clusterctl/kafka image built here, else clusterctl/kafka:unbuilt (which `up`
-    reports as missing, with the build command).
+    The version of $CLUSTERCTL_KAFKA_DIST when it is set (a 4.x one is refused in ZooKeeper mode), else the
+    newest clusterctl/kafka image built here that the mode can run (ZooKeeper mode: 3.x; KRaft: any), else
+    clusterctl/kafka:unbuilt (which `up` reports as missing, with the build command).
     """
     dist = env_dist()
     if dist is not None and dist.exists():
-        return offline_image(check_zookeeper_mode(dist_version(dist), f"{KAFKA_DIST_ENV}={dist}"))
-    usable = [v for v in built_versions() if zookeeper_capable(v)]
+        version = dist_version(dist)
+        return offline_image(version if kraft else check_zookeeper_mode(version, f"{KAFKA_DIST_ENV}={dist}"))
+    usable = [v for v in built_versions() if kraft or zookeeper_capable(v)]
     return offline_image(usable[-1] if usable else UNBUILT_TAG)

@@ -121,6 +121,11 @@ class ClusterSpec(_Model):
         from clusterctl.spec.profiles import kafka_version_of
 
         k = self.kafka
+        if k.version is not None and (self.profile != "offline" or k.engine != "kafka" or self.images.kafka):
+            raise ValueError(
+                "kafka.version names the offline Kafka image (clusterctl/kafka:<version>): it needs profile offline, "
+                "engine kafka and no images.kafka"
+            )
         if k.mode == "zookeeper":
             if self.kraft != KRaftSpec():
                 raise ValueError("kraft settings need kafka.mode: kraft (this spec runs ZooKeeper mode)")
@@ -175,7 +180,11 @@ class ClusterSpec(_Model):
         distribution at use (kafkadist checks its version there), so validation does not resolve it."""
         if self.images.kafka:
             return self.images.kafka
-        return None if self.profile == "offline" else self.image_profile.kafka
+        if self.profile == "offline":
+            from clusterctl.spec import kafkadist
+
+            return kafkadist.offline_image(self.kafka.version) if self.kafka.version else None
+        return self.image_profile.kafka
 
     def _check_ips(self) -> None:
         net = self.network.network
@@ -265,10 +274,12 @@ class ClusterSpec(_Model):
             return self.images.kafka
         if self.kafka.engine == "tansu":
             return self.image_profile.tansu
-        if self.image_profile.kafka == OFFLINE_KAFKA_REPO:  # tagged with the built distribution's version
+        if self.image_profile.kafka == OFFLINE_KAFKA_REPO:  # tagged with the built Kafka's version
             from clusterctl.spec import kafkadist
 
-            return kafkadist.resolve_offline_image()
+            if self.kafka.version:
+                return kafkadist.offline_image(self.kafka.version)
+            return kafkadist.resolve_offline_image(kraft=self.kraft_mode)
         return self.image_profile.kafka
 
     @property

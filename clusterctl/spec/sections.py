@@ -167,6 +167,12 @@ class KafkaSpec(_Model):
     mode: KafkaMode = Field(
         default="zookeeper", description="zookeeper (a ZK ensemble holds the metadata) or kraft (a controller quorum)"
     )
+    version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="Apache Kafka version of the offline image (clusterctl/kafka:<version>, `clusterctl images build "
+        "kafka --kafka-version V`); null = the newest built that the mode runs (4.x: kraft only)",
+    )
     host_port: int = Field(default=9092, description="first host port; broker i listens/advertises host_port+i-1")
     internal_port: int = Field(default=19092, description="listener on the cluster network")
     jmx_port: int | None = Field(default=9999, description="JMX port of the broker process only (None = off)")

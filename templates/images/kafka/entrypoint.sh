@@ -49,9 +49,15 @@ props=/etc/kafka/server.properties
 } >"$props"
 
 if [[ -n "${KAFKA_LOG4J_ROOT_LOGLEVEL:-}" ]]; then
-    sed "s/^log4j.rootLogger=.*/log4j.rootLogger=${KAFKA_LOG4J_ROOT_LOGLEVEL}, stdout/" \
-        "$KAFKA_HOME/config/log4j.properties" >/etc/kafka/log4j.properties
-    export KAFKA_LOG4J_OPTS="${KAFKA_LOG4J_OPTS:--Dlog4j.configuration=file:/etc/kafka/log4j.properties}"
+    if [[ -f "$KAFKA_HOME/config/log4j.properties" ]]; then # Kafka 3.x: log4j 1 (reload4j)
+        sed "s/^log4j.rootLogger=.*/log4j.rootLogger=${KAFKA_LOG4J_ROOT_LOGLEVEL}, stdout/" \
+            "$KAFKA_HOME/config/log4j.properties" >/etc/kafka/log4j.properties
+        export KAFKA_LOG4J_OPTS="${KAFKA_LOG4J_OPTS:--Dlog4j.configuration=file:/etc/kafka/log4j.properties}"
+    elif [[ -f "$KAFKA_HOME/config/log4j2.properties" ]]; then # Kafka 4.x assembled by clusterctl: Log4j 2
+        sed "s/^rootLogger.level = .*/rootLogger.level = ${KAFKA_LOG4J_ROOT_LOGLEVEL}/" \
+            "$KAFKA_HOME/config/log4j2.properties" >/etc/kafka/log4j2.properties
+        export KAFKA_LOG4J_OPTS="${KAFKA_LOG4J_OPTS:--Dlog4j2.configurationFile=/etc/kafka/log4j2.properties}"
+    fi
 fi
 
 # KRaft: a partition directory without partition.metadata (the topic ID) keeps Kafka before 3.8 from ever starting
@@ -81,9 +87,11 @@ if [[ -n "${KAFKA_PROCESS_ROLES:-}" ]]; then
     IFS=',' read -ra dirs <<<"$log_dirs"
     if [[ ! -f "$log_dir/meta.properties" ]]; then
         echo "kafka-entrypoint: formatting $log_dirs for cluster $CLUSTER_ID (first start)"
-        if [[ -n "${KAFKA_NODE_ID:-}" && "$CLUSTER_ID" =~ ^[A-Za-z0-9_-]{22}$ ]]; then
-            # what `kafka-storage.sh format` writes, without a second JVM start on the critical path; Kafka adds
-            # each dir's directory.id and takes metadata.version from its configuration (no bootstrap.checkpoint)
+        if [[ -f "$KAFKA_HOME/config/log4j.properties" && -n "${KAFKA_NODE_ID:-}" && "$CLUSTER_ID" =~ ^[A-Za-z0-9_-]{22}$ ]]; then
+            # Kafka 3.x: what `kafka-storage.sh format` writes, without a second JVM start on the critical path;
+            # Kafka adds each dir's directory.id and takes metadata.version from its configuration (no
+            # bootstrap.checkpoint). Kafka 4.x is formatted by its tool: the bootstrap checkpoint carries the
+            # feature levels (group.version for KIP-848, transaction.version, eligible.leader.replicas.version).
             for dir in "${dirs[@]}"; do
                 mkdir -p "$dir"
                 printf 'version=1\ncluster.id=%s\nnode.id=%s\n' "$CLUSTER_ID" "$KAFKA_NODE_ID" >"$dir/meta.properties"
