@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from clusterctl.testing import ownership
 from clusterctl.wait import wait_until
 
 DOCKERD_READY_S = 60.0
@@ -166,6 +167,7 @@ class NsHosts:
         self.hosts: list[NsHost] = []
         self.racks: dict[str, NsHost] = {}
         self._lock: int | None = None
+        self._claim = ""
         self.link_net, self.pool, self.swarm_pool, self.stack_net = _carve(BLOCK)
 
     def _check_block(self) -> None:
@@ -183,9 +185,25 @@ class NsHosts:
         """A /24 for a stack's overlay network, outside every pool (clashes with nothing here)."""
         return str(self.stack_net)
 
+    @classmethod
+    def of_tag(cls, tag: str, n: int) -> NsHosts:
+        """The harness a (dead) run started with this tag and `n` hosts, for `close()`: every name and path."""
+        hosts = cls(n, swarm=False)
+        hosts.tag, hosts.prefix = tag, f"cc{tag}"
+        hosts.run_root, hosts.data_root = Path("/run") / hosts.prefix, Path("/var/tmp") / hosts.prefix
+        hosts.bridge = f"{hosts.prefix}br"
+        for i in range(1, n + 1):
+            ip = str(hosts.link_net.network_address + 1 + i)
+            hosts.hosts.append(
+                NsHost(f"{hosts.prefix}h{i}", i, ip, hosts.run_root / f"h{i}", hosts.data_root / f"h{i}")
+            )
+        return hosts
+
     def __enter__(self) -> NsHosts:
         self._lock = os.open(LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
         fcntl.flock(self._lock, fcntl.LOCK_EX)  # waits for another harness's close()
+        # the test run's sweep closes these hosts when this process dies before `close()` (clusterctl.testing.ownership)
+        self._claim = ownership.current().claim_command([sys.executable, __file__, "close", self.tag, str(self.n)])
         try:
             self._check_block()
             self.start()
@@ -197,6 +215,8 @@ class NsHosts:
     def __exit__(self, *exc: object) -> None:
         try:
             self.close()
+            if not self.leftovers():
+                ownership.current().release(self._claim)
         finally:
             if self._lock is not None:
                 os.close(self._lock)  # releases the flock
@@ -420,4 +440,7 @@ def _tree(root: int) -> set[int]:
 
 if __name__ == "__main__":  # `_nshosts.py lose|restore RUN_DIR`: a rack's stop / start command in a test spec
     verb, run_dir = sys.argv[1:3]
-    getattr(_host_from(run_dir), verb)()
+    if verb == "close":  # `_nshosts.py close TAG N`: the sweep of a test run that died with these hosts up
+        NsHosts.of_tag(run_dir, int(sys.argv[3])).close()
+    else:
+        getattr(_host_from(run_dir), verb)()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,26 +17,41 @@ from typing import Any
 
 import yaml
 
+from clusterctl.runtime import allocate
 from clusterctl.runtime import docker as dk
+from clusterctl.testing import cleanup, ownership
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "clusterctl")  # the console script of the running environment
 
 
+def free_addresses(ports: int) -> tuple[str, int]:
+    """A free private subnet (/24) and the first of `ports` consecutive free host ports, from the allocator the
+    plugin uses (runtime/allocate.py: 10.200.0.0-10.255.255.255, ports 30000-32700), so a test cluster runs
+    beside any other cluster on the machine; a pick another session makes at the same moment shows as a clash."""
+    return allocate.free_subnet(), allocate.free_port_block(ports)
+
+
 def write_spec(
     directory: Path,
     name: str,
-    subnet: str,
-    zk_port: int,
-    broker_port: int,
+    subnet: str | None = None,
+    zk_port: int | None = None,
+    broker_port: int | None = None,
     engine: str = "tansu",
     brokers: int = 1,
     zk_nodes: int = 3,
     tick_time_ms: int | None = 500,
 ) -> Path:
-    """A test-only spec (its own name, subnet and host ports) in `directory`; `tick_time_ms=None` leaves the
-    ZooKeeper tick, and with it the session timeouts, at their own defaults (as a production cluster has)."""
+    """A test-only spec (its own name, subnet and host ports, free ones where not given) in `directory`;
+    `tick_time_ms=None` leaves the ZooKeeper tick, and with it the session timeouts, at their own defaults (as a
+    production cluster has)."""
     rf = 1 if engine == "tansu" else min(3, brokers)
+    if subnet is None:
+        subnet = allocate.free_subnet()
+    if zk_port is None or broker_port is None:
+        base = allocate.free_port_block(zk_nodes + brokers)
+        zk_port, broker_port = (base, base + zk_nodes) if zk_port is None else (zk_port, base)
     spec: dict[str, Any] = {
         "name": name,
         "profile": "offline",
@@ -58,17 +76,18 @@ def write_spec(
 def running_cluster(
     directory: Path,
     name: str,
-    subnet: str,
-    zk_port: int,
-    broker_port: int,
+    subnet: str | None = None,
+    zk_port: int | None = None,
+    broker_port: int | None = None,
     *,
     extra: dict[str, Any] | None = None,
+    zk_nodes: int = 3,
     heal: bool = False,
     up_timeout: int = 120,
 ) -> Iterator[Path]:
     """A ZooKeeper + tansu cluster from `write_spec` (plus `extra` top-level sections) up for the block; then
-    (`heal`: faults healed, then) `down --volumes`, also when the block fails."""
-    spec_path = write_spec(directory, name, subnet, zk_port=zk_port, broker_port=broker_port)
+    (`heal`: faults healed, then) `release`d, also when the block or the start fails."""
+    spec_path = write_spec(directory, name, subnet, zk_port=zk_port, broker_port=broker_port, zk_nodes=zk_nodes)
     if extra:
         spec_path.write_text(yaml.safe_dump({**yaml.safe_load(spec_path.read_text()), **extra}, sort_keys=False))
     render(spec_path)
@@ -79,11 +98,20 @@ def running_cluster(
     finally:
         if heal:
             cli(spec_path, "chaos", "heal", "--no-wait")
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
+
+
+def release(spec_path: Path) -> list[str]:
+    """`down --volumes`, then whatever of the spec's compose project is still in the engine (a volume a
+    migration took out of the spec, say) removed by its label; returns what that second step found."""
+    cli(spec_path, "down", "--volumes")
+    name = yaml.safe_load(spec_path.read_text())["name"]
+    with cleanup.signals_held():
+        return ownership.remove_project(name)
 
 
 def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run the real `clusterctl -s SPEC ARGS...` from the spec's directory.
+    """Run the real `clusterctl -s SPEC ARGS...` from the spec's directory, the spec's project owned by the run.
 
     A command given `--timeout N` gets N plus room for its own teardown, so its own error is what a test sees.
     """
@@ -91,9 +119,71 @@ def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.Complet
         given = _number(args[args.index("--timeout") + 1 :])
         if given is not None and math.isfinite(given):
             timeout = max(timeout, given + 240)
-    return subprocess.run(
-        [CLI, "-s", str(spec_path), *args], capture_output=True, text=True, cwd=spec_path.parent, timeout=timeout
-    )
+    if args and args[0] in CREATES:
+        own(spec_path)
+    return run_group([CLI, "-s", str(spec_path), *args], timeout=timeout, cwd=spec_path.parent)
+
+
+# the commands that can create containers, networks or volumes (the others only read or remove)
+CREATES = frozenset({"up", "scenario", "migrate", "swarm", "spark", "chaos"})
+
+
+def own(spec_path: Path) -> None:
+    """Claim the spec's compose project for this test run before a command that can create something of it (the
+    first time in this process: leftovers of an earlier run are removed, another live owner's refused, so a
+    user's cluster of the same name is neither reused nor removed)."""
+    try:
+        name = (yaml.safe_load(spec_path.read_text()) or {}).get("name")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return  # a test of a bad or missing spec file: nothing will be created
+    if isinstance(name, str) and name:
+        ownership.current().ensure_fresh(name)
+
+
+def run_group(
+    cmd: list[str], timeout: float, cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run` in a process group of its own, claimed by the run; when the wait is interrupted (SIGTERM
+    or Ctrl-C to pytest, a timeout) the group gets SIGTERM, then SIGKILL after 20 s: a CLI and the `docker
+    compose` under it never outlive the test that started them."""
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, cwd=cwd, start_new_session=True,
+    )  # fmt: skip
+    run = ownership.current()
+    claim = run.claim_pid(proc.pid)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except BaseException:
+        stop_group(proc)
+        raise
+    finally:
+        if claim is not None and proc.poll() is not None and not _group_alive(proc.pid):
+            run.release(claim)  # a process it left running on purpose (a fault's handler) keeps the claim
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def stop_group(proc: subprocess.Popen[str], grace: float = 20) -> None:
+    """SIGTERM to the process group (its own cleanup), SIGKILL when it is still there after `grace` seconds."""
+    with cleanup.signals_held():
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            try:
+                proc.communicate(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # what the leader left in its group
 
 
 def _number(values: tuple[str, ...]) -> float | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.testing import cleanup
 from clusterctl.testing.tansu import TansuBroker, start_tansu
 
 if TYPE_CHECKING:
@@ -40,6 +42,52 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Own the run (clusterctl.testing.ownership) and pin the session's Kafka.
+
+    The process that begins the run first removes what earlier runs whose pytest is gone left behind (found by
+    their claim files and the compose project label); SIGTERM, to pytest or to an xdist worker, becomes
+    KeyboardInterrupt, so tests' `finally` blocks and fixture teardown run as on Ctrl-C.
+    """
+    _own_run(config)
+    _pin_kafka()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The owner removes whatever the run still owns (normally nothing: every test cleans up after itself)."""
+    from clusterctl.errors import ClusterctlError
+    from clusterctl.testing import ownership
+
+    try:
+        with cleanup.signals_held():
+            found = ownership.sweep_own()
+    except ClusterctlError as exc:  # no Docker engine: nothing of ours can be in it
+        found = [f"not checked: {exc.message}"]
+    if found:
+        print(f"\nclusterctl test run: removed at its end what tests left: {', '.join(found)}", file=sys.stderr)
+
+
+_SIGTERM = cleanup.SigtermAsInterrupt()
+
+
+def _own_run(config: pytest.Config) -> None:
+    from clusterctl.errors import ClusterctlError
+    from clusterctl.testing import ownership
+
+    _SIGTERM.install()
+    if hasattr(config, "workerinput"):
+        ownership.current()  # the run the controller began ($CLUSTERCTL_TEST_RUN)
+        return
+    try:
+        swept = ownership.sweep()
+    except ClusterctlError as exc:
+        swept = {"(not checked)": [exc.message]}
+    for run_id, found in swept.items():
+        if found:
+            print(f"clusterctl test run: removed leftovers of {run_id}: {', '.join(found)}", file=sys.stderr)
+    ownership.current()
+
+
+def _pin_kafka() -> None:
     """Pin the session's Kafka: $CLUSTERCTL_KAFKA_DIST when given, else Kafka 3.9.x assembled from Maven Central.
 
     Exported to the environment, so every process of the run (xdist workers, CLI subprocesses, compose renders)

@@ -32,7 +32,7 @@ import yaml
 from clusterctl.errors import ClusterctlError, NotFoundError, UnreachableError, UsageError
 from clusterctl.runtime.cluster import Cluster
 from clusterctl.spec.model import ClusterSpec
-from clusterctl.testing import cleanup, specdata
+from clusterctl.testing import cleanup, ownership, specdata
 from clusterctl.testing.drill import Drill
 from clusterctl.testing.specdata import Engine
 
@@ -164,6 +164,7 @@ class KafkaCluster:
 
         for attempt in range(1, CLASH_RETRIES + 1):
             self.spec, spec_data = specdata.isolated(data, self.isolate)
+            ownership.claim(self.spec.topology.project)  # inside a test run: its leftovers are found by the sweep
             self._work = work = Path(tempfile.mkdtemp(prefix=f"{self.spec.name}-"))
             render(self.spec, out_dir=work / self.spec.topology.compose_dir)
             (work / SPEC_FILE).write_text(yaml.safe_dump(spec_data, sort_keys=False), encoding="utf-8")
