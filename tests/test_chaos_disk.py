@@ -1,7 +1,7 @@
 """`chaos fill-disk` and its heal on real containers, with bounded data volumes (`storage.bounded_mb`).
 
-CI part (3 ZooKeeper nodes + tansu; test-only spec ctldisk-*, subnet 10.94.0.0/24, ZK host ports 28381-28383,
-broker 29892): fill a ZooKeeper node's volumes, see writes in the container fail and df at 100%, heal, see the
+CI part (3 ZooKeeper nodes + tansu; test-only spec ctldisk-*, a free subnet and free
+host ports): fill a ZooKeeper node's volumes, see writes in the container fail and df at 100%, heal, see the
 space back, and `down --volumes` leave no mount, loop device or image behind. Bad input is one line and applies
 nothing. Real-Kafka part (CLUSTERCTL_KAFKA_DIST): the `disk-full-broker` drill three times on its own 3 ZK + 3
 broker cluster with bounded volumes.
@@ -41,7 +41,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu"])
     name, bounded = f"ctldisk-{uuid.uuid4().hex[:6]}", {"storage": {"bounded_mb": SIZE_MB}}
     work = tmp_path_factory.mktemp("disk")
-    with running_cluster(work, name, "10.94.0.0/24", 28381, 29892, extra=bounded, heal=True) as spec_path:
+    with running_cluster(work, name, extra=bounded, heal=True) as spec_path:
         yield spec_path
 
 
@@ -110,8 +110,7 @@ def test_bad_input_is_one_line_and_applies_nothing(cluster: Path) -> None:
 def test_down_leaves_no_mount_loop_device_or_image(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Its own short-lived cluster (one ZooKeeper node), so the module's cluster stays up for the others."""
     work = tmp_path_factory.mktemp("disk-down")
-    spec_path = write_spec(work, f"ctldisk-{uuid.uuid4().hex[:6]}", "10.94.1.0/24", zk_port=28391,
-                           broker_port=29893, zk_nodes=1)  # fmt: skip
+    spec_path = write_spec(work, f"ctldisk-{uuid.uuid4().hex[:6]}", zk_nodes=1)
     data = yaml.safe_load(spec_path.read_text())
     spec_path.write_text(yaml.safe_dump({**data, "storage": {"bounded_mb": SIZE_MB}}, sort_keys=False))
     render(spec_path)

@@ -1,6 +1,6 @@
 """Grey network faults (delay, loss, rate, duplicate, corrupt) on a real cluster: 3 ZooKeeper nodes + tansu.
 
-Test-only spec: name ctlnet-*, subnet 10.91.0.0/24, ZK host ports 28181-28183, broker 29992. The effects are
+Test-only spec: name ctlnet-*, a free subnet and free host ports. The effects are
 measured from the host (TCP connect round trips, ICMP echo counts) or from a peer's namespace; `heal` must leave
 no rule, qdisc or handler behind. The kernel here has no netem, so this runs the userspace path for real; the
 netem path is checked by the commands it would run.
@@ -81,7 +81,7 @@ def test_absurd_settings_are_refused(kind: str, value: float, jitter: float) -> 
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu"])
     work = tmp_path_factory.mktemp("net")
-    with running_cluster(work, f"ctlnet-{uuid.uuid4().hex[:6]}", "10.91.0.0/24", 28181, 29992, heal=True) as spec_path:
+    with running_cluster(work, f"ctlnet-{uuid.uuid4().hex[:6]}", heal=True) as spec_path:
         yield spec_path
 
 

@@ -1,6 +1,6 @@
 """Faults and the observer against a real cluster: 3 ZooKeeper nodes (offline image) + a tansu broker container.
 
-Test-only spec: name ctlchaos-*, subnet 10.79.0.0/24, ZK host ports 23181-23183, broker 29392; brought up
+Test-only spec: name ctlchaos-*, a free subnet and free host ports; brought up
 and torn down with the real CLI. The ZK side of the observer (Mode per node, quorum, session) and every
 container fault are checked for real, and so is the drill path under a broker pause (short-pause: load,
 ledger, observer, verify); broker-side failover (ISR, leaders) needs real Kafka
@@ -35,7 +35,10 @@ pytestmark = pytest.mark.docker
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "tansu"])
     work = tmp_path_factory.mktemp("chaos")
-    with running_cluster(work, f"ctlchaos-{uuid.uuid4().hex[:6]}", "10.79.0.0/24", 23181, 29392) as spec_path:
+    with running_cluster(
+        work,
+        f"ctlchaos-{uuid.uuid4().hex[:6]}",
+    ) as spec_path:
         yield spec_path
 
 

@@ -1,6 +1,6 @@
 """The offline cluster's kafka-manager service (clusterctl's console) and the Drills page, on Docker.
 
-Test-only spec: subnet 10.87.12.0/24, ZK host ports 24281-24283, tansu on 29792, the console on 127.0.0.1:9000.
+Test-only spec: a free subnet and free host ports, the console on a free port of 127.0.0.1.
 `up` starts the console with the cluster and waits for its healthcheck; a browser reads ZooKeeper's Mode per
 node and a CLI topic through it. A host `clusterctl ui` then shows a tansu scenario's timeline while it runs.
 """
@@ -24,10 +24,13 @@ from _runtime_helpers import cli, running_cluster, wait_for
 
 from clusterctl.compose.render import ENV_FILE, existing_console_token
 from clusterctl.images import build as images
+from clusterctl.runtime import allocate
 from clusterctl.runtime import docker as dk
+from clusterctl.spec.model import load_spec
 
 pytestmark = [pytest.mark.docker, pytest.mark.browser]
-CONSOLE_PORT = 9000
+# the console's host port, free (9000, the default, is where a user's own cluster has its console)
+CONSOLE_PORT = allocate.free_port_block(1)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     work = tmp_path_factory.mktemp("console-svc")
     manager = {"kafka_manager": {"enabled": True, "port": CONSOLE_PORT}}  # kind: the offline profile's (console)
     name = f"ctlui-{uuid.uuid4().hex[:6]}"
-    with running_cluster(work, name, "10.87.12.0/24", 24281, 29792, extra=manager, up_timeout=180) as spec_path:
+    with running_cluster(work, name, extra=manager, up_timeout=180) as spec_path:
         yield spec_path
 
 
@@ -93,7 +96,7 @@ def test_containerised_console_checks_host_and_bounds_znodes(cluster: Path) -> N
     assert _status(f"{base}/topics", f"localhost:{CONSOLE_PORT}") == 200
     assert _status(f"{base}/topics", f"rebind.attacker.test:{CONSOLE_PORT}") == 421
     root = f"/ctlui-{uuid.uuid4().hex[:6]}"
-    zk = KazooClient(hosts="127.0.0.1:24281")
+    zk = KazooClient(hosts=load_spec(cluster).topology.zk_connect)
     zk.start(timeout=15)
     try:
         zk.create(root, b"x" * 900_000)  # near ZooKeeper's 1 MB record limit

@@ -3,7 +3,7 @@ a pause fault and `scenario run` on a Docker cluster.
 
 Each must exit 128 + the signal with "interrupted by SIG...", having cleaned up: `up` tears down what it started,
 the pause is undone, and `scenario run` heals, stops its load and writes a partial report marked interrupted.
-Test-only spec: subnet 10.86.0.0/24, ZK 26181, broker 29692 (offline tansu images, one ZooKeeper node).
+Test-only spec: a free subnet and free host ports (offline tansu images, one ZooKeeper node).
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from pathlib import Path
 
 import docker
 import pytest
-from _runtime_helpers import CLI, cli, leftovers, render, wait_for, write_spec
+from _runtime_helpers import CLI, cli, leftovers, release, render, wait_for, write_spec
 
 pytestmark = [pytest.mark.docker]
-
-SUBNET, ZK_PORT, BROKER_PORT = "10.86.0.0/24", 26181, 29692
 
 
 def start(spec: Path, *args: str) -> subprocess.Popen[str]:
@@ -65,7 +63,7 @@ STOPS = pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SI
 @STOPS
 def test_up_ctrl_c_tears_down_what_it_started(tmp_path: Path, sig: signal.Signals) -> None:
     project = f"ctlint-{uuid.uuid4().hex[:6]}"  # the compose project is the spec's name
-    spec = write_spec(tmp_path, project, SUBNET, ZK_PORT, BROKER_PORT, zk_nodes=1)
+    spec = write_spec(tmp_path, project, zk_nodes=1)
     render(spec)
     proc = start(spec, "up", "--timeout", "300")
     try:
@@ -76,20 +74,20 @@ def test_up_ctrl_c_tears_down_what_it_started(tmp_path: Path, sig: signal.Signal
     finally:
         if proc.poll() is None:
             proc.kill()
-        cli(spec, "down", "--volumes")
+        release(spec)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     work = tmp_path_factory.mktemp("interrupts")
-    spec = write_spec(work, f"ctlint-{uuid.uuid4().hex[:6]}", SUBNET, ZK_PORT, BROKER_PORT, zk_nodes=1)
+    spec = write_spec(work, f"ctlint-{uuid.uuid4().hex[:6]}", zk_nodes=1)
     render(spec)
     try:
         res = cli(spec, "up", "--timeout", "240")
         assert res.returncode == 0, res.stderr
         yield spec
     finally:
-        cli(spec, "down", "--volumes")
+        release(spec)
 
 
 def broker_state(spec: Path) -> str:

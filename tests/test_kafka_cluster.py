@@ -17,18 +17,12 @@ from clusterctl.zookeeper import client as zk
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 
-# test-only addresses of the cluster `up` starts here (other docker tests use other subnets and ports)
-UP_SUBNET = "10.89.0.0/24"
-UP_ZK_PORT = 25181
-UP_BROKER_PORT = 29892
-
 
 def test_up_waits_until_healthy_and_down_volumes_leaves_nothing(tmp_path: Path) -> None:
     """The CLI path users take: render, `up` (returns once ZK has a quorum, every broker is registered and a
     controller elected), `status` agrees, `down --volumes` removes every container, network and volume."""
     project = f"ctlkafka-{uuid.uuid4().hex[:6]}"
-    spec_path = write_spec(tmp_path, project, UP_SUBNET, zk_port=UP_ZK_PORT, broker_port=UP_BROKER_PORT,
-                           engine="kafka", brokers=3)  # fmt: skip
+    spec_path = write_spec(tmp_path, project, engine="kafka", brokers=3)  # a free subnet and free ports
     render(spec_path)
     try:
         up = up_json(spec_path, timeout=300)

@@ -2,8 +2,8 @@
 
 Brought up with the real CLI: `up` waits for a quorum leader, every broker unfenced and a metadata round trip;
 status and quorum agree with Kafka's own kafka-metadata-quorum.sh; kill-leader and kill-controller lose no
-acknowledged write; `down` then `up` keeps the cluster id, topics and data. Test-only spec: subnet
-10.83.0.0/24, brokers 39092-39094.
+acknowledged write; `down` then `up` keeps the cluster id, topics and data. Test-only spec: a free
+subnet and free host ports (brokers, console).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from _console import console, screenshot
-from _runtime_helpers import CLI, cli, cli_json, leftovers, render, up_json, wait_for
+from _runtime_helpers import CLI, cli, cli_json, free_addresses, leftovers, release, render, up_json, wait_for
 from conftest import kafka_dist
 
 from clusterctl.compose.render import existing_cluster_id
@@ -30,17 +30,19 @@ pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 
 
 def kraft_spec(directory: Path, name: str) -> Path:
+    subnet, base = free_addresses(4)  # 3 brokers and the kafka-manager service (the console)
     spec: dict[str, Any] = {
         "name": name,
         "profile": "offline",
-        "network": {"subnet": "10.83.0.0/24"},
+        "network": {"subnet": subnet},
         "kafka": {
             "mode": "kraft",
             "brokers": 3,
-            "host_port": 39092,
+            "host_port": base,
             "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"},
         },
         "kraft": {"controllers": 3},
+        "kafka_manager": {"port": base + 3},
     }
     path = directory / "clusterctl.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -61,7 +63,7 @@ def kraft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert up["controller"] in (101, 102, 103) and up["brokers_registered"] == [1, 2, 3]
         yield spec_path
     finally:
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
 
 
 def _metadata_quorum_tool(spec_path: Path) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The migration drills on real Kafka 3.7 (needs CLUSTERCTL_KAFKA_DIST): `scenario run zk-to-kraft` and
-`scenario run zk-to-kraft-rollback`, each on its own fresh 3 ZooKeeper + 3 broker cluster. Test-only spec: subnet
-10.96.0.0/24, ZooKeeper 23281-23283, brokers 29492-29494.
+`scenario run zk-to-kraft-rollback`, each on its own fresh 3 ZooKeeper + 3 broker cluster. Test-only spec: a free
+subnet and free host ports.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _runtime_helpers import cli, render, up_json, write_spec
+from _runtime_helpers import cli, release, render, up_json, write_spec
 from conftest import kafka_dist
 
 from clusterctl.images import build as images
@@ -25,15 +25,13 @@ PHASES = ["1 controllers", "2 migration-mode", "3 kraft-brokers", "4 finalize", 
 @pytest.fixture
 def zk_cluster(tmp_path: Path) -> Iterator[Path]:
     images.build_images(["kafka"], kafka_dist=kafka_dist())
-    spec_path = write_spec(
-        tmp_path, f"ctldrill-{uuid.uuid4().hex[:6]}", "10.96.0.0/24", 23281, 29492, "kafka", 3, tick_time_ms=None
-    )
+    spec_path = write_spec(tmp_path, f"ctldrill-{uuid.uuid4().hex[:6]}", engine="kafka", brokers=3, tick_time_ms=None)
     render(spec_path)
     try:
         up_json(spec_path, timeout=300)
         yield spec_path
     finally:
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
 
 
 def _run(spec_path: Path, scenario: str) -> Any:

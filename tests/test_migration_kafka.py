@@ -1,7 +1,7 @@
 """ZooKeeper → KRaft migration on real Kafka 3.7 (needs CLUSTERCTL_KAFKA_DIST): 3 ZooKeeper nodes + 3 brokers,
 records written before, phases 1-2 and their done-check, then 3-5 started and stopped by SIGINT in phase 3 (the
 cluster serves meanwhile; `--status` and `status` say where it stands), resumed, and every record read back from
-the KRaft cluster. Test-only spec: subnet 10.98.0.0/24, ZooKeeper 23481-23483, brokers 29592-29594. The
+the KRaft cluster. Test-only spec: a free subnet and free host ports. The
 uninterrupted run took about 8 minutes here; the interruption shares its cluster and phases 1-2 (it adds a
 produce/consume round trip and two status calls, not a second cluster).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _runtime_helpers import CLI, cli, render, up_json, write_spec
+from _runtime_helpers import CLI, cli, release, render, up_json, write_spec
 from conftest import kafka_dist
 
 from clusterctl.images import build as images
@@ -35,9 +35,7 @@ MID = 100  # records written while the migration stands interrupted in phase 3
 def zk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["kafka"], kafka_dist=kafka_dist())
     work = tmp_path_factory.mktemp("migration")
-    spec_path = write_spec(
-        work, f"ctlmig-{uuid.uuid4().hex[:6]}", "10.98.0.0/24", 23481, 29592, "kafka", 3, tick_time_ms=None
-    )
+    spec_path = write_spec(work, f"ctlmig-{uuid.uuid4().hex[:6]}", engine="kafka", brokers=3, tick_time_ms=None)
     render(spec_path)
     try:
         up_json(spec_path, timeout=300)
@@ -48,7 +46,7 @@ def zk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert produced.returncode == 0, produced.stderr
         yield spec_path
     finally:
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
 
 
 def _json(spec_path: Path, *args: str) -> Any:

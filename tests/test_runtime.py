@@ -1,6 +1,6 @@
 """`clusterctl up/status/logs/down` through the real CLI on a 3 ZK + tansu cluster in Docker.
 
-Test-only spec: subnet 10.78.0.128/25, ZK host ports 22191-22193, tansu on 29193.
+Test-only spec: a free subnet and free host ports.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from pathlib import Path
 import docker
 import pytest
 import yaml
-from _runtime_helpers import cli, cli_json, leftovers, render, write_spec
+from _runtime_helpers import cli, cli_json, leftovers, release, render, write_spec
 
 from clusterctl.images import build as images
 from clusterctl.spec.model import load_spec
 
 pytestmark = pytest.mark.docker
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
-
-SUBNET = "10.78.0.128/25"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -33,11 +31,14 @@ def offline_images() -> None:
 
 @pytest.fixture
 def spec_path(tmp_path: Path) -> Iterator[Path]:
-    path = write_spec(tmp_path, f"ctlrt-{uuid.uuid4().hex[:6]}", SUBNET, zk_port=22191, broker_port=29193)
+    path = write_spec(
+        tmp_path,
+        f"ctlrt-{uuid.uuid4().hex[:6]}",
+    )
     try:
         yield path
     finally:
-        cli(path, "down", "--volumes")
+        release(path)
 
 
 def test_up_healthy_status_logs_down(spec_path: Path) -> None:

@@ -1,8 +1,8 @@
 """The Spark drills on real Kafka (needs CLUSTERCTL_KAFKA_DIST, PySpark and a JVM): `scenario run spark-kill-leader`
 and `scenario run spark-restart-driver` on one fresh 3 ZooKeeper + 3 broker cluster, a local-mode key_counts driver
 beside the acks=all load. Each must lose no acknowledged write, give exact Spark results (none missing, none counted
-twice) and report the pipeline's stall next to Kafka's write gap. Test-only spec: subnet 10.101.0.0/24, ZooKeeper
-23881-23883, brokers 28192-28194.
+twice) and report the pipeline's stall next to Kafka's write gap. Test-only spec: a free subnet and
+free host ports.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _runtime_helpers import cli, render, up_json, write_spec
+from _runtime_helpers import cli, release, render, up_json, write_spec
 from conftest import kafka_dist
 
 from clusterctl.images import build as images
@@ -27,13 +27,13 @@ pytestmark = [pytest.mark.real_kafka, pytest.mark.docker, pytest.mark.spark]
 def spark_drill_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     images.build_images(["zookeeper", "kafka"], kafka_dist=kafka_dist())
     work = tmp_path_factory.mktemp("spark-drill")
-    spec_path = write_spec(work, f"ctlsparkd-{uuid.uuid4().hex[:6]}", "10.101.0.0/24", 23881, 28192, "kafka", 3)
+    spec_path = write_spec(work, f"ctlsparkd-{uuid.uuid4().hex[:6]}", engine="kafka", brokers=3)
     render(spec_path)
     try:
         up_json(spec_path, timeout=300)
         yield spec_path
     finally:
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
 
 
 def run_spark_drill(spec_path: Path, scenario: str, report_dir: Path) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The Spark drills on a real cluster: ZooKeeper + tansu + a Spark standalone master and 2 workers x 1 core.
 
-Test-only spec: subnet 10.102.0.0/24, host ports 24581 (ZooKeeper), 24592 (tansu), 24577 (Spark master),
-24580 (its UI). Both drills run through the real `clusterctl scenario run`:
+Test-only spec: a free subnet and free host ports (ZooKeeper, tansu, Spark master,
+its UI). Both drills run through the real `clusterctl scenario run`:
 
 - `spark-kill-worker`: key_counts on the standalone cluster (`master: cluster`), a worker container SIGKILLed
   mid-stream. The master's own /json/ (sampled beside the run) shows the job's executor lost (the job's cores
@@ -32,15 +32,18 @@ from typing import Any
 
 import pytest
 import yaml
-from _runtime_helpers import cli, render, write_spec
+from _runtime_helpers import cli, release, render, write_spec
 
 from clusterctl.images import build as images
+from clusterctl.runtime import allocate
 from clusterctl.spark.progress import parse_ts
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
-SUBNET = "10.102.0.0/24"
-ZK_PORT, BROKER_PORT, MASTER_PORT, UI_PORT = 24581, 24592, 24577, 24580
+# free host ports (runtime/allocate.py; no Docker needed to pick them), a free subnet when the cluster is made
+SUBNET = None
+_BASE = allocate.free_port_block(4)
+ZK_PORT, BROKER_PORT, MASTER_PORT, UI_PORT = _BASE, _BASE + 1, _BASE + 2, _BASE + 3
 APP = "clusterctl-key_counts"
 
 
@@ -69,7 +72,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         assert res.returncode == 0, res.stderr
         yield spec_path
     finally:
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
         shutil.rmtree(shared, ignore_errors=True)
 
 

@@ -1,6 +1,6 @@
 """A Spark standalone master + worker from the rendered compose file, running word_count with `--master cluster`.
 
-Real everything: the spec (subnet 10.81.0.0/24, host ports 24181/24092/24077/24080, one ZooKeeper node,
+Real everything: the spec (a free subnet and free host ports, one ZooKeeper node,
 tansu, spark.enabled with one worker) is rendered and started with the real CLI; the driver runs on this
 host, the executors in the clusterctl/spark worker container. Exact per-word totals are checked on the
 output topic, and the master's own JSON API shows the application ran there.
@@ -21,18 +21,21 @@ from typing import Any
 
 import pytest
 import yaml
-from _runtime_helpers import cli, leftovers, render, wait_for, write_spec
+from _runtime_helpers import cli, leftovers, release, render, wait_for, write_spec
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from clusterctl.images import build as images
 from clusterctl.kafka.admin import create_topic
 from clusterctl.kafka.connection import consumer_config, producer_config
+from clusterctl.runtime import allocate
 from clusterctl.spec.model import ClusterSpec, load_spec
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
-SUBNET = "10.81.0.0/24"
-ZK_PORT, BROKER_PORT, MASTER_PORT, UI_PORT = 24181, 24092, 24077, 24080
+# free host ports (runtime/allocate.py; no Docker needed to pick them), a free subnet when the cluster is made
+SUBNET = None
+_BASE = allocate.free_port_block(4)
+ZK_PORT, BROKER_PORT, MASTER_PORT, UI_PORT = _BASE, _BASE + 1, _BASE + 2, _BASE + 3
 RECORDS = 5_000
 
 
@@ -78,7 +81,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         assert res.returncode == 0, res.stderr
         yield Cluster(spec_path, spec, round(time.monotonic() - up, 1))
     finally:
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
         shutil.rmtree(shared, ignore_errors=True)
 
 

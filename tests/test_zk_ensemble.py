@@ -1,6 +1,6 @@
 """A real 3-node ZooKeeper ensemble from the offline image: Mode, quorum loss and recovery, clean teardown.
 
-The compose file is rendered from a test-only spec (subnet 10.78.0.0/25, host ports 22181-22183) and
+The compose file is rendered from a test-only spec (a free subnet and free host ports) and
 started with testcontainers' DockerCompose; inspection goes through the real `clusterctl` CLI.
 """
 
@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from _runtime_helpers import CLI, cli, cli_json, leftovers, render, wait_for, write_spec
+from _runtime_helpers import CLI, cli, cli_json, leftovers, own, release, render, wait_for, write_spec
 from testcontainers.compose import DockerCompose
 
 from clusterctl.images import build as images
@@ -52,8 +52,9 @@ def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ensemble]:
     images.build_images(["zookeeper"])
     work = tmp_path_factory.mktemp("zk-ensemble")
     name = f"ctlzk-{uuid.uuid4().hex[:6]}"
-    spec_path = write_spec(work, name, "10.78.0.0/25", zk_port=22181, broker_port=29192)
+    spec_path = write_spec(work, name)
     compose_file = render(spec_path)
+    own(spec_path)  # started by compose here, not by `up`
     compose = DockerCompose(
         context=str(compose_file.parent), compose_file_name=compose_file.name, services=ZK_SERVICES, wait=False
     )
@@ -64,7 +65,7 @@ def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ensemble]:
         yield Ensemble(spec_path, load_spec(spec_path), compose, round(time.monotonic() - started, 1))
     finally:
         compose.stop(down=True)
-        cli(spec_path, "down", "--volumes")
+        release(spec_path)
 
 
 def test_status_shows_one_leader_two_followers(ensemble: Ensemble) -> None:
@@ -78,7 +79,7 @@ def test_status_shows_one_leader_two_followers(ensemble: Ensemble) -> None:
     assert [s["state"] for s in zk_rows] == ["running"] * 3
     assert sorted(s["zk_mode"] for s in zk_rows) == ["follower", "follower", "leader"]
     assert [s["ip"] for s in zk_rows] == [ensemble.spec.topology.zk_ip(i) for i in (1, 2, 3)]
-    assert [s["host_port"] for s in zk_rows] == [22181, 22182, 22183]
+    assert [s["host_port"] for s in zk_rows] == [ensemble.spec.topology.zk_host_port(i) for i in (1, 2, 3)]
     table = cli(ensemble.spec_path, "zk", "status")
     assert table.returncode == 0 and "quorum ok: 3/3 nodes serving" in table.stdout
 
