@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _runtime_helpers import run_group
 
 from clusterctl.compose.contracts import NodeConfig, derive
 from clusterctl.compose.kafkarules import check_cluster
+from clusterctl.testing import cleanup, ownership
 
 SUBSTITUTIONS = (
     "image: clusterctl/kafka:<dist> and clusterctl/zookeeper:3.8.0 instead of the registry images",
@@ -99,17 +101,22 @@ def boot(compose_file: Path, dist: Path, kafka_image: str, jmx: int | None) -> t
     out.mkdir(exist_ok=True)
     proof = proof_compose(resolved, nodes, out, kafka_image, jmx)
     start = time.monotonic()
-    up = subprocess.run(
-        ["docker", "compose", "-f", str(proof), "up", "-d", "--wait", "--wait-timeout", "240"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    if up.returncode != 0:
-        logs = subprocess.run(["docker", "compose", "-f", str(proof), "logs", "--tail", "30"],
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
-        raise AssertionError(f"proof cluster not healthy: {up.stderr[-2000:]}\n{logs.stdout[-6000:]}")
+    try:  # a start that fails or is interrupted (SIGTERM to pytest) leaves nothing: its volumes would be reused
+        up = run_group(["docker", "compose", "-f", str(proof), "up", "-d", "--wait", "--wait-timeout", "240"],
+                       timeout=300)  # fmt: skip
+        if up.returncode != 0:
+            logs = subprocess.run(["docker", "compose", "-f", str(proof), "logs", "--tail", "30"],
+                                  capture_output=True, text=True, timeout=60)  # fmt: skip
+            raise AssertionError(f"proof cluster not healthy: {up.stderr[-2000:]}\n{logs.stdout[-6000:]}")
+    except BaseException:
+        down(proof)
+        raise
     return proof, nodes, round(time.monotonic() - start, 1)
 
 
 def down(proof: Path) -> None:
-    subprocess.run(["docker", "compose", "-f", str(proof), "down", "--volumes", "--timeout", "30"],
-                   capture_output=True, text=True, timeout=300)  # fmt: skip
+    """`docker compose down --volumes`, then anything of the project still there (by its label)."""
+    with cleanup.signals_held():
+        subprocess.run(["docker", "compose", "-f", str(proof), "down", "--volumes", "--timeout", "30"],
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+        ownership.remove_project(json.loads(proof.read_text())["name"])

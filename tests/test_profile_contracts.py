@@ -189,16 +189,15 @@ def test_zookeeper_mode_keeps_the_profiles_manager() -> None:
 
 
 # real Kafka: each registry profile's derived configs boot 3 brokers that survive kill-leader (test-only spec:
-# subnet 10.87.0.0/24, ZooKeeper 27181-27183, brokers 27092-27094)
+# a unique name, a free subnet and free host ports: ZooKeeper at the block's start, brokers 3 above)
 PROOF_BASE: dict[str, Any] = {
-    "network": {"subnet": "10.87.0.0/24"},
-    "kafka": {"brokers": 3, "host_port": 27092, "defaults": {"heap": "384m"}},
+    "kafka": {"brokers": 3, "defaults": {"heap": "384m"}},
     "kafka_manager": {"enabled": False},
 }
 PROOF: dict[str, dict[str, Any]] = {
-    "default-zk": {"profile": "default", "zookeeper": {"client_port": 27181}},
+    "default-zk": {"profile": "default", "zookeeper": {}},
     "default-kraft": {"profile": "default", "kafka": {"mode": "kraft"}},
-    "wurstmeister": {"profile": "wurstmeister", "zookeeper": {"client_port": 27181}},
+    "wurstmeister": {"profile": "wurstmeister", "zookeeper": {}},
 }
 
 
@@ -207,9 +206,10 @@ PROOF: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", sorted(PROOF))
 def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_path: Path) -> None:
     import json
+    import uuid
 
     from _profile_proof import SUBSTITUTIONS, boot, down
-    from _runtime_helpers import cli, render
+    from _runtime_helpers import cli, free_addresses, own, render
 
     from clusterctl.images import build as images
     from clusterctl.spec import kafkadist
@@ -217,11 +217,15 @@ def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_p
     assert PROOF_DIST is not None  # conftest pins the session's Kafka
     dist = Path(PROOF_DIST)
     images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
-    data = {"name": f"proof-{case}", **PROOF_BASE, **PROOF[case]}
-    data["kafka"] = {**PROOF_BASE["kafka"], **PROOF[case].get("kafka", {})}
+    subnet, base = free_addresses(6)
+    data = {"name": f"proof-{case}-{uuid.uuid4().hex[:6]}", "network": {"subnet": subnet}, **PROOF_BASE, **PROOF[case]}
+    data["kafka"] = {**PROOF_BASE["kafka"], **PROOF[case].get("kafka", {}), "host_port": base + 3}
+    if "zookeeper" in data:
+        data["zookeeper"] = {**data["zookeeper"], "client_port": base}
     spec_path = tmp_path / "clusterctl.yaml"
     spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
     compose_file = render(spec_path)
+    own(spec_path)  # started by the proof's own compose file, same project
     spec = parse_spec(data)
     proof, nodes, healthy_s = boot(compose_file, dist, kafkadist.resolve_offline_image(), spec.kafka.jmx_port)
     try:
