@@ -5,23 +5,27 @@ pytest gets SIGTERM mid-`up`, and at the next run's start when an earlier run di
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _runtime_helpers import REPO, leftovers, running_cluster, wait_for
+import yaml
+from _runtime_helpers import REPO, free_addresses, leftovers, own, render, running_cluster, wait_for
 
 from clusterctl.errors import ClusterctlError
+from clusterctl.runtime import allocate
 from clusterctl.runtime import docker as dk
 from clusterctl.testing import ownership
 
+TAKEN = r"already allocated|address already in use"
 EMPTY: dict[str, list[str]] = {"containers": [], "networks": [], "volumes": []}
 
 
@@ -98,6 +102,22 @@ def test_a_leftover_is_removed_or_refused_before_a_start_never_reused(tmp_path: 
         ownership.remove_project(project)
 
 
+@contextlib.contextmanager
+def _port_taken() -> Iterator[int]:
+    """A host port Docker has published for another container (the clash of the issue: "Bind for
+    127.0.0.1:PORT failed: port is already allocated"); the container is removed after the block."""
+    blocker = f"ctlown-blocker-{uuid.uuid4().hex[:6]}"
+    port = allocate.free_port_block(1)
+    dk.client().containers.run(
+        "clusterctl/zookeeper:3.8.0", ["sleep", "600"], detach=True, name=blocker, entrypoint=[],
+        ports={"2181/tcp": ("127.0.0.1", port)}, labels={ownership.PROJECT_LABEL: blocker},
+    )  # fmt: skip
+    try:
+        yield port
+    finally:
+        ownership.remove_project(blocker)
+
+
 @pytest.mark.docker
 def test_a_cluster_that_fails_at_start_leaves_nothing(tmp_path: Path) -> None:
     """The planted failure: the broker's host port is taken, so `up` fails after the network, the volumes and
@@ -106,13 +126,42 @@ def test_a_cluster_that_fails_at_start_leaves_nothing(tmp_path: Path) -> None:
 
     images.build_images(["zookeeper", "tansu"])
     project = f"ctlown-{uuid.uuid4().hex[:6]}"
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        with pytest.raises(AssertionError), running_cluster(tmp_path, project, broker_port=port, zk_nodes=1):
+    with _port_taken() as port:
+        failing = running_cluster(tmp_path, project, broker_port=port, zk_nodes=1)
+        with pytest.raises(AssertionError, match=TAKEN), failing:
             pytest.fail("the cluster started on a taken port")
-    assert leftovers(project) == EMPTY
+        assert leftovers(project) == EMPTY
+
+
+@pytest.mark.docker
+@pytest.mark.real_kafka
+def test_a_profile_proof_that_fails_at_start_leaves_nothing(tmp_path: Path) -> None:
+    """The harness that left its volumes behind (reused by the next run: "Invalid cluster.id in meta.properties"):
+    a proof whose broker 1 port is taken fails at `docker compose up` and removes what it made."""
+    from _profile_proof import boot
+    from conftest import kafka_dist
+
+    from clusterctl.images import build as images
+    from clusterctl.spec import kafkadist
+
+    images.build_images(["zookeeper", "kafka"], kafka_dist=kafka_dist())
+    project = f"proof-ctlown-{uuid.uuid4().hex[:6]}"
+    with _port_taken() as port:
+        subnet, base = free_addresses(1)
+        data = {"name": project, "profile": "default", "network": {"subnet": subnet},
+                "zookeeper": {"nodes": 1, "client_port": base},
+                "kafka": {"brokers": 1, "host_port": port, "defaults": {"heap": "256m"}},
+                "kafka_manager": {"enabled": False}}  # fmt: skip
+        spec_path = tmp_path / "clusterctl.yaml"
+        spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
+        compose_file = render(spec_path)
+        own(spec_path)
+        dist = tmp_path / "dist"  # the base file wurstmeister's script edits; this profile derives without it
+        (dist / "config").mkdir(parents=True)
+        (dist / "config" / "server.properties").write_text("")
+        with pytest.raises(AssertionError, match=TAKEN):
+            boot(compose_file, dist, kafkadist.resolve_offline_image(), None)
+        assert leftovers(project) == EMPTY
 
 
 INNER_TEST = """
