@@ -183,7 +183,7 @@ import sys
 
 sys.path.insert(0, "{tests}")
 _spec = importlib.util.spec_from_file_location("suite_conftest", "{tests}/conftest.py")
-_suite = importlib.util.module_from_spec(_spec)
+_suite = sys.modules["suite_conftest"] = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_suite)
 pytest_configure = _suite.pytest_configure
 pytest_unconfigure = _suite.pytest_unconfigure
