@@ -150,7 +150,8 @@ def test_a_profile_proof_that_fails_at_start_leaves_nothing(tmp_path: Path) -> N
         subnet, base = free_addresses(1)
         data = {"name": project, "profile": "default", "network": {"subnet": subnet},
                 "zookeeper": {"nodes": 1, "client_port": base},
-                "kafka": {"brokers": 1, "host_port": port, "defaults": {"heap": "256m"}},
+                "kafka": {"brokers": 1, "host_port": port,
+                          "defaults": {"heap": "256m", "replication_factor": 1, "min_insync_replicas": 1}},
                 "kafka_manager": {"enabled": False}}  # fmt: skip
         spec_path = tmp_path / "clusterctl.yaml"
         spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
