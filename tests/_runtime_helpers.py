@@ -51,7 +51,8 @@ def write_spec(
         subnet = allocate.free_subnet()
     if zk_port is None or broker_port is None:
         base = allocate.free_port_block(zk_nodes + brokers)
-        zk_port, broker_port = (base, base + zk_nodes) if zk_port is None else (zk_port, base)
+        zk_port = base if zk_port is None else zk_port
+        broker_port = base + zk_nodes if broker_port is None else broker_port
     spec: dict[str, Any] = {
         "name": name,
         "profile": "offline",

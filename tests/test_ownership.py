@@ -108,11 +108,13 @@ def _port_taken() -> Iterator[int]:
     127.0.0.1:PORT failed: port is already allocated"); the container is removed after the block."""
     blocker = f"ctlown-blocker-{uuid.uuid4().hex[:6]}"
     port = allocate.free_port_block(1)
-    dk.client().containers.run(
-        "clusterctl/zookeeper:3.8.0", ["sleep", "600"], detach=True, name=blocker, entrypoint=[],
-        ports={"2181/tcp": ("127.0.0.1", port)}, labels={ownership.PROJECT_LABEL: blocker},
-    )  # fmt: skip
     try:
+        box = dk.client().containers.run(
+            "clusterctl/zookeeper:3.8.0", ["600"], detach=True, name=blocker, entrypoint=["sleep"],
+            ports={"2181/tcp": ("127.0.0.1", port)}, labels={ownership.PROJECT_LABEL: blocker},
+        )  # fmt: skip
+        box.reload()
+        assert box.status == "running" and box.ports, (box.status, box.ports)
         yield port
     finally:
         ownership.remove_project(blocker)
