@@ -16,7 +16,7 @@ images: setup  ## (re)build the offline images; FORCE=1 rebuilds
 # wait on containers. (Not loadgroup: pytest-xdist 3.8 cannot regroup tests on pytest 9.)
 PYTEST_XDIST ?= -n 2 --dist loadfile
 
-test: setup  ## the whole suite against real containers (real-Kafka tests skip unless CLUSTERCTL_KAFKA_DIST is set)
+test: setup  ## the whole suite against real containers, every real-Kafka test on Kafka 3.9.x from Maven Central
 	$(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 demo: setup  ## init → render → up → status → zk tree → topics/produce/consume → down --volumes

@@ -83,7 +83,7 @@ def run_java_e2e(home: Path, bootstrap: str, topic: str, records: int) -> dict[s
 
 def run_java_at_rate(home: Path, bootstrap: str, topic: str, records: int, rate: int) -> dict[str, float]:
     """Kafka's Java clients at `rate`, measured as `perf e2e` is (bench/E2ELatencyAtRate.java, run as a
-    single-file program by kafka-run-class.sh: the tools' JVM options and the distribution's client jars),
+    single-file program by kafka-run-class.sh: the tools' JVM options and the installation's client jars),
     after JAVA_WARM_UP_S untimed seconds at the rate in the same JVM."""
     cmd = [str(home / "bin" / "kafka-run-class.sh"), str(AT_RATE_SOURCE), bootstrap, topic, str(records),
            str(rate), "100", str(JAVA_WARM_UP_S)]  # fmt: skip

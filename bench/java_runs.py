@@ -1,14 +1,77 @@
-"""What the benches against Kafka's Java tools share (bench/perf_vs_java.py, java_consume.py, java_e2e.py): the
-tools run alternately, each run on a fresh topic, and each figure is the median over the runs."""
+"""What the benches against Kafka's Java tools share (bench/perf_vs_java.py, java_consume.py, java_e2e.py,
+produce_side_by_side.py): where the Java tools come from, how kafka-producer-perf-test.sh runs and what its summary
+says; the tools run alternately, each run on a fresh topic, and each figure is the median over the runs.
+
+The Java tools are those of the Apache Kafka installation clusterctl assembles from Kafka's Maven Central
+artifacts (clusterctl/images/kafka_maven.py), the same artifacts the clusterctl/kafka image carries: no second
+source. CLUSTERCTL_KAFKA_DIST (a Kafka .tgz or an unpacked directory) overrides it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import statistics
+import subprocess
+import tarfile
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
+from clusterctl.env import KAFKA_DIST_ENV
+from clusterctl.images import kafka_maven
 from clusterctl.kafka import admin
+
+# the final line of kafka-producer-perf-test.sh (the one with percentiles)
+JAVA_LINE = re.compile(
+    r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbps>[\d.]+) MB/sec\), "
+    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, (?P<p95>\d+) ms 95th, "
+    r"(?P<p99>\d+) ms 99th, (?P<p999>\d+) ms 99.9th"
+)
+
+
+def unpack(dist: Path, into: Path) -> Path:
+    """A distribution's directory: `dist` itself, or the single top directory of the .tgz unpacked into `into`."""
+    if dist.is_dir():
+        return dist
+    with tarfile.open(dist) as tf:
+        tf.extractall(into, filter="data")
+    tops = [p for p in into.iterdir() if p.is_dir()]
+    if len(tops) != 1 or not (tops[0] / "bin").is_dir():
+        raise SystemExit(f"{dist} does not look like a Kafka distribution (no single top directory with bin/)")
+    return tops[0]
+
+
+def kafka_home(work: Path, requested: str = kafka_maven.DEFAULT_KAFKA_VERSION) -> tuple[Path, str]:
+    """The Kafka installation whose Java tools a bench runs, and where it came from: $CLUSTERCTL_KAFKA_DIST when
+    set (unpacked into `work` if a .tgz), else the Maven-assembled installation of `requested` (assembled now
+    if missing: Maven, cached in ~/.m2)."""
+    dist = os.environ.get(KAFKA_DIST_ENV)
+    if dist:
+        return unpack(Path(dist), work / "dist"), KAFKA_DIST_ENV
+    inst = kafka_maven.assemble(requested)
+    return inst.path, f"Apache Kafka {inst.version} from Maven Central ({inst.action})"
+
+
+def parse_java_summary(stdout: str) -> dict[str, float]:
+    """The final line of kafka-producer-perf-test.sh (the one with percentiles)."""
+    for line in reversed(stdout.splitlines()):
+        m = JAVA_LINE.search(line)
+        if m:
+            return {k: float(v) for k, v in m.groupdict().items()}
+    raise SystemExit(f"no summary line in kafka-producer-perf-test.sh output: {stdout.strip()[-300:]}")
+
+
+def run_producer_perf(
+    home: Path, bootstrap: str, topic: str, size: int, records: int, throughput: int, props: Sequence[str]
+) -> dict[str, float]:
+    """kafka-producer-perf-test.sh of `home` with these producer properties (k=v): its summary line."""
+    cmd = [str(home / "bin" / "kafka-producer-perf-test.sh"), "--topic", topic, "--num-records", str(records),
+           "--record-size", str(size), "--throughput", str(throughput),
+           "--producer-props", f"bootstrap.servers={bootstrap}", *props]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=java_env())
+    if proc.returncode != 0:
+        raise SystemExit(f"kafka-producer-perf-test.sh failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    return parse_java_summary(proc.stdout)
 
 
 def java_env() -> dict[str, str]:

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Benchmark: `clusterctl perf produce/consume/e2e` against Kafka's own Java perf tools on a real Apache Kafka.
 
-Needs CLUSTERCTL_KAFKA_DIST: a Kafka 3.x distribution (a .tgz or an unpacked directory). The script starts
-ZooKeeper and one Kafka broker (ZK mode) from it on loopback, or uses CLUSTERCTL_BOOTSTRAP_SERVER if set
-(e.g. a cluster from `clusterctl up`; required for Kafka 4.x, which has no ZK mode). Both tools run on this
-host with the same settings (acks=1, linger.ms, batch.size, no compression), alternately, >= 3 runs each:
+The Java tools, and the ZooKeeper and broker the script starts, come from the Apache Kafka installation clusterctl
+assembles from Kafka's Maven Central artifacts (`--kafka-version`, default 3.9.x: the artifacts the
+clusterctl/kafka image carries; assembled on first use with Maven, cached in ~/.m2); CLUSTERCTL_KAFKA_DIST (a
+Kafka .tgz or an unpacked directory) overrides it. The script starts ZooKeeper and one Kafka broker (ZK mode)
+from it on loopback, or uses CLUSTERCTL_BOOTSTRAP_SERVER if set (e.g. a cluster from `clusterctl up`; required
+for Kafka 4.x, which has no ZK mode). Both tools run on this host with the same settings (acks=1, linger.ms,
+batch.size, no compression), alternately, >= 3 runs each:
 
 1. unthrottled, 100 B and 1 KiB records: medians of records/s, p99, and the ratio clusterctl/java;
 2. at fixed rates (default 10k, 50k, 100k records/s, `--throughput` on both), 100 B records: medians of the
@@ -26,7 +29,7 @@ host with the same settings (acks=1, linger.ms, batch.size, no compression), alt
 
 `--parts` picks among produce (1 and 2), consume and e2e. Producing, both sides are timed by their own clock
 (first send to last ack) and measure latency from the send call to the served acknowledgement.
-Without CLUSTERCTL_KAFKA_DIST it says so and exits 0.
+A short run (about 30 s here): `--parts produce --scale 0.02 --rates 10000 --rate-seconds 2`.
 """
 
 from __future__ import annotations
@@ -34,11 +37,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -52,24 +53,19 @@ os.environ.setdefault("COLUMNS", "170")
 
 from java_consume import ConsumeRow, compare_consume, show_consume  # noqa: E402
 from java_e2e import E2ERow, compare_e2e, show_e2e  # noqa: E402
-from java_runs import PercentileRuns, fresh_topic, java_env, medians, rotated  # noqa: E402
+from java_runs import PercentileRuns, fresh_topic, kafka_home, medians, rotated, run_producer_perf  # noqa: E402
 from perf_vs_kcat import run_clusterctl  # noqa: E402
 
+from clusterctl.images.kafka_maven import DEFAULT_KAFKA_VERSION  # noqa: E402
 from clusterctl.kafka import admin  # noqa: E402
 from clusterctl.output import Column, emit, info  # noqa: E402
 from clusterctl.testing.tansu import free_port, wait_for_port  # noqa: E402
 
-DIST_ENV = "CLUSTERCTL_KAFKA_DIST"
 LINGER_MS = 5
 BATCH_SIZE = 262_144  # same bytes-per-partition-batch on both sides (Java's default of 16 KiB would handicap it)
 CASES = [(100, 1_000_000), (1024, 300_000)]
 RATES = (10_000, 50_000, 100_000)
 REACHED = 0.95  # a rate counts as reached at >= 95 % of the target
-JAVA_LINE = re.compile(
-    r"(?P<records>\d+) records sent, (?P<rps>[\d.]+) records/sec \((?P<mbps>[\d.]+) MB/sec\), "
-    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, (?P<p95>\d+) ms 95th, "
-    r"(?P<p99>\d+) ms 99th, (?P<p999>\d+) ms 99.9th"
-)
 
 
 @dataclass
@@ -107,28 +103,12 @@ class RateRow(PercentileRuns):
     p99_le_java: bool | None = None  # ours only, at rates both tools reach
 
 
-def parse_java_summary(stdout: str) -> dict[str, float]:
-    """The final line of kafka-producer-perf-test.sh (the one with percentiles)."""
-    for line in reversed(stdout.splitlines()):
-        m = JAVA_LINE.search(line)
-        if m:
-            return {k: float(v) for k, v in m.groupdict().items()}
-    raise SystemExit(f"no summary line in kafka-producer-perf-test.sh output: {stdout.strip()[-300:]}")
-
-
-def unpack(dist: Path, into: Path) -> Path:
-    if dist.is_dir():
-        return dist
-    with tarfile.open(dist) as tf:
-        tf.extractall(into, filter="data")
-    tops = [p for p in into.iterdir() if p.is_dir()]
-    if len(tops) != 1 or not (tops[0] / "bin").is_dir():
-        raise SystemExit(f"{dist} does not look like a Kafka distribution (no single top directory with bin/)")
-    return tops[0]
-
-
 class LocalKafka:
-    """ZooKeeper + one broker from the distribution, on loopback ports, data in a temp dir."""
+    """ZooKeeper + one broker from the installation, on loopback ports, data in a temp dir.
+
+    Only the two start scripts with a properties file: Apache's distribution and clusterctl's Maven-assembled
+    installation (its own kafka-run-class.sh, which has no -daemon / -name / -loggc) both take that. The broker's
+    GC log is asked for through KAFKA_OPTS, which both launchers pass on."""
 
     def __init__(self, home: Path, work: Path) -> None:
         self.home, self.work = home, work
@@ -139,9 +119,15 @@ class LocalKafka:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def _start(self, script: str, props: Path, log: str) -> None:
+    @property
+    def gc_log(self) -> Path:
+        return self.work / "logs" / "broker-gc.log"
+
+    def _start(self, script: str, props: Path, log: str, opts: str = "") -> None:
         env = {**os.environ, "LOG_DIR": str(self.work / "logs")}
         env.pop("JMX_PORT", None)  # the seed's pitfall: a global JMX_PORT breaks every second JVM
+        if opts:
+            env["KAFKA_OPTS"] = f"{env.get('KAFKA_OPTS', '')} {opts}".strip()
         fh = (self.work / log).open("wb")
         self.procs.append(
             subprocess.Popen(
@@ -151,7 +137,7 @@ class LocalKafka:
 
     def start(self) -> None:
         if not (self.home / "bin" / "zookeeper-server-start.sh").exists():
-            raise SystemExit("this distribution has no ZooKeeper mode (Kafka 4.x): set CLUSTERCTL_BOOTSTRAP_SERVER")
+            raise SystemExit("this installation has no ZooKeeper mode (Kafka 4.x): set CLUSTERCTL_BOOTSTRAP_SERVER")
         zk = self.work / "zookeeper.properties"
         zk.write_text(
             f"dataDir={self.work / 'zk'}\nclientPort={self.zk_port}\nclientPortAddress=127.0.0.1\n"
@@ -167,7 +153,8 @@ class LocalKafka:
             "transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n"
             "group.initial.rebalance.delay.ms=0\nauto.create.topics.enable=false\n"
         )
-        self._start("kafka-server-start.sh", server, "kafka.out")
+        (self.work / "logs").mkdir(exist_ok=True)
+        self._start("kafka-server-start.sh", server, "kafka.out", f"-Xlog:gc*:file={self.gc_log}:time,tags")
         wait_for_port("127.0.0.1", self.port, timeout=90)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # the port opens before the broker registers
@@ -190,16 +177,8 @@ class LocalKafka:
 
 
 def run_java(home: Path, bootstrap: str, topic: str, size: int, records: int, throughput: int = -1) -> dict[str, float]:
-    cmd = [
-        str(home / "bin" / "kafka-producer-perf-test.sh"),
-        "--topic", topic, "--num-records", str(records), "--record-size", str(size), "--throughput", str(throughput),
-        "--producer-props", f"bootstrap.servers={bootstrap}", "acks=1", f"linger.ms={LINGER_MS}",
-        f"batch.size={BATCH_SIZE}", "compression.type=none",
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=java_env())
-    if proc.returncode != 0:
-        raise SystemExit(f"kafka-producer-perf-test.sh failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return parse_java_summary(proc.stdout)
+    props = ["acks=1", f"linger.ms={LINGER_MS}", f"batch.size={BATCH_SIZE}", "compression.type=none"]
+    return run_producer_perf(home, bootstrap, topic, size, records, throughput, props)
 
 
 def produce_runs(
@@ -288,22 +267,21 @@ def main() -> int:
         help="garbage collector of every JVM started here (broker, ZooKeeper, Java tools): Kafka's default (G1) "
         "or ZGC, whose sub-millisecond pauses take the broker's GC out of a fixed-rate latency tail",
     )
+    ap.add_argument(
+        "--kafka-version",
+        default=DEFAULT_KAFKA_VERSION,
+        help=f"the Maven-assembled Kafka to run (3.9.2, 3.9.x, 4.x; default {DEFAULT_KAFKA_VERSION}); "
+        "CLUSTERCTL_KAFKA_DIST, when set, wins",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if args.gc == "zgc":  # kafka-run-class.sh puts this on every JVM's command line instead of its G1 flags
         os.environ["KAFKA_JVM_PERFORMANCE_OPTS"] = "-server -XX:+UseZGC -XX:+DisableExplicitGC -Djava.awt.headless=true"
-    dist = os.environ.get(DIST_ENV)
-    if not dist:
-        print(
-            f"perf_vs_java: skipped, {DIST_ENV} is not set (no Apache Kafka distribution exists in this workplace; "
-            "set it to a Kafka 3.x .tgz or directory to compare against kafka-producer-perf-test.sh)"
-        )
-        return 0
     if args.runs < 3:
         ap.error("--runs must be at least 3")
     rates = [int(r) for r in args.rates.split(",") if r.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench-java-"))
-    home = unpack(Path(dist), work / "dist")
+    home, source = kafka_home(work, args.kafka_version)
     external = os.environ.get("CLUSTERCTL_BOOTSTRAP_SERVER")
     kafka = None if external else LocalKafka(home, work)
     rows: list[Row] = []
@@ -314,7 +292,7 @@ def main() -> int:
         if kafka is not None:
             kafka.start()
         bootstrap = external or kafka.bootstrap  # type: ignore[union-attr]
-        info(f"Kafka at {bootstrap}; java tool from {home}")
+        info(f"Kafka at {bootstrap}; Java tools from {home} ({source})")
         parts = set(args.parts.split(","))
         if "produce" in parts:
             rows = [] if args.no_unthrottled else run_unthrottled(home, bootstrap, args)
@@ -322,7 +300,7 @@ def main() -> int:
         if "consume" in parts:
             consume_rows = compare_consume(home, bootstrap, args.runs, args.scale, args.consume_partitions)
         if "e2e" in parts:
-            gc_log = None if kafka is None else kafka.work / "logs" / "kafkaServer-gc.log"
+            gc_log = None if kafka is None else kafka.gc_log
             e2e_rows = compare_e2e(
                 home, bootstrap, args.runs, args.e2e_records, args.e2e_seconds, gc_log=gc_log, before=args.e2e_before
             )

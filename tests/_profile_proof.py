@@ -5,22 +5,22 @@ id from .env), clusterctl.compose.contracts derives every node's server.properti
 environment, and a proof compose file (next to the rendered one, which stays as rendered) runs each node on
 the offline images with its derived file mounted:
 
-- brokers and controllers: clusterctl/kafka:<dist>, `kafka-server-start.sh /proof/server.properties`
+- brokers and controllers: clusterctl/kafka:<version>, `kafka-server-start.sh /proof/server.properties`
   (KRaft: `kafka-storage.sh format` with CLUSTER_ID first, as cp-kafka's `ensure` does);
 - ZooKeeper: clusterctl/zookeeper:3.8.0 with the derived zoo.cfg mounted as /conf/zoo.cfg (the entrypoint
   writes myid from ZOO_MY_ID, as the official image does).
 
 Substituted because it cannot apply here (SUBSTITUTIONS): the image (no pull), so the Kafka version (the
-distribution's; wurstmeister's script edits Kafka 2.8.1's config/server.properties, here the distribution's
-own), the user (root instead of the images' appuser/kafka user) and the start command (the images' launch
-scripts end in the same `kafka-server-start.sh <file>`; JMX_PORT and KAFKA_HEAP_OPTS reach it as they do).
+session's, from Maven Central; wurstmeister's script edits the key lines of its own Kafka 2.8.1
+config/server.properties, as contracts.KAFKA_281_SERVER_PROPERTIES has them), the user (root instead of the
+images' appuser/kafka user) and the start command (the images' launch scripts end in the same
+`kafka-server-start.sh <file>`; JMX_PORT and KAFKA_HEAP_OPTS reach it as they do).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import tarfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,23 +33,13 @@ from clusterctl.compose.kafkarules import check_cluster
 from clusterctl.testing import cleanup, ownership
 
 SUBSTITUTIONS = (
-    "image: clusterctl/kafka:<dist> and clusterctl/zookeeper:3.8.0 instead of the registry images",
-    "Kafka version: the distribution's (wurstmeister: its config/server.properties is the base the script edits)",
+    "image: clusterctl/kafka:<version> and clusterctl/zookeeper:3.8.0 instead of the registry images",
+    "Kafka version: the session's, from Maven Central (wurstmeister: the script edits its Kafka 2.8.1 "
+    "server.properties' key lines)",
     "user: root in the container instead of the images' own user",
     "start: kafka-server-start.sh on the derived file (+ kafka-storage.sh format in KRaft), as the images end",
 )
 PROPS_IN_CONTAINER = "/proof/server.properties"
-
-
-def dist_server_properties(dist: Path) -> str:
-    """config/server.properties of a Kafka distribution (tarball or directory)."""
-    if dist.is_dir():
-        return (dist / "config" / "server.properties").read_text()
-    with tarfile.open(dist) as tar:
-        member = next(m for m in tar.getmembers() if m.name.endswith("/config/server.properties"))
-        data = tar.extractfile(member)
-        assert data is not None
-        return data.read().decode()
 
 
 def _kafka_command(node: NodeConfig, jmx_port: int | None) -> list[str]:
@@ -87,7 +77,7 @@ def proof_compose(
     return path
 
 
-def boot(compose_file: Path, dist: Path, kafka_image: str, jmx: int | None) -> tuple[Path, list[NodeConfig], float]:
+def boot(compose_file: Path, kafka_image: str, jmx: int | None) -> tuple[Path, list[NodeConfig], float]:
     """Derive, check, write the proof compose file and bring it up; (proof file, nodes, seconds to healthy)."""
     resolved = json.loads(
         subprocess.run(
@@ -95,7 +85,7 @@ def boot(compose_file: Path, dist: Path, kafka_image: str, jmx: int | None) -> t
             capture_output=True, text=True, check=True, timeout=60,
         ).stdout
     )  # fmt: skip
-    nodes = derive(yaml.safe_dump(resolved), dist_server_properties(dist))
+    nodes = derive(yaml.safe_dump(resolved))  # wurstmeister: the key lines of its own Kafka 2.8.1 server.properties
     assert check_cluster(nodes) == [], check_cluster(nodes)
     out = compose_file.parent / "proof"
     out.mkdir(exist_ok=True)

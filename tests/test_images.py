@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import kafka_dist
 
 from clusterctl.images import build as images
 from clusterctl.images import inputs as image_inputs
+from clusterctl.images import kafka_maven
 from clusterctl.runtime import docker as dk
-from clusterctl.spec import profiles
+from clusterctl.spec import kafkadist, profiles
 from clusterctl.zookeeper import client as zk
 
 pytestmark = pytest.mark.docker
@@ -31,8 +33,15 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 @pytest.fixture(scope="module", autouse=True)
 def offline_images() -> None:
-    """The images every docker test needs (a no-op when their inputs are unchanged)."""
-    images.build_images(["zookeeper", "tansu"])
+    """The default images (`make setup` builds them), Kafka from the session's installation (conftest pins it in
+    $CLUSTERCTL_KAFKA_DIST, which the CLI reads too); a no-op when their inputs are unchanged."""
+    images.build_images(list(images.DEFAULT_TARGETS), kafka_dist=kafka_dist())
+
+
+def test_default_targets_include_kafka() -> None:
+    assert images.DEFAULT_TARGETS == ("zookeeper", "kafka", "tansu", "console")
+    assert images.resolve_targets([], None) == ["zookeeper", "kafka", "tansu", "console"]  # no distribution needed
+    assert images.resolve_targets(["kafka", "zookeeper", "kafka"], None) == ["kafka", "zookeeper"]
 
 
 def test_warm_build_skips_everything() -> None:
@@ -40,22 +49,27 @@ def test_warm_build_skips_everything() -> None:
     res = run_cli("images", "build", "--json")
     elapsed = time.monotonic() - started
     assert res.returncode == 0, res.stderr
-    actions = {r["target"]: r["action"] for r in json.loads(res.stdout)}
-    expected = {"base": "skipped", "zookeeper": "skipped", "tansu": "skipped", "console": "skipped"}
-    if os.environ.get("CLUSTERCTL_KAFKA_DIST"):
-        expected["kafka"] = "skipped"  # with a distribution, its image is a default target too (built by `make setup`)
-    assert actions == expected
+    results = json.loads(res.stdout)
+    actions = {r["target"]: r["action"] for r in results}
+    assert actions == {t: "skipped" for t in ("base", "zookeeper", "kafka", "tansu", "console")}
+    kafka = next(r for r in results if r["target"] == "kafka")
+    assert kafka["image"] == kafkadist.offline_image(kafkadist.dist_version(kafka_dist()))  # tagged by its jars
     assert elapsed < 15, f"warm build took {elapsed:.1f}s"
 
 
 def test_images_list_reports_hash_labels() -> None:
     res = run_cli("images", "list", "--json")
     assert res.returncode == 0, res.stderr
-    by_target = {r["target"]: r for r in json.loads(res.stdout)}
-    for target in ("base", "zookeeper", "tansu"):
+    rows = json.loads(res.stdout)
+    by_target = {r["target"]: r for r in rows if r["target"] != "kafka"}
+    for target in ("base", "zookeeper", "tansu", "console"):
         assert by_target[target]["present"] is True
         assert by_target[target]["inputs_hash"]
     assert by_target["zookeeper"]["image"] == profiles.OFFLINE_ZOOKEEPER_IMAGE
+    # one row per clusterctl/kafka:<version> built here, the session's among them
+    session = kafkadist.offline_image(kafkadist.dist_version(kafka_dist()))
+    kafka = {r["image"]: r for r in rows if r["target"] == "kafka"}
+    assert kafka[session]["present"] is True and kafka[session]["inputs_hash"], kafka
 
 
 def test_spark_image_tags_match_the_installed_pyspark() -> None:
@@ -68,12 +82,33 @@ def test_spark_image_tags_match_the_installed_pyspark() -> None:
     assert images.resolve_targets(["spark"], None) == ["spark"]
 
 
-def test_kafka_without_dist_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(images.KAFKA_DIST_ENV, raising=False)
-    res = run_cli("images", "build", "kafka")
-    assert res.returncode == 2
+def _installations() -> list[str]:
+    root = kafka_maven.INSTALL_ROOT
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+@pytest.mark.parametrize("bad", ["3.9.y", "latest", "4.x.1"])
+def test_bad_kafka_version_is_one_line_and_builds_nothing(bad: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != kafkadist.KAFKA_DIST_ENV}
+    # no engine at this address: a refusal before any work never needs one (exit 4 would mean it was asked)
+    env["DOCKER_HOST"] = "unix:///nonexistent/docker.sock"
+    before = _installations()
+    res = subprocess.run(
+        [*CLI, "images", "build", "kafka", "--kafka-version", bad], capture_output=True, text=True, env=env, timeout=60
+    )
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--kafka-dist" in lines[0], res.stderr
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert lines[0] == f"error: --kafka-version {bad!r} is not a Kafka version: give 3.9.2, a line (3.9.x) or 4.x"
+    assert res.stdout == ""  # no build results
+    assert _installations() == before  # nothing assembled either
+
+
+def test_kafka_dist_and_kafka_version_together_are_refused() -> None:
+    res = run_cli("images", "build", "kafka", "--kafka-dist", str(kafka_dist()), "--kafka-version", "3.9.x")
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert lines[0] == "error: give --kafka-dist or --kafka-version, not both"
+    assert res.stdout == ""
 
 
 def test_kafka_dist_that_is_not_kafka(tmp_path: Path) -> None:

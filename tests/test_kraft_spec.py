@@ -199,10 +199,13 @@ def test_cli_render_refuses_with_one_line_and_exit_2(tmp_path: Path, data: dict[
 
 
 def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
-    """The image's entrypoint with stub Kafka scripts: format runs once, restarts skip it, ZK mode never formats."""
+    """The image's entrypoint with stub Kafka scripts (a Kafka 3.x layout: config/log4j.properties): the
+    entrypoint writes meta.properties itself once, restarts skip it, an id it cannot write runs the tool."""
     entry = REPO / "templates" / "images" / "kafka" / "entrypoint.sh"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "log4j.properties").write_text("log4j.rootLogger=INFO, stdout\n")
     calls = tmp_path / "calls"
     data = tmp_path / "data"
     data.mkdir()
@@ -248,3 +251,44 @@ def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
         timeout=30,
     )
     assert missing.returncode == 1 and "CLUSTER_ID is required" in missing.stderr  # bash's ${VAR:?} exits 1
+
+
+def test_entrypoint_formats_kafka_4_with_its_tool(tmp_path: Path) -> None:
+    """Kafka 4.x (config/log4j2.properties, no log4j.properties): kafka-storage.sh formats on first start, so the
+    bootstrap checkpoint carries the feature levels; a restart does not format again; the root level is set."""
+    entry = REPO / "templates" / "images" / "kafka" / "entrypoint.sh"
+    bin_dir, data, calls = tmp_path / "bin", tmp_path / "data", tmp_path / "calls"
+    bin_dir.mkdir()
+    data.mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "log4j2.properties").write_text("rootLogger.level = INFO\n")
+    (bin_dir / "kafka-storage.sh").write_text(
+        f'#!/bin/bash\necho "format $*" >>{calls}\necho "cluster.id=$4" >{data}/meta.properties\n'
+    )
+    (bin_dir / "kafka-server-start.sh").write_text(f'#!/bin/bash\necho "start $1 $KAFKA_LOG4J_OPTS" >>{calls}\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    text = entry.read_text().replace("props=/etc/kafka/server.properties", f"props={tmp_path}/server.properties")
+    text = text.replace('if [[ "$(id -u)" == "0" ]]; then', "if false; then")
+    text = text.replace(">/etc/kafka/log4j2.properties", f">{tmp_path}/log4j2-out.properties")
+    text = text.replace("=/etc/kafka/log4j2.properties", f"={tmp_path}/log4j2-out.properties")
+    script = tmp_path / "entrypoint.sh"
+    script.write_text(text)
+    script.chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "KAFKA_PROCESS_ROLES": "controller",
+        "KAFKA_NODE_ID": "101",
+        "KAFKA_LOG_DIRS": str(data),
+        "CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qg",
+        "KAFKA_HOME": str(tmp_path),
+        "KAFKA_LOG4J_ROOT_LOGLEVEL": "WARN",
+    }
+    for _ in range(2):
+        proc = subprocess.run([str(script), "kafka-server"], env=env, capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0, proc.stderr
+    lines = calls.read_text().splitlines()
+    assert [ln.split()[0] for ln in lines] == ["format", "start", "start"]
+    assert "-t MkU3OEVBNTcwNTJENDM2Qg" in lines[0]
+    assert lines[1].endswith(f"-Dlog4j2.configurationFile={tmp_path}/log4j2-out.properties")
+    assert (tmp_path / "log4j2-out.properties").read_text() == "rootLogger.level = WARN\n"

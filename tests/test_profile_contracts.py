@@ -227,7 +227,8 @@ def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_p
     compose_file = render(spec_path)
     own(spec_path)  # started by the proof's own compose file, same project
     spec = parse_spec(data)
-    proof, nodes, healthy_s = boot(compose_file, dist, kafkadist.resolve_offline_image(), spec.kafka.jmx_port)
+    kafka_image = kafkadist.offline_image(kafkadist.dist_version(dist))  # built_kafka_3_7 hides the env
+    proof, nodes, healthy_s = boot(compose_file, kafka_image, spec.kafka.jmx_port)
     try:
         assert {n.contract for n in nodes if n.role != "zookeeper"} == {CASES[case][1]}
         res = cli(spec_path, "scenario", "run", "kill-leader", "--json", "--report-dir", str(tmp_path / "drill"),

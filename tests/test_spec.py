@@ -155,6 +155,31 @@ BAD_SPECS: list[tuple[str, str | dict[str, Any], str]] = [
     ("spark-memory", {"spark": {"enabled": True, "worker_memory": "lots"}}, "spark.worker_memory"),
     ("spark-shared-dir", {"spark": {"shared_dir": "tmp/x"}}, "spark.shared_dir 'tmp/x' must be an absolute path"),
     ("spark-relay-port", {"kafka": {"host_port": 7078}, "spark": {"enabled": True}}, "clashes with a spark worker"),
+    (
+        "kafka-version-4-zookeeper-mode",
+        {"profile": "offline", "kafka": {"version": "4.4.0"}},
+        "image clusterctl/kafka:4.4.0 is Kafka 4.4, which has no ZooKeeper mode",
+    ),
+    ("kafka-version-registry-profile", {"kafka": {"version": "3.9.2"}}, "kafka.version names the offline Kafka image"),
+    (
+        "kafka-version-with-images-kafka",
+        {"profile": "offline", "kafka": {"version": "3.9.2"}, "images": {"kafka": "my/kafka:1"}},
+        "it needs profile offline, engine kafka and no images.kafka",
+    ),
+    (
+        "kafka-version-tansu",
+        {
+            "profile": "offline",
+            "kafka": {
+                "engine": "tansu",
+                "brokers": 1,
+                "version": "3.9.2",
+                "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
+            },
+        },
+        "kafka.version names the offline Kafka image",
+    ),
+    ("kafka-version-not-exact", {"profile": "offline", "kafka": {"version": "3.9.x"}}, "kafka.version: "),
     ("bad-yaml", "name: [unclosed\n", "not valid YAML at line"),
     ("not-a-mapping", "- name\n- lab\n", "must be a YAML mapping, got list"),
     ("scalar-doc", "42\n", "must be a YAML mapping, got int"),
@@ -276,6 +301,8 @@ def _leaf_fields(model: type[BaseModel], prefix: str = "") -> list[str]:
 def test_init_refuses_to_overwrite_without_force(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("CLUSTERCTL_PROFILE", "offline")  # no registry probe
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: [])
     out = tmp_path / "c.yaml"
     out.write_text("# mine\n")
     code, _, err = run_main(monkeypatch, capsys, "init", "--output", str(out))
@@ -285,43 +312,135 @@ def test_init_refuses_to_overwrite_without_force(
     assert code == 0 and load_spec(out).name == "kafka-lab"
 
 
-@pytest.mark.parametrize(
-    ("args", "expected"),
-    [
-        (["--subnet", "172.69.0.0/25"], "not private address space"),
-        (["--zk-nodes", "4"], "zookeeper.nodes=4"),
-        (["--brokers", "10"], "kafka.brokers"),
-        (["--engine", "tansu", "--brokers", "3"], "tansu has no replication"),
-        (["--profile", "nope"], "--profile must be one of"),
-        (["--engine", "zk"], "--engine must be kafka or tansu"),
-        (["Bad Name"], "must be 1-40 chars"),
-    ],
-)
+INIT_BAD_VALUES: list[tuple[list[str], str]] = [
+    (["--subnet", "172.69.0.0/25"], "not private address space"),
+    (["--zk-nodes", "4"], "zookeeper.nodes=4"),
+    (["--brokers", "10"], "kafka.brokers"),
+    (["--engine", "tansu", "--brokers", "3"], "tansu has no replication"),
+    (["--profile", "nope"], "--profile must be one of"),
+    (["--engine", "zk"], "--engine must be kafka or tansu"),
+    (["Bad Name"], "must be 1-40 chars"),
+    (["--mode", "both"], "--mode must be zookeeper or kraft, got 'both'"),
+    (["--mode", "kraft", "--zk-nodes", "3"], "--zk-nodes is for ZooKeeper mode"),
+    (["--kafka-version", "4.4.0"], "--kafka-version 4.4.0 has no ZooKeeper mode: add --mode kraft"),
+    (["--kafka-version", "3.9.x"], "--kafka-version must be an exact version such as 3.9.2, got '3.9.x'"),
+    (["--profile", "default", "--kafka-version", "3.9.2"], "--kafka-version names the offline Kafka image"),
+    (["--engine", "tansu", "--brokers", "1", "--kafka-version", "3.9.2"], "profile offline, engine tansu"),
+]
+
+
+@pytest.mark.parametrize("built", [[], ["3.9.2", "4.4.0"]], ids=["none-built", "built"])
+@pytest.mark.parametrize(("args", "expected"), INIT_BAD_VALUES)
 def test_init_bad_values_write_nothing(
-    args: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    args: list[str],
+    expected: str,
+    built: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The same one line whatever Kafka images this machine has built (pinned both ways)."""
+    monkeypatch.setenv("CLUSTERCTL_PROFILE", "offline")  # no registry probe
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: list(built))
     out = tmp_path / "c.yaml"
     code, _, err = run_main(monkeypatch, capsys, "init", "--output", str(out), *args)
     assert code == 2, err
-    assert err.count("\n") == 1 and expected in err
+    assert err.count("\n") == 1 and expected in err, err
     assert list(tmp_path.iterdir()) == []
 
 
-def test_init_offline_picks_engine_from_local_images(
+@pytest.mark.parametrize(
+    ("built", "args", "mode", "version"),
+    [
+        ([], [], "zookeeper", None),
+        (["3.9.2", "4.4.0"], [], "zookeeper", "3.9.2"),  # the newest built that runs ZooKeeper mode
+        ([], ["--mode", "kraft"], "kraft", None),
+        (["3.9.2", "4.4.0"], ["--mode", "kraft"], "kraft", "4.4.0"),  # the newest built: KRaft runs 4.x
+    ],
+    ids=["none-built", "built", "kraft-none-built", "kraft-built"],
+)
+def test_init_offline_without_flags_is_three_brokers_of_kafka(
+    built: list[str],
+    args: list[str],
+    mode: str,
+    version: str | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("CLUSTERCTL_PROFILE", "offline")
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: list(built))
+    out = tmp_path / "c.yaml"
+    code, stdout, err = run_main(monkeypatch, capsys, "init", "--output", str(out), *args, "--json")
+    assert code == 0, err
+    spec = load_spec(out)
+    assert yaml.safe_load(stdout)["spec"] == spec.model_dump(mode="json")
+    assert (spec.profile, spec.kafka.engine, spec.kafka.mode) == ("offline", "kafka", mode)
+    assert spec.kafka.brokers == 3 and spec.topology.broker_ids == [1, 2, 3]
+    assert (spec.kafka.defaults.replication_factor, spec.kafka.defaults.min_insync_replicas) == (3, 2)
+    assert spec.kafka_manager.enabled and spec.manager_kind == "console"  # no CMAK offline: our console
+    if mode == "zookeeper":
+        assert spec.zookeeper.nodes == 3 and spec.topology.zk_ids == [1, 2, 3]
+    else:
+        assert spec.topology.zk_ids == [] and len(spec.topology.controller_ids) == 3
+    assert spec.kafka.version == version
+    lines = err.strip().splitlines()
+    assert lines[0] == "profile offline: CLUSTERCTL_PROFILE=offline"
+    if version is None:
+        assert len(lines) == 2 and "no clusterctl/kafka image is built yet" in lines[1]
+        assert "`clusterctl images build kafka`" in lines[1]
+        assert "# NOTE: no clusterctl/kafka image is built yet" in out.read_text()
+    else:
+        assert lines[1:] == [f"Kafka {version}: the newest clusterctl/kafka image built here for {mode} mode"]
+        assert spec.broker_image == f"clusterctl/kafka:{version}"  # pinned: no longer follows what is built
+
+
+def test_init_offline_takes_a_requested_kafka_version(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("CLUSTERCTL_PROFILE", "offline")
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: ["3.9.2"])
     out = tmp_path / "c.yaml"
-    code, _, err = run_main(monkeypatch, capsys, "init", "--profile", "offline", "--output", str(out))
-    assert code == 0
+    args = ("init", "--output", str(out), "--mode", "kraft", "--kafka-version", "4.4.0")
+    code, _, err = run_main(monkeypatch, capsys, *args)
+    assert code == 0, err
     spec = load_spec(out)
-    assert spec.kafka_manager.enabled and spec.manager_kind == "console"  # no CMAK offline: our console
-    if [v for v in kafkadist.built_versions() if kafkadist.zookeeper_capable(v)]:
-        assert spec.kafka.engine == "kafka" and spec.kafka.brokers == 3
-    else:  # this workplace: no Kafka distribution, so no Kafka image
-        assert spec.kafka.engine == "tansu"
-        assert (spec.kafka.brokers, spec.kafka.defaults.replication_factor) == (1, 1)
-        assert spec.kafka.defaults.min_insync_replicas == 1
-        assert "engine tansu" in err and "NOTE: engine tansu" in out.read_text()
+    assert (spec.kafka.mode, spec.kafka.version, spec.broker_image) == ("kraft", "4.4.0", "clusterctl/kafka:4.4.0")
+
+
+def test_init_engine_tansu_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("CLUSTERCTL_PROFILE", "offline")
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: [])
+    out = tmp_path / "c.yaml"
+    code, _, err = run_main(monkeypatch, capsys, "init", "--output", str(out), "--engine", "tansu")
+    assert code == 0, err
+    spec = load_spec(out)
+    assert (spec.kafka.engine, spec.kafka.brokers, spec.kafka.version) == ("tansu", 1, None)
+    assert (spec.kafka.defaults.replication_factor, spec.kafka.defaults.min_insync_replicas) == (1, 1)
+
+
+# ---- kafka.version ----
+
+
+def test_kafka_version_pins_the_offline_image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kafka.version names the image; without it the offline image follows $CLUSTERCTL_KAFKA_DIST, else the
+    newest built (both pinned here)."""
+    dist = tmp_path / "kafka"
+    (dist / "libs").mkdir(parents=True)
+    (dist / "libs" / "kafka-clients-3.7.0.jar").write_bytes(b"")
+    monkeypatch.setenv(kafkadist.KAFKA_DIST_ENV, str(dist))
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: ["3.8.1", "4.4.0"])
+    offline: dict[str, Any] = {"name": "lab", "profile": "offline"}
+    pinned = parse_spec({**offline, "kafka": {"version": "3.9.2"}})
+    assert pinned.kafka.version == "3.9.2" and pinned.broker_image == "clusterctl/kafka:3.9.2"
+    kraft = parse_spec({**offline, "kafka": {"mode": "kraft", "version": "4.4.0"}})
+    assert kraft.broker_image == "clusterctl/kafka:4.4.0"  # 4.x is fine in KRaft mode
+    assert parse_spec(offline).broker_image == "clusterctl/kafka:3.7.0"  # unpinned: the distribution's version
+    monkeypatch.delenv(kafkadist.KAFKA_DIST_ENV)
+    assert parse_spec(offline).broker_image == "clusterctl/kafka:3.8.1"  # else the newest built ZK mode runs
+    assert parse_spec({**offline, "kafka": {"mode": "kraft"}}).broker_image == "clusterctl/kafka:4.4.0"
 
 
 # ---- hypothesis: odd input never crashes with anything but SpecError ----

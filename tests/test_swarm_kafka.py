@@ -3,7 +3,7 @@ hosts, one ZooKeeper node and one broker per rack, through the real CLI. `up` is
 broker's node and rack, `scenario run kill-node` (RF 3, min.insync 2, acks=all load; the host of partition 0's
 leader lost at once: link down, its daemon, containerd and every container SIGKILLed) loses no acknowledged
 write, moves leaders to the surviving racks and heals when the host returns; `down --volumes` leaves no service,
-network, volume, daemon or namespace. Needs CLUSTERCTL_KAFKA_DIST (skipped in CI).
+network, volume, daemon or namespace. Runs the session's Kafka (conftest pins it).
 
 KILL_NODE_RUNS=N runs the scenario N times on the same cluster and prints each run's numbers.
 """
@@ -21,6 +21,10 @@ import pytest
 import yaml
 from _nshosts import NsHosts
 from _runtime_helpers import cli
+from conftest import kafka_dist
+
+from clusterctl.images import build as images
+from clusterctl.spec import kafkadist
 
 pytestmark = [
     pytest.mark.docker,
@@ -28,7 +32,8 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="namespace hosts need root (ip netns, dockerd)"),
     pytest.mark.skipif(not (shutil.which("dockerd") and shutil.which("nsenter")), reason="no dockerd/nsenter"),
 ]
-IMAGES = ["clusterctl/zookeeper:3.8.0", "clusterctl/kafka:3.7.0"]
+# the session's Kafka (conftest pins it), loaded into every namespace host's engine
+IMAGES = ["clusterctl/zookeeper:3.8.0", kafkadist.resolve_offline_image()]
 
 
 def _spec(hosts: NsHosts, racks: dict[str, str]) -> dict[str, Any]:
@@ -78,6 +83,7 @@ def _kill_node_run(spec_path: Path, report: Path) -> dict[str, Any]:
 
 
 def test_kill_node_on_three_racks(tmp_path: Path) -> None:
+    images.build_images(["zookeeper", "kafka"], kafka_dist=kafka_dist())  # what the hosts load (no-op when built)
     hosts = NsHosts(4)
     try:
         with hosts:

@@ -1,8 +1,9 @@
 """The pytest plugin as a user meets it: sample test files run by pytest in a subprocess (pytester).
 
-The plugin is loaded through its `pytest11` entry point (the editable install registers it), the cluster
-is the tansu container with one ZooKeeper node (no Kafka image in CI), and whatever each session
-created is looked up afterwards with the Docker API: nothing may be left.
+The plugin is loaded through its `pytest11` entry point (the editable install registers it). The plugin's own
+mechanics (fixtures, isolation, interrupts, skips) are tested on the tansu container with one ZooKeeper node, which
+starts in seconds; the example project runs on its default, 3 Apache Kafka brokers. Whatever each session created
+is looked up afterwards with the Docker API: nothing may be left.
 """
 
 from __future__ import annotations
@@ -290,8 +291,9 @@ def test_example_project_on_tansu() -> None:
 
 @pytest.mark.real_kafka
 def test_example_project_on_real_kafka() -> None:
-    """The example's broker-kill test with 3 Apache Kafka brokers (the plugin's own cluster, not the shared one)."""
-    out, took = _run_examples("--clusterctl-engine=kafka")
+    """The example project as a user runs it, with no option: the plugin's default is 3 Apache Kafka brokers (its
+    own cluster, not the suite's shared one), and the broker-kill test runs."""
+    out, took = _run_examples()
     assert "2 passed" in out, out[-3000:]
     assert "engine kafka" in out and "3 broker(s)" in out
     assert _leftovers(_cluster_names(out)[0]) == {}

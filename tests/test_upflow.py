@@ -1,5 +1,5 @@
 """What `up` does before the health clock starts (pull plan, pull failures, `--pull never`, data volumes made for
-another profile), CMAK registration, and the profile `init` and the demo choose.
+another profile), CMAK registration, the profile and the Kafka version `init` chooses.
 
 No registry is reachable here: a real `docker pull` of an image on the reserved `.invalid` domain fails at once,
 so the failure path runs for real. CMAK cannot run here either: its registration client is tested against a
@@ -32,7 +32,7 @@ from clusterctl.runtime import cmak, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import pull as pulling
 from clusterctl.runtime.cluster import Cluster
-from clusterctl.spec.initfile import choose_profile, demo_engine
+from clusterctl.spec.initfile import choose_kafka_version, choose_profile
 from clusterctl.spec.model import load_spec, parse_spec
 
 NOWHERE = "registry.invalid/clusterctl-test"  # RFC 2606: never resolves
@@ -300,7 +300,7 @@ def test_cluster_registers_itself_and_names_the_manager(fake_cmak: tuple[str, ty
     assert dead is not None and dead.startswith("cluster lab not registered in CMAK: timed out")
 
 
-# ---- the profile init and the demo choose ----
+# ---- the profile and the Kafka version init chooses ----
 
 
 def test_profile_choice_branches() -> None:
@@ -317,11 +317,57 @@ def test_profile_choice_branches() -> None:
     assert down.profile == "offline" and "asked about zookeeper:3.8" in down.reason
 
 
-def test_demo_engine_branches() -> None:
-    assert demo_engine("default", None) == "kafka"
-    assert demo_engine("offline", "/tmp/kafka.tgz") == "kafka"
-    assert demo_engine("offline", None) == "tansu"
-    assert demo_engine("offline", "") == "tansu"
+BUILT = ["3.7.0", "3.9.2", "4.4.0"]  # what kafkadist.built_versions() would list, oldest first
+
+
+def test_kafka_version_offline_zookeeper_mode_picks_the_newest_zookeeper_capable_built() -> None:
+    version, notes = choose_kafka_version("offline", "kafka", "zookeeper", None, BUILT)
+    assert version == "3.9.2"  # 4.4.0 is newer but has no ZooKeeper mode
+    assert notes == ["Kafka 3.9.2: the newest clusterctl/kafka image built here for zookeeper mode"]
+    assert choose_kafka_version("offline", "kafka", "zookeeper", None, ["4.0.0", "4.4.0"])[0] is None
+
+
+def test_kafka_version_kraft_picks_the_newest_built_including_4() -> None:
+    version, notes = choose_kafka_version("offline", "kafka", "kraft", None, BUILT)
+    assert version == "4.4.0" and len(notes) == 1 and "Kafka 4.4.0" in notes[0] and "kraft mode" in notes[0]
+    assert choose_kafka_version("offline", "kafka", "kraft", None, ["3.9.2"])[0] == "3.9.2"
+
+
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
+def test_kafka_version_none_built_is_none_and_a_note_with_the_build_command(mode: str) -> None:
+    version, notes = choose_kafka_version("offline", "kafka", mode, None, [])
+    assert version is None
+    assert len(notes) == 1 and "`clusterctl images build kafka`" in notes[0] and "\n" not in notes[0]
+
+
+def test_kafka_version_requested_is_taken_as_given() -> None:
+    # a requested version is not checked against what is built: `up` names the missing image and its build
+    assert choose_kafka_version("offline", "kafka", "zookeeper", "3.8.1", []) == ("3.8.1", [])
+    assert choose_kafka_version("offline", "kafka", "kraft", "4.4.0", ["3.9.2"]) == ("4.4.0", [])
+
+
+def test_kafka_version_4_in_zookeeper_mode_is_one_usage_line() -> None:
+    with pytest.raises(UsageError) as info:
+        choose_kafka_version("offline", "kafka", "zookeeper", "4.4.0", BUILT)
+    assert str(info.value) == "--kafka-version 4.4.0 has no ZooKeeper mode: add --mode kraft"
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize(("profile", "engine"), [("default", "kafka"), ("wurstmeister", "kafka"), ("offline", "tansu")])
+def test_kafka_version_is_for_the_offline_kafka_image_only(profile: str, engine: str) -> None:
+    assert choose_kafka_version(profile, engine, "zookeeper", None, BUILT) == (None, [])  # nothing to choose
+    with pytest.raises(UsageError) as info:
+        choose_kafka_version(profile, engine, "zookeeper", "3.9.2", BUILT)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("--kafka-version names the offline Kafka image")
+    assert f"profile {profile}, engine {engine}" in message
+
+
+@pytest.mark.parametrize("bad", ["3.9", "3.9.x", "4.x", "v3.9.2", "3.9.2-rc1", "latest", ""])
+def test_kafka_version_must_be_exact(bad: str) -> None:
+    with pytest.raises(UsageError) as info:
+        choose_kafka_version("offline", "kafka", "kraft", bad, BUILT)
+    assert str(info.value) == f"--kafka-version must be an exact version such as 3.9.2, got {bad!r}"
 
 
 @pytest.mark.docker

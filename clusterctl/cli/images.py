@@ -1,5 +1,6 @@
 """CLI for the 'images' noun: build and list the offline images (thin: parse, call images/, render)."""
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -48,8 +49,7 @@ def cmd_images_build(
         typer.Option(
             "--kafka-dist",
             help="an Apache Kafka binary distribution (kafka_2.13-X.Y.Z.tgz or its directory) instead of Maven; "
-            "the image is tagged with its version",
-            envvar=KAFKA_DIST_ENV,
+            "the image is tagged with its version (default: ${KAFKA_DIST_ENV} unless --kafka-version is given)",
             show_default=False,
         ),
     ] = None,
@@ -63,6 +63,8 @@ def cmd_images_build(
     from clusterctl.cli.spinner import spinner
     from clusterctl.images import build as images
 
+    if kafka_dist is None and kafka_version is None and os.environ.get(KAFKA_DIST_ENV):
+        kafka_dist = Path(os.environ[KAFKA_DIST_ENV])  # an explicit --kafka-version wins over the environment
     with spinner() as progress:
         task = progress.add_task("checking inputs", total=None)
         results = images.build_images(

@@ -341,8 +341,10 @@ def build_images(
     assembled from Maven Central.
     """
     chosen = resolve_targets(targets, kafka_dist)
-    if kafka_version is not None:
-        kafka_maven.maven_version(kafka_version)  # a bad version is refused before any work
+    if kafka_version is not None:  # refused before any work
+        kafka_maven.maven_version(kafka_version)
+        if kafka_dist is not None:
+            raise UsageError("give --kafka-dist or --kafka-version, not both")
     dk.client()  # fail fast when no engine answers
     results: list[BuildResult] = []
     with _build_lock():

@@ -17,8 +17,8 @@ from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
 
 # Offline image names; clusterctl/images/build.py builds these (tests/test_render.py checks they agree).
 OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
-# The Kafka image is tagged with its distribution's version (clusterctl/kafka:3.7.0); the profile names the
-# repository and spec.broker_image resolves the tag (clusterctl/spec/kafkadist.py).
+# The Kafka image is tagged with its Kafka's version (clusterctl/kafka:3.9.2, built from Maven Central); the profile
+# names the repository and spec.broker_image resolves the tag (kafka.version, else clusterctl/spec/kafkadist.py).
 OFFLINE_KAFKA_IMAGE = OFFLINE_KAFKA_REPO
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
 # clusterctl's web console as the kafka-manager service (kafka_manager.kind: console), built by
@@ -48,13 +48,14 @@ def build_hint(names: Iterable[str]) -> str:
     wanted = set(names)
     targets = [t for t, img in TARGETS.items() if img in wanted or (t == "kafka" and any(map(is_kafka_image, wanted)))]
     cmd = "clusterctl images build " + " ".join(targets)
-    if "kafka" in targets:
-        cmd += " --kafka-dist PATH/kafka_2.13-3.x.y.tgz"
+    versions = sorted({n.rpartition(":")[2] for n in wanted if is_kafka_image(n)} - {"unbuilt"})
+    if len(versions) == 1:  # Kafka from Maven Central; clusterctl/kafka:unbuilt = the default line
+        cmd += f" --kafka-version {versions[0]}"
     return cmd
 
 
 def is_kafka_image(name: str) -> bool:
-    """A clusterctl/kafka:<version> image (built here from a distribution)."""
+    """A clusterctl/kafka:<version> image (built here from Maven Central or a distribution)."""
     return name.startswith(OFFLINE_KAFKA_IMAGE + ":")
 
 

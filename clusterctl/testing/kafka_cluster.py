@@ -57,8 +57,9 @@ class ClusterUnavailable(ClusterctlError):
 class KafkaCluster:
     """A cluster from a spec file, a spec dict or shortcuts; `start()`/`stop()` or use it as a context manager.
 
-    `engine="auto"` runs Apache Kafka when its image exists locally, else tansu (one broker, no
-    replication). A spec's own name, subnet and host ports are replaced by free ones unless
+    `engine="auto"` (the default) runs Apache Kafka; `engine="tansu"` a one-broker imitation, only when asked
+    for. Missing offline images are built first (Kafka from its Maven Central artifacts), as testcontainers
+    pulls a missing image. A spec's own name, subnet and host ports are replaced by free ones unless
     `isolate=False`. The `with_*` methods set the same options before `start()` and return the cluster:
 
         KafkaCluster().with_brokers(3).with_engine("kafka").start()
@@ -118,7 +119,7 @@ class KafkaCluster:
         return self._option("profile", profile)
 
     def with_engine(self, engine: Engine) -> KafkaCluster:
-        """auto (Kafka when its image exists, else tansu), kafka or tansu."""
+        """auto or kafka (Apache Kafka), or tansu (one broker, a quick mode)."""
         if engine not in ("auto", "kafka", "tansu"):
             raise UsageError(f"engine must be auto, kafka or tansu, got {engine!r}")
         return self._option("kafka.engine", engine)
@@ -171,8 +172,12 @@ class KafkaCluster:
             self._cluster = cluster = Cluster(self.spec, root=work)
             try:
                 cluster.check_images()
-            except NotFoundError as exc:
-                raise ClusterUnavailable(f"{exc.message} (profile offline never pulls)", hint=exc.hint) from None
+            except NotFoundError:
+                _build_offline_images(self.spec)  # as testcontainers pulls a missing image, this builds ours
+                try:
+                    cluster.check_images()
+                except NotFoundError as exc:
+                    raise ClusterUnavailable(f"{exc.message} (profile offline never pulls)", hint=exc.hint) from None
             try:
                 cluster.up(self.timeout, keep_on_failure=True)  # removal is stop()'s, fast
                 return cluster
@@ -435,6 +440,26 @@ class KafkaCluster:
             d.abort()
             raise
         d.finish()
+
+
+def _build_offline_images(spec: ClusterSpec) -> None:
+    """Build the offline images a spec runs (Kafka from Maven Central at the spec's version); a build that cannot
+    run here (no root for the base, no Maven) is ClusterUnavailable with its reason."""
+    from clusterctl.images import build as images
+    from clusterctl.spec import kafkadist
+
+    if spec.profile != "offline":
+        return
+    targets = ["zookeeper"] if spec.topology.zk_ids else []
+    targets.append("tansu" if spec.kafka.engine == "tansu" else "kafka")
+    if spec.kafka_manager.enabled and spec.manager_kind == "console":
+        targets.append("console")
+    # the spec's kafka.version, else $CLUSTERCTL_KAFKA_DIST, else the default line (what broker_image resolves to)
+    dist = None if spec.kafka.version else kafkadist.env_dist()
+    try:
+        images.build_images(targets, kafka_dist=dist, kafka_version=spec.kafka.version)
+    except ClusterctlError as exc:
+        raise ClusterUnavailable(f"the offline images could not be built here: {exc}") from None
 
 
 def _check_engine() -> None:

@@ -43,7 +43,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("clusterctl_spec", "clusterctl.yaml for the kafka_cluster fixture (relative to rootdir)")
     parser.addini("clusterctl_brokers", "number of brokers (Apache Kafka engine; tansu always has 1)")
     parser.addini("clusterctl_zookeepers", "number of ZooKeeper nodes (odd)")
-    parser.addini("clusterctl_engine", "auto (Kafka when its image exists, else tansu), kafka or tansu")
+    parser.addini("clusterctl_engine", "auto or kafka (Apache Kafka), or tansu (one broker, a quick mode)")
     parser.addini("clusterctl_timeout", "seconds to wait for a healthy cluster (default 300)")
 
 
@@ -98,7 +98,7 @@ def _cluster_settings(request: pytest.FixtureRequest) -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
-    """A running ZooKeeper + Kafka cluster for the session (engine kafka if its image exists, else tansu)."""
+    """A running ZooKeeper + Kafka cluster for the session (Apache Kafka; tansu only when configured)."""
     from clusterctl.errors import ClusterctlError
     from clusterctl.testing.kafka_cluster import ClusterUnavailable, KafkaCluster
 
