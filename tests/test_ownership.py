@@ -159,11 +159,8 @@ def test_a_profile_proof_that_fails_at_start_leaves_nothing(tmp_path: Path) -> N
         spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
         compose_file = render(spec_path)
         own(spec_path)
-        dist = tmp_path / "dist"  # the base file wurstmeister's script edits; this profile derives without it
-        (dist / "config").mkdir(parents=True)
-        (dist / "config" / "server.properties").write_text("")
         with pytest.raises(AssertionError, match=TAKEN):
-            boot(compose_file, dist, kafkadist.resolve_offline_image(), None)
+            boot(compose_file, kafkadist.offline_image(kafkadist.dist_version(kafka_dist())), None)
         assert leftovers(project) == EMPTY
 
 
