@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: setup test demo lint bench images clean-demo
+.PHONY: setup test demo lint bench images clean-demo docs
 
 setup:  ## system packages, Docker engine, compose v2, venv, offline images (idempotent)
 	bash scripts/setup.sh
@@ -33,3 +33,12 @@ bench: setup  ## run every bench/*.py and bench/*.sh present
 	for f in bench/*.py; do found=1; echo "== $$f"; $(BIN)/python "$$f" || exit 1; done; \
 	for f in bench/*.sh; do found=1; echo "== $$f"; bash "$$f" || exit 1; done; \
 	[[ $$found == 1 ]] || echo "no benchmarks in bench/"
+
+# Needs only the venv (setup's pip install of the dev extra): a machine already set up builds the docs without
+# setup's Docker and image steps.
+$(BIN)/mkdocs:
+	bash scripts/setup.sh
+
+docs: | $(BIN)/mkdocs  ## the site in site/: generated references, then mkdocs build --strict (0 warnings, links and anchors checked)
+	$(BIN)/python docs/gen_reference.py
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d site
