@@ -12,9 +12,10 @@ setup:  ## system packages, Docker engine, compose v2, venv, offline images (ide
 images: setup  ## (re)build the offline images; FORCE=1 rebuilds
 	$(BIN)/clusterctl images build $(if $(FORCE),--force,)
 
-# two workers, a test file per worker at a time (its fixtures, fixed subnets and ports start once): most tests
-# wait on containers. (Not loadgroup: pytest-xdist 3.8 cannot regroup tests on pytest 9.)
+# two workers, a test file per worker at a time (its fixtures start once): most tests wait on containers.
+# (Not loadgroup: pytest-xdist 3.8 cannot regroup tests on pytest 9.) The 15 slowest tests are listed at the end.
 PYTEST_XDIST ?= -n 2 --dist loadfile
+PYTEST_ARGS ?= --durations=15
 
 test: setup  ## the whole suite against real containers, every real-Kafka test on Kafka 3.9.x from Maven Central
 	$(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
