@@ -198,25 +198,24 @@ def test_cli_render_refuses_with_one_line_and_exit_2(tmp_path: Path, data: dict[
     assert not (tmp_path / "compose").exists(), "nothing half-written"
 
 
-def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
-    """The image's entrypoint with stub Kafka scripts (a Kafka 3.x layout: config/log4j.properties): the
-    entrypoint writes meta.properties itself once, restarts skip it, an id it cannot write runs the tool."""
+def _stub_entrypoint(tmp_path: Path, log4j: str, start_line: str) -> tuple[Path, Path, Path, dict[str, str]]:
+    """The image's entrypoint over stub Kafka scripts, in a layout with config/<log4j> (which names the Kafka line):
+    (script, calls file, data dir, environment of a KRaft controller)."""
     entry = REPO / "templates" / "images" / "kafka" / "entrypoint.sh"
-    bin_dir = tmp_path / "bin"
+    bin_dir, data, calls = tmp_path / "bin", tmp_path / "data", tmp_path / "calls"
     bin_dir.mkdir()
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "log4j.properties").write_text("log4j.rootLogger=INFO, stdout\n")
-    calls = tmp_path / "calls"
-    data = tmp_path / "data"
     data.mkdir()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / log4j).write_text("rootLogger.level = INFO\n")
     (bin_dir / "kafka-storage.sh").write_text(
         f'#!/bin/bash\necho "format $*" >>{calls}\necho "cluster.id=$4" >{data}/meta.properties\n'
     )
-    (bin_dir / "kafka-server-start.sh").write_text(f'#!/bin/bash\necho "start $1" >>{calls}\n')
+    (bin_dir / "kafka-server-start.sh").write_text(f'#!/bin/bash\necho "{start_line}" >>{calls}\n')
     for f in bin_dir.iterdir():
         f.chmod(0o755)
     text = entry.read_text().replace("props=/etc/kafka/server.properties", f"props={tmp_path}/server.properties")
     text = text.replace('if [[ "$(id -u)" == "0" ]]; then', "if false; then")
+    text = text.replace("/etc/kafka/log4j2.properties", f"{tmp_path}/log4j2-out.properties")
     script = tmp_path / "entrypoint.sh"
     script.write_text(text)
     script.chmod(0o755)
@@ -228,6 +227,13 @@ def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
         "CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qg",
         "KAFKA_HOME": str(tmp_path),
     }
+    return script, calls, data, env
+
+
+def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
+    """The image's entrypoint with stub Kafka scripts (a Kafka 3.x layout: config/log4j.properties): the
+    entrypoint writes meta.properties itself once, restarts skip it, an id it cannot write runs the tool."""
+    script, calls, data, env = _stub_entrypoint(tmp_path, "log4j.properties", "start $1")
     for _ in range(2):
         proc = subprocess.run([str(script), "kafka-server"], env=env, capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
@@ -256,34 +262,8 @@ def test_entrypoint_formats_on_first_start_only(tmp_path: Path) -> None:
 def test_entrypoint_formats_kafka_4_with_its_tool(tmp_path: Path) -> None:
     """Kafka 4.x (config/log4j2.properties, no log4j.properties): kafka-storage.sh formats on first start, so the
     bootstrap checkpoint carries the feature levels; a restart does not format again; the root level is set."""
-    entry = REPO / "templates" / "images" / "kafka" / "entrypoint.sh"
-    bin_dir, data, calls = tmp_path / "bin", tmp_path / "data", tmp_path / "calls"
-    bin_dir.mkdir()
-    data.mkdir()
-    (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "log4j2.properties").write_text("rootLogger.level = INFO\n")
-    (bin_dir / "kafka-storage.sh").write_text(
-        f'#!/bin/bash\necho "format $*" >>{calls}\necho "cluster.id=$4" >{data}/meta.properties\n'
-    )
-    (bin_dir / "kafka-server-start.sh").write_text(f'#!/bin/bash\necho "start $1 $KAFKA_LOG4J_OPTS" >>{calls}\n')
-    for f in bin_dir.iterdir():
-        f.chmod(0o755)
-    text = entry.read_text().replace("props=/etc/kafka/server.properties", f"props={tmp_path}/server.properties")
-    text = text.replace('if [[ "$(id -u)" == "0" ]]; then', "if false; then")
-    text = text.replace(">/etc/kafka/log4j2.properties", f">{tmp_path}/log4j2-out.properties")
-    text = text.replace("=/etc/kafka/log4j2.properties", f"={tmp_path}/log4j2-out.properties")
-    script = tmp_path / "entrypoint.sh"
-    script.write_text(text)
-    script.chmod(0o755)
-    env = {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
-        "KAFKA_PROCESS_ROLES": "controller",
-        "KAFKA_NODE_ID": "101",
-        "KAFKA_LOG_DIRS": str(data),
-        "CLUSTER_ID": "MkU3OEVBNTcwNTJENDM2Qg",
-        "KAFKA_HOME": str(tmp_path),
-        "KAFKA_LOG4J_ROOT_LOGLEVEL": "WARN",
-    }
+    script, calls, _, env = _stub_entrypoint(tmp_path, "log4j2.properties", "start $1 $KAFKA_LOG4J_OPTS")
+    env["KAFKA_LOG4J_ROOT_LOGLEVEL"] = "WARN"
     for _ in range(2):
         proc = subprocess.run([str(script), "kafka-server"], env=env, capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr

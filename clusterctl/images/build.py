@@ -9,7 +9,6 @@ or a binary distribution when one is given.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -17,7 +16,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -347,7 +346,7 @@ def build_images(
             raise UsageError("give --kafka-dist or --kafka-version, not both")
     dk.client()  # fail fast when no engine answers
     results: list[BuildResult] = []
-    with _build_lock():
+    with kafka_maven.machine_lock(CACHE_DIR / "images-build.lock"):  # workers and shells share the images
         started = time.monotonic()
         h = base_hash()
         if (force and "base" in chosen) or _existing_hash(BASE_IMAGE) != h:
@@ -361,18 +360,6 @@ def build_images(
         for target in (t for t in CHILD_TARGETS if t in chosen):
             results.append(build_target(target, kafka_dist=kafka_dist, force=force, progress=progress))
     return results
-
-
-@contextlib.contextmanager
-def _build_lock() -> Iterator[None]:
-    """One build at a time on this machine: parallel test workers and shells share the images."""
-    CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    with (CACHE_DIR / "images-build.lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def build_target(

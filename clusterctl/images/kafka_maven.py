@@ -233,10 +233,10 @@ def _write_layout(root: Path, version: str) -> None:
 
 
 @contextlib.contextmanager
-def _lock() -> Iterator[None]:
-    """One assembly at a time on this machine (parallel test workers, two shells)."""
-    INSTALL_ROOT.mkdir(parents=True, exist_ok=True)
-    with (INSTALL_ROOT / ".lock").open("w") as fh:
+def machine_lock(path: Path) -> Iterator[None]:
+    """One holder at a time on this machine (parallel test workers, two shells): an exclusive flock on `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -283,7 +283,7 @@ def assemble(requested: str = DEFAULT_KAFKA_VERSION, progress: Progress = lambda
     """
     spec = maven_version(requested)
     exact = requested.strip() if _EXACT.match(requested.strip()) else None
-    with _lock():
+    with machine_lock(INSTALL_ROOT / ".lock"):  # one assembly at a time
         version = exact if exact and installed(exact) else _cached_resolution(requested)
         if version is not None:
             return Installation(INSTALL_ROOT / version, version, requested, "cached")
