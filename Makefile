@@ -17,8 +17,19 @@ images: setup  ## (re)build the offline images; FORCE=1 rebuilds
 PYTEST_XDIST ?= -n 2 --dist loadfile
 PYTEST_ARGS ?= --durations=15
 
+# Drills whose timing is the thing under test (a follower delayed through the userspace NFQUEUE path, Spark
+# executors on 2 cores) run after the rest, one at a time, with the machine to themselves: beside the other
+# real-Kafka drills (load 17-23 here) a delayed follower was not dropped from the ISR within the scenario's 45 s
+# and a micro-batch waited 48 s. `make test SOLO=` runs everything in one pass.
+SOLO ?= tests/test_chaos_degraded.py tests/test_spark_drills.py
+
 test: setup  ## the whole suite against real containers, every real-Kafka test on Kafka 3.9.x from Maven Central
-	$(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
+	@rc=0; \
+	$(BIN)/pytest $(PYTEST_XDIST) $(PYTEST_ARGS) $(addprefix --ignore=,$(SOLO)) || rc=$$?; \
+	if [[ -n "$(strip $(SOLO))" ]]; then \
+	    $(BIN)/pytest $(PYTEST_ARGS) $(SOLO) || { s=$$?; [[ $$rc != 0 ]] || rc=$$s; }; \
+	fi; \
+	exit $$rc
 
 demo: setup  ## init → render → up → status → zk tree → topics/produce/consume → down --volumes
 	bash scripts/demo.sh
