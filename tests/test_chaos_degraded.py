@@ -1,4 +1,4 @@
-"""Grey network faults as drills on the shared real 3-broker Apache Kafka cluster (needs CLUSTERCTL_KAFKA_DIST).
+"""Grey network faults as drills on the shared real 3-broker Apache Kafka cluster (the session's Kafka).
 
 `slow-follower` and `lossy-leader` run three times each through the real CLI (`scenario run NAME --repeat 3`):
 every run loses nothing, and the numbers a user reads (ISR shrink time next to replica.lag.time.max.ms, the write

@@ -1,4 +1,4 @@
-"""Broker-side drills on the shared real 3-broker Apache Kafka cluster (tests/conftest.py; needs CLUSTERCTL_KAFKA_DIST).
+"""Broker-side drills on the shared real 3-broker Apache Kafka cluster (tests/conftest.py: the session's Kafka).
 
 Runs the shipped scenarios through the real CLI: the no-loss drills must lose no acknowledged write, and the
 negative controls must lose some (the verifier is shown to catch a real loss). Every test leaves the cluster

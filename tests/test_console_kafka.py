@@ -1,4 +1,4 @@
-"""The console on real Apache Kafka (needs CLUSTERCTL_KAFKA_DIST; skipped otherwise): a failover seen live.
+"""The console on real Apache Kafka (the session's Kafka): a failover seen live.
 
 On the session's shared 3-broker cluster (tests/conftest.py). While `scenario run kill-leader` kills partition
 0's leader, a browser on the topic page sees the new leader without a reload; the delay after the observer's own

@@ -1,4 +1,4 @@
-"""The console's live drill dashboard and broker log dirs on real Apache Kafka (needs CLUSTERCTL_KAFKA_DIST).
+"""The console's live drill dashboard and broker log dirs on real Apache Kafka (the session's Kafka).
 
 On the session's shared 3 ZooKeeper + 3 broker cluster (tests/conftest.py):
 - while `scenario run kill-leader` runs, the dashboard's leader panel shows partition 0's new leader within 2 s of

@@ -1,4 +1,4 @@
-"""Real Apache Kafka in ZooKeeper mode (needs CLUSTERCTL_KAFKA_DIST): `clusterctl up` and `down --volumes` through
+"""Real Apache Kafka in ZooKeeper mode (the session's Kafka): `clusterctl up` and `down --volumes` through
 the real CLI on a cluster of its own; on the shared cluster (3 ZooKeeper + 3 brokers, tests/conftest.py):
 registration, controller, a topic with RF 3 and ISR 3 (admin API and the partition state znode), and `topic create`
 meaning served."""

@@ -1,4 +1,4 @@
-"""The migration drills on real Kafka 3.7 (needs CLUSTERCTL_KAFKA_DIST): `scenario run zk-to-kraft` and
+"""The migration drills on real Kafka 3.9 (the session's, from Maven Central): `scenario run zk-to-kraft` and
 `scenario run zk-to-kraft-rollback`, each on its own fresh 3 ZooKeeper + 3 broker cluster. Test-only spec: a free
 subnet and free host ports.
 """

@@ -1,4 +1,4 @@
-"""ZooKeeper → KRaft migration on real Kafka 3.7 (needs CLUSTERCTL_KAFKA_DIST): 3 ZooKeeper nodes + 3 brokers,
+"""ZooKeeper → KRaft migration on real Kafka 3.9 (the session's, from Maven Central): 3 ZooKeeper nodes + 3 brokers,
 records written before, phases 1-2 and their done-check, then 3-5 started and stopped by SIGINT in phase 3 (the
 cluster serves meanwhile; `--status` and `status` say where it stands), resumed, and every record read back from
 the KRaft cluster. Test-only spec: a free subnet and free host ports. The

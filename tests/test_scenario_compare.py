@@ -1,4 +1,4 @@
-"""`scenario compare kill-leader --modes zookeeper,kraft --repeat 2` on real Apache Kafka (needs CLUSTERCTL_KAFKA_DIST).
+"""`scenario compare kill-leader --modes zookeeper,kraft --repeat 2` on real Apache Kafka (the session's Kafka).
 
 Its own spec (a free subnet and free host ports): compare renders and starts the ZooKeeper-mode cluster, runs the
 drill twice, removes it, then does the same with the derived KRaft-mode cluster. Every run loses nothing, and its

@@ -1,4 +1,4 @@
-"""The Spark drills on real Kafka (needs CLUSTERCTL_KAFKA_DIST, PySpark and a JVM): `scenario run spark-kill-leader`
+"""The Spark drills on real Kafka (the session's Kafka, PySpark and a JVM): `scenario run spark-kill-leader`
 and `scenario run spark-restart-driver` on one fresh 3 ZooKeeper + 3 broker cluster, a local-mode key_counts driver
 beside the acks=all load. Each must lose no acknowledged write, give exact Spark results (none missing, none counted
 twice) and report the pipeline's stall next to Kafka's write gap. Test-only spec: a free subnet and
