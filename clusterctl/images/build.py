@@ -318,11 +318,11 @@ def resolve_targets(targets: Iterable[str], kafka_dist: Path | None) -> list[str
 
 
 def kafka_installation(kafka_dist: Path | None, kafka_version: str | None, progress: Progress = _noop) -> Path:
-    """What the Kafka image carries: the given distribution, else Kafka `kafka_version` from Maven Central."""
+    """What the Kafka image carries: the given distribution (validated by the caller), else Kafka `kafka_version`
+    from Maven Central."""
     if kafka_dist is not None:
         if kafka_version is not None:
             raise UsageError("give --kafka-dist or --kafka-version, not both")
-        kafka_dist_root(kafka_dist)
         return kafka_dist
     return kafka_maven.assemble(kafka_version or kafka_maven.DEFAULT_KAFKA_VERSION, progress).path
 
