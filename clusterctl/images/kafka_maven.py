@@ -26,6 +26,7 @@ from pathlib import Path
 
 from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.spec import kafkadist
 from clusterctl.templating import text_environment
 
 # ZooKeeper mode's last line: what `make setup`, `init` and the test suite run unless told otherwise
@@ -107,7 +108,7 @@ TOOLS: dict[str, tuple[tuple[str, ...], str | None, bool]] = {
     "zookeeper-shell.sh": (("org.apache.zookeeper.ZooKeeperMainWithTlsSupportForKafka",), None, False),
 }
 
-_EXACT = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+_EXACT = re.compile(kafkadist.EXACT_VERSION)
 _LINE = re.compile(r"^(\d+)\.(\d+)(?:\.x)?$")
 _MAJOR = re.compile(r"^(\d+)(?:\.x)?$")
 _KAFKA_JAR = re.compile(r"^kafka_\d+\.\d+-(\d+\.\d+\.\d+)\.jar$")

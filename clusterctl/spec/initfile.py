@@ -77,7 +77,7 @@ def choose_kafka_version(
             raise UsageError(f"--kafka-version names the offline Kafka image; profile {profile}, engine {engine}")
         return None, []
     if requested is not None:
-        if not re.fullmatch(r"\d+\.\d+\.\d+", requested):
+        if not re.fullmatch(kafkadist.EXACT_VERSION, requested):
             raise UsageError(f"--kafka-version must be an exact version such as 3.9.2, got {requested!r}")
         if not kafkadist.zookeeper_capable(requested) and mode != "kraft":
             raise UsageError(f"--kafka-version {requested} has no ZooKeeper mode: add --mode kraft")

@@ -20,6 +20,7 @@ from clusterctl.env import KAFKA_DIST_ENV
 from clusterctl.errors import NotFoundError, UsageError
 
 OFFLINE_KAFKA_REPO = "clusterctl/kafka"
+EXACT_VERSION = r"^\d+\.\d+\.\d+$"  # an exact Kafka release: kafka.version, init --kafka-version
 UNBUILT_TAG = "unbuilt"  # the tag named when no image is built and no distribution is given
 FIRST_VERSION_WITHOUT_ZOOKEEPER = (4, 0)
 

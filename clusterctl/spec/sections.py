@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from clusterctl.spec.kafkadist import EXACT_VERSION
 from clusterctl.spec.profiles import ManagerKind
 from clusterctl.spec.validate import MAX_PARTITIONS
 
@@ -169,7 +170,7 @@ class KafkaSpec(_Model):
     )
     version: str | None = Field(
         default=None,
-        pattern=r"^\d+\.\d+\.\d+$",
+        pattern=EXACT_VERSION,
         description="Apache Kafka version of the offline image (clusterctl/kafka:<version>, `clusterctl images build "
         "kafka --kafka-version V`); null = the newest built that the mode runs (4.x: kraft only)",
     )
