@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from clusterctl.errors import UsageError
-from clusterctl.kafka import perf_consume_native, perf_native
+from clusterctl.kafka import clientprops, perf_consume_native, perf_native
 from clusterctl.kafka.latency import LatencyRecorder
 from clusterctl.kafka.perf_consume import _GroupRun
 from clusterctl.kafka.perf_native import _Message
@@ -247,6 +247,8 @@ def e2e_test(
     """One `perf e2e`: arguments checked, the topic created when missing (`partitions`, `replication_factor`;
     an existing topic keeps its own), then `run_e2e`."""
     check_args(records, kw.get("record_size", 100), kw.get("throughput", 1000))
+    clientprops.check(kw.get("producer_extra") or {}, "producer", "--producer-prop")  # before the topic is made
+    clientprops.check(kw.get("consumer_extra") or {}, "consumer", "--consumer-prop")
     plan = plan_topic(bootstrap, topic, partitions, replication_factor)
     created, _note = prepare_topic(bootstrap, plan, create=True, retention_bytes=None)
     if created:
@@ -262,6 +264,8 @@ def run_e2e(
     """Produce `records` at `throughput` (or each once the previous was consumed: `one_in_flight`) while
     consuming them; produce -> consume latency percentiles."""
     check_args(records, record_size, throughput)
+    clientprops.check(producer_extra or {}, "producer", "--producer-prop")
+    clientprops.check(consumer_extra or {}, "consumer", "--consumer-prop")
     pconf = e2e_producer_config(bootstrap, acks, producer_extra or {})
     # read_uncommitted as Java's consumer (librdkafka's default is read_committed: the broker bounds each fetch
     # by the last stable offset and looks up aborted transactions)

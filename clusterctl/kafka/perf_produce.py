@@ -70,6 +70,8 @@ class ProduceResult:
     topic_created: bool = False
     retention_bytes: int | None = None
     disk: DiskCheck | None = None
+    #: stopped by a signal (Ctrl-C, SIGTERM, SIGHUP): a partial result, what was acknowledged until then
+    interrupted: bool = False
 
 
 def max_record_bytes(conf: dict[str, Any]) -> int:
@@ -254,11 +256,23 @@ def run_produce(
             timeout = float(conf.get("message.timeout.ms", 30000)) / 1000 + 10
         left = eng.flush(timeout, rec.drain_some)
         end = time.monotonic()
-    except KeyboardInterrupt:
-        eng.abort()
+    except KeyboardInterrupt as exc:
+        try:
+            eng.abort()  # what is still queued is purged (counted as failed), so the summary is final
+            rec.drain()
+            partial = _produce_result(
+                topic, num_records, record_size, time.monotonic() - start, rec, eng, conf, acks, compression,
+                throughput,
+            )  # fmt: skip
+            partial.interrupted = True
+            exc.result = partial  # type: ignore[attr-defined]  # printed by the CLI, `result` in --json
+        finally:
+            eng.close()
         raise
-    finally:
+    except BaseException:
         eng.close()
+        raise
+    eng.close()
     rec.count_failures("not delivered before flush timeout", left)
     rec.drain()
     return _produce_result(topic, num_records, record_size, end - start, rec, eng, conf, acks, compression, throughput)
