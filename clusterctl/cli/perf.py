@@ -142,7 +142,8 @@ RecordSizeOpt = Annotated[
     int,
     typer.Option(
         "--record-size",
-        help="bytes per record value (0 to the producer's message.max.bytes: 1000000 unless --producer-prop sets it)",
+        help="bytes per record value (0 to the producer's message.max.bytes less 36 bytes of record overhead: 999964 "
+        "unless --producer-prop sets message.max.bytes)",
     ),
 ]
 ThroughputOpt = Annotated[
@@ -178,7 +179,12 @@ def cmd_perf_produce(
     linger_ms: LingerOpt = None,
     producer_prop: ProducerPropOpt = None,
     payload_file: Annotated[
-        Path | None, typer.Option("--payload-file", help="newline-separated record values to cycle through")
+        Path | None,
+        typer.Option(
+            "--payload-file",
+            help="a regular file of newline-separated record values to cycle through (its first 1000 non-empty "
+            "lines, read up to 64 MiB; each at most the --record-size bound)",
+        ),
     ] = None,
     create_topic: Annotated[
         bool, typer.Option("--create-topic/--no-create-topic", help="create the topic if it does not exist")
@@ -338,7 +344,7 @@ def cmd_perf_e2e(
             callback=finite_option(),
         ),
     ] = 1000,
-    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value (16 to 1000000)")] = 100,
+    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value (16 to 999964)")] = 100,
     acks: Annotated[str, typer.Option("--acks", help="0, 1 or all")] = "1",
     timeout: IdleTimeoutOpt = 10.0,
     producer_prop: ProducerPropOpt = None,

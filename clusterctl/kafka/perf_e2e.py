@@ -226,7 +226,7 @@ def check_args(records: int, record_size: int, throughput: float) -> None:
     validate.at_most(records, "--num-records", validate.MAX_RECORDS)
     if record_size < HEADER:
         raise UsageError(f"--record-size must be at least {HEADER} (run id and sequence number), got {record_size}")
-    validate.at_most(record_size, "--record-size", validate.MAX_MESSAGE_BYTES, minimum=HEADER)
+    validate.at_most(record_size, "--record-size", validate.MAX_RECORD_BYTES, minimum=HEADER)
     validate.finite(throughput, "--throughput")
     if throughput == 0 or throughput < -1:
         raise UsageError(f"--throughput must be positive or -1, got {throughput:g}")
