@@ -26,6 +26,7 @@ import functools
 import math
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,6 +38,7 @@ Role = Literal["producer", "consumer", "client"]  # client: either (Spark's conn
 MAX_PROPS = 64  # properties per command (each option is repeatable)
 MAX_NAME_LENGTH = 255  # group.id, client.id, transactional.id, ...: names in Kafka's protocol and logs
 MAX_VALUE_BYTES = 65_536  # any value (a PEM certificate inline fits; a CA bundle goes by ssl.ca.location)
+MAX_FILE_BYTES = 16 * 1024 * 1024  # a file a property names (certificates, keys, keytabs)
 NAME_PROPERTIES = frozenset({"group.id", "client.id", "group.instance.id", "transactional.id", "client.rack"})
 
 # Properties librdkafka accepts that hand the process over to something else. Not a table of properties: the
@@ -71,6 +73,8 @@ class Property:
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
+    #: the value names a file librdkafka opens ("Path to ..."): "file", or "file or directory"
+    path: str | None = None
 
     def fits(self, role: Role) -> bool:
         return self.scope == "*" or role == "client" or self.scope == {"producer": "P", "consumer": "C"}[role]
@@ -89,7 +93,8 @@ class Property:
         return self.kind
 
 
-_ROW = re.compile(r"^([A-Za-z0-9_.]+)\s*\|\s*([*CP])\s*\|\s*(.*?)\s*\|.*\*Type: ([^*]+)\*\s*$")
+_ROW = re.compile(r"^([A-Za-z0-9_.]+)\s*\|\s*([*CP])\s*\|\s*(.*?)\s*\|[^|]*\|[^|]*\|(.*)\*Type: ([^*]+)\*\s*$")
+_PATH = re.compile(r"\b(?:(file or directory) )?path to\b", re.IGNORECASE)
 _RANGE = re.compile(r"^(-?[0-9.e+]+) \.\. (-?[0-9.e+]+)$")
 
 
@@ -100,7 +105,8 @@ def parse_table(text: str) -> dict[str, Property]:
         m = _ROW.match(line)
         if m is None:
             continue
-        name, scope, rng, kind = m.group(1), m.group(2), m.group(3).strip(), m.group(4).strip()
+        name, scope, rng, kind = m.group(1), m.group(2), m.group(3).strip(), m.group(5).strip()
+        path = _PATH.search(m.group(4))
         low = high = None
         choices: tuple[str, ...] = ()
         span = _RANGE.match(rng)
@@ -108,7 +114,8 @@ def parse_table(text: str) -> dict[str, Property]:
             low, high = float(span.group(1)), float(span.group(2))
         elif rng:
             choices = tuple(c.strip() for c in rng.split(",") if c.strip())
-        table.setdefault(name, Property(name, scope, kind, low, high, choices))
+        where = None if path is None else "file or directory" if path.group(1) else "file"
+        table.setdefault(name, Property(name, scope, kind, low, high, choices, where))
     return table
 
 
@@ -171,6 +178,24 @@ def check_one(key: str, value: str, role: Role, option: str) -> None:
         check_name(value, f"{option} {key}")
     if not _fits(prop, value.strip()):
         raise UsageError(f"{where}: {prop.expects()} expected")
+    if prop.path is not None and value and not (value == "probe" and "directory" in prop.path):
+        _check_path(value, prop.path, where)  # ssl.ca.location=probe: librdkafka looks in the system's places
+
+
+def _check_path(value: str, allowed: str, where: str) -> None:
+    """A file librdkafka opens and reads whole, in C, where no signal reaches: a regular file (or a directory
+    where the property allows one) of at most MAX_FILE_BYTES; never a FIFO (it would block), a device
+    (/dev/zero: endless) or a socket."""
+    try:
+        st = os.stat(value)
+    except OSError as exc:
+        raise UsageError(f"{where}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode) and "directory" in allowed:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{where}: not a regular {allowed} (a FIFO or a device would stall librdkafka)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise UsageError(f"{where}: the file is larger than {MAX_FILE_BYTES // (1 << 20)} MiB")
 
 
 def _fits(prop: Property, value: str) -> bool:
