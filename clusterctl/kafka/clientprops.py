@@ -155,27 +155,28 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
-def check_one(key: str, value: str, role: Role, option: str) -> None:
+def check_one(key: str, value: str, role: Role, option: str, prefix: str = "") -> None:
     """One property against the table and the bounds; UsageError (exit 2) with one line otherwise."""
+    shown = f"{option} {prefix}{key}"
     if len(key) > 128 or _NAME_CONTROL.search(key):
-        raise UsageError(f"{option}: {_shown(key)} is not a librdkafka property name")
+        raise UsageError(f"{option}: {_shown(prefix + key)} is not a librdkafka property name")
     prop = table().get(key)
     if prop is None:
-        raise UsageError(f"{option} {key}: librdkafka has no such property (see its CONFIGURATION.md)")
+        raise UsageError(f"{shown}: librdkafka has no such property (see its CONFIGURATION.md)")
     if not prop.fits(role):
         owner = "consumer" if prop.scope == "C" else "producer"
-        raise UsageError(f"{option} {key}: a {owner} property, not a {role}'s")
+        raise UsageError(f"{shown}: a {owner} property, not a {role}'s")
     if prop.kind == "see dedicated API":
-        raise UsageError(f"{option} {key}: set only through librdkafka's C API (a callback or pointer), not here")
+        raise UsageError(f"{shown}: set only through librdkafka's C API (a callback or pointer), not here")
     if key in POLICY:
-        raise UsageError(f"{option} {key}: refused, it {POLICY[key]}")
-    where = f"{option} {key}={_shown(value)}"
+        raise UsageError(f"{shown}: refused, it {POLICY[key]}")
+    where = f"{shown}={_shown(value)}"
     if len(value.encode("utf-8", "surrogateescape")) > MAX_VALUE_BYTES:
-        raise UsageError(f"{option} {key}: the value is longer than {MAX_VALUE_BYTES} bytes")
+        raise UsageError(f"{shown}: the value is longer than {MAX_VALUE_BYTES} bytes")
     if _CONTROL.search(value) or any("\ud800" <= c <= "\udfff" for c in value):
         raise UsageError(f"{where}: the value holds control characters or bytes that are not UTF-8")
     if key in NAME_PROPERTIES:
-        check_name(value, f"{option} {key}")
+        check_name(value, f"{shown}")
     if not _fits(prop, value.strip()):
         raise UsageError(f"{where}: {prop.expects()} expected")
     if prop.path is not None and value and not (value == "probe" and "directory" in prop.path):
@@ -228,19 +229,20 @@ def check_name(value: str, what: str) -> str:
     return value
 
 
-def check(props: dict[str, str], role: Role, option: str) -> dict[str, str]:
+def check(props: dict[str, str], role: Role, option: str, prefix: str = "") -> dict[str, str]:
     """Every property of `props` (see the module's docstring), then librdkafka's own conf_set on a scratch
-    configuration; returns `props` unchanged."""
+    configuration; returns `props` unchanged. `prefix`: the keys carry it (Spark's `kafka.`), librdkafka's not."""
     if len(props) > MAX_PROPS:
         raise UsageError(f"{option}: {len(props)} properties given (at most {MAX_PROPS})")
-    for key, value in props.items():
-        check_one(key, value, role, option)
-    if props:
-        _conf_set(props, option)
+    bare = {key[len(prefix) :]: value for key, value in props.items()}
+    for key, value in bare.items():
+        check_one(key, value, role, option, prefix)
+    if bare:
+        _conf_set(bare, option, prefix)
     return props
 
 
-def _conf_set(props: dict[str, str], option: str) -> None:
+def _conf_set(props: dict[str, str], option: str, prefix: str = "") -> None:
     lib = _library()
     errstr = ctypes.create_string_buffer(512)
     rconf = lib.rd_kafka_conf_new()
@@ -248,6 +250,6 @@ def _conf_set(props: dict[str, str], option: str) -> None:
         for key, value in props.items():
             if lib.rd_kafka_conf_set(rconf, key.encode(), value.encode(), errstr, 512) != 0:
                 reason = errstr.value.decode(errors="replace")
-                raise UsageError(f"{option} {key}={_shown(value)}: {reason}")
+                raise UsageError(f"{option} {prefix}{key}={_shown(value)}: {reason}")
     finally:
         lib.rd_kafka_conf_destroy(rconf)
