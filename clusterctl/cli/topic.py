@@ -13,6 +13,7 @@ from clusterctl.cli.common import (
     JsonOpt,
     bootstrap_servers,
     get_spec,
+    group_option,
     parse_kv,
     timeout_option,
     uninterrupted,
@@ -387,7 +388,13 @@ def cmd_consume(
     ] = None,
     partition: Annotated[int | None, typer.Option("--partition", "-p", help="read only this partition")] = None,
     group: Annotated[
-        str | None, typer.Option("--group", "-g", help="consumer group (commits offsets); default: none, no commits")
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            help="consumer group (commits offsets; 1 to 255 characters); default: none, no commits",
+            callback=group_option,
+        ),
     ] = None,
     max_messages: Annotated[
         int | None, typer.Option("--max-messages", "-n", help="stop after N messages (1 to 1000000000)")
