@@ -60,6 +60,7 @@ POLICY: dict[str, str] = {
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # tab, LF, CR pass: PEM values have line ends
 _NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _INTEGER = re.compile(r"-?[0-9]+")
+_WORD = re.compile(r"[A-Za-z_]+")  # librdkafka reads "1.5" or "1e3" as 1 for an integer: only words go to it
 _BOOLEANS = ("true", "false", "t", "f", "1", "0")  # what librdkafka reads as a boolean (any case)
 
 
@@ -75,6 +76,7 @@ class Property:
     choices: tuple[str, ...] = ()
     #: the value names a file librdkafka opens ("Path to ..."): "file", or "file or directory"
     path: str | None = None
+    default: str = ""
 
     def fits(self, role: Role) -> bool:
         return self.scope == "*" or role == "client" or self.scope == {"producer": "P", "consumer": "C"}[role]
@@ -93,7 +95,7 @@ class Property:
         return self.kind
 
 
-_ROW = re.compile(r"^([A-Za-z0-9_.]+)\s*\|\s*([*CP])\s*\|\s*(.*?)\s*\|[^|]*\|[^|]*\|(.*)\*Type: ([^*]+)\*\s*$")
+_ROW = re.compile(r"^([A-Za-z0-9_.]+)\s*\|\s*([*CP])\s*\|\s*(.*?)\s*\|\s*([^|]*?)\s*\|[^|]*\|(.*)\*Type: ([^*]+)\*\s*$")
 _PATH = re.compile(r"\b(?:(file or directory) )?path to\b", re.IGNORECASE)
 _RANGE = re.compile(r"^(-?[0-9.e+]+) \.\. (-?[0-9.e+]+)$")
 
@@ -105,8 +107,8 @@ def parse_table(text: str) -> dict[str, Property]:
         m = _ROW.match(line)
         if m is None:
             continue
-        name, scope, rng, kind = m.group(1), m.group(2), m.group(3).strip(), m.group(5).strip()
-        path = _PATH.search(m.group(4))
+        name, scope, rng, kind = m.group(1), m.group(2), m.group(3).strip(), m.group(6).strip()
+        path = _PATH.search(m.group(5))
         low = high = None
         choices: tuple[str, ...] = ()
         span = _RANGE.match(rng)
@@ -115,7 +117,7 @@ def parse_table(text: str) -> dict[str, Property]:
         elif rng:
             choices = tuple(c.strip() for c in rng.split(",") if c.strip())
         where = None if path is None else "file or directory" if path.group(1) else "file"
-        table.setdefault(name, Property(name, scope, kind, low, high, choices, where))
+        table.setdefault(name, Property(name, scope, kind, low, high, choices, where, m.group(4)))
     return table
 
 
@@ -201,8 +203,10 @@ def _check_path(value: str, allowed: str, where: str) -> None:
 
 def _fits(prop: Property, value: str) -> bool:
     """Whether `value` has the property's type and lies in its range (as far as the table says)."""
-    if prop.kind == "integer":  # a word (acks=all) is librdkafka's to read; a number past the range is ours
-        return not _INTEGER.fullmatch(value) or (prop.low or 0) <= int(value) <= (prop.high or 0)
+    if prop.kind == "integer":  # a word (acks=all) is librdkafka's to read; anything else a number in the range
+        if _WORD.fullmatch(value):
+            return True  # librdkafka's named values; it refuses a word it does not know
+        return bool(_INTEGER.fullmatch(value)) and (prop.low or 0) <= int(value) <= (prop.high or 0)
     if prop.kind == "float":
         try:
             number = float(value)

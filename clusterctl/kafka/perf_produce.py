@@ -128,7 +128,8 @@ def read_payload_file(path: Path, max_bytes: int) -> list[bytes]:
                 if len(lines) >= POOL_MAX or read > validate.MAX_PAYLOAD_FILE_BYTES:
                     break
     except EndlessLine:
-        raise UsageError(f"{what} {path} has a line with no end in its first 64 MiB; refused") from None
+        mib = validate.MAX_PAYLOAD_FILE_BYTES // (1 << 20)
+        raise UsageError(f"{what} {path} has a line with no end in its first {mib} MiB; refused") from None
     except OSError as exc:
         raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     if not lines:
