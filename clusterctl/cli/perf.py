@@ -191,11 +191,15 @@ def cmd_perf_produce(
     ] = True,
     partitions: Annotated[
         int | None,
-        typer.Option("--partitions", help="partitions of a created topic (1 to 4096; default: spec, else 1)"),
+        typer.Option(
+            "--partitions", help="partitions of a created topic (1 to 4096; default: spec, else 1; -1: the broker's)"
+        ),
     ] = None,
     replication_factor: Annotated[
         int | None,
-        typer.Option("--replication-factor", help="RF of a created topic (1 to 16; default: spec, else 1)"),
+        typer.Option(
+            "--replication-factor", help="RF of a created topic (1 to 16; default: spec, else 1; -1: the broker's)"
+        ),
     ] = None,
     retention_bytes: Annotated[
         int | None,
