@@ -310,8 +310,8 @@ def _master_ok(master: str) -> bool:
     m = re.fullmatch(r"local(?:\[(\*|[0-9]+)(?:,([0-9]+))?\])?", master)
     if m:
         return all(g in (None, "*") or 1 <= int(g) <= 1024 for g in m.groups())
-    m = re.fullmatch(r"spark://127\.0\.0\.1:([0-9]+)", master)
-    return bool(m) and 1 <= int(m.group(1)) <= 65535
+    port = re.fullmatch(r"spark://127\.0\.0\.1:([0-9]+)", master)
+    return port is not None and 1 <= int(port.group(1)) <= 65535
 
 
 @settings(deadline=None, database=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
