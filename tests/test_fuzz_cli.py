@@ -430,6 +430,8 @@ def _stop_command(name: str, topic: str, bootstrap: str, as_json: bool) -> tuple
         return ["consume", topic, "-g", gid, "--offset", "earliest", "--timeout", "2", "-b", bootstrap, *js], b""
     if name == "perf produce":
         return ["perf", "produce", topic, "-n", "400", "--throughput", "400", "-b", bootstrap, *js], b""
+    if name == "perf e2e":
+        return ["perf", "e2e", topic, "-n", "400", "--throughput", "400", "-b", bootstrap, *js], b""
     if name == "perf consume":  # 5 records there, 400 asked: it waits for more until the signal or its timeout
         return ["perf", "consume", topic, "-n", "400", "--no-group", "--timeout", "3", "-b", bootstrap, *js], b""
     return ["topic", "list", "-b", bootstrap, *js], b""
@@ -447,7 +449,7 @@ def _handlers_installed(pid: int) -> bool:
 @settings(FUZZ, max_examples=int(16 * SCALE))
 @given(
     sig=st.sampled_from(STOP_SIGNALS),
-    name=st.sampled_from(["produce", "consume", "perf produce", "perf consume", "topic list"]),
+    name=st.sampled_from(["produce", "consume", "perf produce", "perf consume", "perf e2e", "topic list"]),
     delay=st.floats(0, 1.5),
     as_json=st.booleans(),
 )

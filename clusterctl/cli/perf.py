@@ -94,7 +94,7 @@ def _did(result: Any) -> str:
     if hasattr(result, "delivered"):
         return f"perf produce sent to {result.topic}: {result.delivered} delivered, {result.failed} failed"
     if hasattr(result, "received"):
-        return f"perf e2e on {result.topic}: {result.records} sent, {result.received} received"
+        return f"perf e2e on {result.topic}: {result.sent} sent, {result.received} received"
     return f"perf consume read {result.records} records from {result.topic}"
 
 
@@ -314,7 +314,7 @@ def cmd_perf_consume(
 
 E2E_FIELDS = [
     Column("Topic", "topic"),
-    Column("Records sent / received", lambda r: f"{r.records} / {r.received}"),
+    Column("Records sent / received", lambda r: f"{r.sent} / {r.received}"),
     Column("Records/sec", "records_per_sec", fmt=lambda v: f"{v:,.1f}"),
     Column("Target", "target_throughput", fmt=lambda v: "unthrottled" if v < 0 else f"{v:g} records/sec"),
     Column("Avg latency", "avg_latency_ms", fmt=_ms),
@@ -372,11 +372,12 @@ def cmd_perf_e2e(
     cprops = client_props(consumer_prop, "--consumer-prop", "consumer")
     servers = bootstrap_servers(bootstrap)
     parts, rf, _local = _topic_defaults(bootstrap)
-    result = perf_e2e.e2e_test(
-        servers, topic, num_records, partitions=parts, replication_factor=rf, notify=info, record_size=record_size,
-        throughput=throughput, acks=acks, timeout=timeout, producer_extra=pprops, consumer_extra=cprops,
-        one_in_flight=one_in_flight,
-    )  # fmt: skip
+    with _partial_on_interrupt(as_json, E2E_FIELDS, f"perf e2e {topic}"):
+        result = perf_e2e.e2e_test(
+            servers, topic, num_records, partitions=parts, replication_factor=rf, notify=info,
+            record_size=record_size, throughput=throughput, acks=acks, timeout=timeout, producer_extra=pprops,
+            consumer_extra=cprops, one_in_flight=one_in_flight,
+        )  # fmt: skip
     skip_interpreter_teardown()
     err = None
     if not result.complete:
