@@ -287,7 +287,7 @@ def test_an_interrupted_run_says_one_line_without_py4j_or_java(bootstrap: str, u
     assert proc.stderr is not None
     first = proc.stderr.readline()  # "running word_count on ...": the JVM starts now
     assert first.startswith("running word_count"), first
-    time.sleep(12)  # inside a micro-batch loop: py4j calls in flight
+    time.sleep(8)  # the JVM up, micro-batches under way: py4j calls in flight
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig, err
