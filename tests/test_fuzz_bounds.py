@@ -13,10 +13,13 @@ The number of generated cases and their time are printed at the end of the modul
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import math
+import os
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -36,6 +39,21 @@ NOWHERE = ["-b", "127.0.0.1:1"]
 
 
 report_count = report_fixture(CASES, "fuzz bounds: {n} generated cases in {seconds:.1f}s")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No spec and no bootstrap from the environment: a bound not checked first fails to find a cluster (exit 3
+    or 4) instead of reaching one."""
+    saved = {k: os.environ.get(k) for k in ("CLUSTERCTL_SPEC", "CLUSTERCTL_BOOTSTRAP_SERVER")}
+    os.environ["CLUSTERCTL_SPEC"] = str(tmp_path_factory.mktemp("nospec") / "no-such-spec.yaml")
+    os.environ.pop("CLUSTERCTL_BOOTSTRAP_SERVER", None)
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def run_cli(args: list[str]) -> tuple[int, str]:
@@ -195,13 +213,13 @@ PAST: list[tuple[list[str], int]] = [
     (["topic", "create", "t", *NOWHERE, "-p"], validate.MAX_PARTITIONS),
     (["topic", "create", "t", *NOWHERE, "-r"], validate.MAX_REPLICATION_FACTOR),
     (["topic", "alter", "t", *NOWHERE, "-p"], validate.MAX_PARTITIONS),
-    (["perf", "produce", "t", "-n", "1", *NOWHERE, "--record-size"], validate.MAX_MESSAGE_BYTES),
+    (["perf", "produce", "t", "-n", "1", *NOWHERE, "--record-size"], validate.MAX_RECORD_BYTES),
     (["perf", "produce", "t", *NOWHERE, "-n"], validate.MAX_RECORDS),
     (["perf", "produce", "t", "-n", "1", *NOWHERE, "--throughput"], validate.MAX_THROUGHPUT),
     (["perf", "consume", "t", "-n", "1", *NOWHERE, "--threads"], validate.MAX_CONSUMER_THREADS),
     (["perf", "consume", "t", *NOWHERE, "-n"], validate.MAX_RECORDS),
     (["perf", "e2e", "t", *NOWHERE, "-n"], validate.MAX_RECORDS),
-    (["perf", "e2e", "t", "-n", "1", *NOWHERE, "--record-size"], validate.MAX_MESSAGE_BYTES),
+    (["perf", "e2e", "t", "-n", "1", *NOWHERE, "--record-size"], validate.MAX_RECORD_BYTES),
     (["perf", "e2e", "t", "-n", "1", *NOWHERE, "--throughput"], validate.MAX_THROUGHPUT),
     (["consume", "t", *NOWHERE, "--max-messages"], validate.MAX_RECORDS),
     (["consume", "t", *NOWHERE, "--timeout"], int(validate.MAX_SECONDS)),
@@ -235,3 +253,130 @@ def test_non_finite_floats_are_one_line_exit_2(option: tuple[list[str], str], va
     with CASES.case():
         code, err = run_cli([*path, opt, value])
         assert code == 2 and "finite" in one_line(code, err, (path, opt, value)), err
+
+
+# ---------------------------------------------------------------- every bound --help names (issue 51)
+
+_NUM = r"(2\^63-1|-?\d[\d,]*)"
+
+
+def _number(text: str) -> int:
+    return validate.INT64_MAX if text == "2^63-1" else int(text.replace(",", ""))
+
+
+def _walk(cmd: Any, path: list[str]) -> Any:
+    if hasattr(cmd, "commands"):
+        for name, sub in sorted(cmd.commands.items()):
+            yield from _walk(sub, [*path, name])
+    else:
+        yield path, cmd
+
+
+HelpBound = tuple[list[str], str, int | None, int, str, list[str]]
+
+
+def _help_bounds() -> list[HelpBound]:
+    """(command path, option, low, high, unit, the command's required words) for every option whose --help names
+    a bound: "(1 to N)", "at most N", "at most a day", "1 to 255 characters", "at most 64" (repeatable)."""
+    import typer.main
+
+    found: list[HelpBound] = []
+    for path, cmd in _walk(typer.main.get_command(cli.build_app()), []):
+        required: list[str] = []
+        for p in cmd.params:
+            if getattr(p, "param_type_name", "") == "argument" and p.required:
+                required.append("/" if p.name == "path" else "kill-leader" if path[0] == "scenario" else "1")
+            elif getattr(p, "param_type_name", "") == "option" and p.required:
+                required += [p.opts[0], "1"]
+        for p in cmd.params:
+            text = " ".join((getattr(p, "help", None) or "").split())
+            if getattr(p, "param_type_name", "") != "option" or not text:
+                continue
+            span = re.search(_NUM + r" to " + _NUM + r"( characters)?", text)
+            most = re.search(r"at most " + _NUM, text)
+            if "at most a day" in text:
+                found.append((path, p.opts[0], None, int(validate.MAX_SECONDS), "seconds", required))
+            elif most and p.multiple:
+                found.append((path, p.opts[0], None, _number(most.group(1)), "repeats", required))
+            elif span:
+                unit = "characters" if span.group(3) else "number"
+                found.append((path, p.opts[0], _number(span.group(1)), _number(span.group(2)), unit, required))
+            elif most:
+                found.append((path, p.opts[0], None, _number(most.group(1)), "number", required))
+    return found
+
+
+HELP_BOUNDS = _help_bounds()
+
+
+def test_help_names_the_bounds_it_should() -> None:
+    """The walk finds the bounds (a --help rewording that hid them would leave the generated test below empty)."""
+    named = {(" ".join(p), o) for p, o, *_ in HELP_BOUNDS}
+    assert len(HELP_BOUNDS) >= 40
+    wanted = [("perf produce", "--num-records"), ("topic create", "--partitions"), ("consume", "--group"),
+              ("perf produce", "--producer-prop"), ("chaos pause-broker", "--for"), ("zk tree", "--depth")]  # fmt: skip
+    for want in wanted:
+        assert want in named, want
+
+
+@settings(FUZZ, max_examples=160)
+@given(bound=st.sampled_from(HELP_BOUNDS), over=st.one_of(st.integers(1, 3), st.integers(4, 2**40)),
+       side=st.sampled_from(["high", "low"]))  # fmt: skip
+def test_every_bound_help_names_holds(
+    bound: tuple[list[str], str, int | None, int, str, list[str]], over: int, side: str, tmp_path_factory: Any
+) -> None:
+    """Each option past the bound its --help names: exit 2, one line naming the bound, before any work (no
+    cluster here: a bound checked after the spec or the network would be exit 3 or 4)."""
+    path, option, low, high, unit, required = bound
+    if side == "low" and (low is None or unit != "number"):
+        side = "high"
+    if unit == "characters":
+        value: list[str] = [option, "g" * (high + min(over, 5000))]
+    elif unit == "repeats":
+        names = sorted(n for n in TABLE_NAMES)[: high + min(over, 3)]
+        value = [x for n in names for x in (option, f"{n}=1")]
+    elif side == "low":
+        value = [option, str((low or 0) - over)]
+    else:
+        value = [option, str(high + over)]
+    if side == "low" and (low or 0) - over == -1 and "-1" in option_help(path, option):
+        return  # -1 is a documented special value there (the broker's default, unthrottled)
+    net = ["-b", "127.0.0.1:1"] if has_option(path, "--bootstrap-server") else []
+    net += ["--zookeeper", "127.0.0.1:1"] if has_option(path, "--zookeeper") else []
+    args = [*path, *required, *value, *net]
+    with CASES.case():
+        code, err = run_cli(args)
+        line = one_line(code, err, args[:6])
+        shown_bound = {str(high), f"{high:,}", "2^63-1", "a day", "86400", str(low)}
+        assert code == 2 and any(b in line for b in shown_bound), (args[:8], line)
+
+
+@functools.cache
+def _root() -> Any:
+    import typer.main
+
+    return typer.main.get_command(cli.build_app())
+
+
+def _command(path: list[str]) -> Any:
+    cmd: Any = _root()
+    for name in path:
+        cmd = cmd.commands[name]
+    return cmd
+
+
+def has_option(path: list[str], name: str) -> bool:
+    return any(name in getattr(p, "opts", ()) for p in _command(path).params)
+
+
+def option_help(path: list[str], option: str) -> str:
+    return next(" ".join((p.help or "").split()) for p in _command(path).params if option in getattr(p, "opts", ()))
+
+
+def _table_names() -> list[str]:
+    from clusterctl.kafka import clientprops
+
+    return sorted(clientprops.table())
+
+
+TABLE_NAMES = _table_names()

@@ -8,6 +8,7 @@ created. The number of generated cases and the time they took are printed at the
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Iterator
@@ -181,3 +182,101 @@ def test_oversized_or_unframed_bodies_are_refused(site: Site, size: int, act: st
         headers = [("host", GOOD_HOSTS[0]), *_auth(site), ("content-length", str(size)), *extra]
         reply = call(site.app, "POST", f"/actions/{act}", headers, b"topic=x")  # only the claimed length is large
         assert reply.status == (411 if extra else 413), (size, extra, reply.status)
+
+
+# ---------------------------------------------------------------- issue 51: form bytes and concurrent tails
+
+UTF8_TOPIC = "fuzz-console-utf8"
+
+
+@pytest.fixture(scope="module")
+def utf8_topic(tansu_broker: TansuBroker) -> Iterator[str]:
+    admin.create_topic(tansu_broker.bootstrap, UTF8_TOPIC, 1, 1, {})
+    yield UTF8_TOPIC
+    admin.delete_topic(tansu_broker.bootstrap, UTF8_TOPIC)
+
+
+def _valid_utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@settings(FUZZ, max_examples=int(15 * SCALE))
+@given(raw=st.one_of(st.binary(min_size=1, max_size=40), st.text(min_size=1, max_size=20).map(str.encode)),
+       field=st.sampled_from(["value", "key"]))  # fmt: skip
+def test_produce_action_takes_exactly_utf8(
+    site: Site, tansu_broker: TansuBroker, utf8_topic: str, raw: bytes, field: str
+) -> None:
+    """Bytes that are not UTF-8 in a produce form are refused with one line (as the CLI refuses them on stdin),
+    never stored as U+FFFD; UTF-8 is stored exactly."""
+    valid = _valid_utf8(raw)
+    topic = utf8_topic if valid else site.canary  # the canary must stay empty (the fixture checks it at the end)
+    form = {"csrftoken": site.csrf, "topic": topic, "value": b"v", field: raw}
+    headers = [("host", GOOD_HOSTS[0]), *_auth(site), ("cookie", site.cookie),
+               ("content-type", "application/x-www-form-urlencoded")]  # fmt: skip
+    with CASES.case():
+        reply = call(site.app, "POST", "/actions/produce", headers, urlencode(form).encode())
+    if not valid:
+        assert reply.status == 400 and "is not UTF-8" in reply.text and "nothing was done" in reply.text, raw
+        assert browse.read_window(tansu_broker.bootstrap, site.canary).records == []
+        return
+    assert reply.status == 303, (raw, reply.status, reply.text[:300])
+    newest = browse.read_window(tansu_broker.bootstrap, utf8_topic, limit=1).records[0]
+    stored = newest.value if field == "value" else newest.key
+    text = stored.decode("utf-8") if isinstance(stored, bytes) else stored
+    assert text == raw.decode("utf-8"), (raw, stored)  # exactly: no U+FFFD, nothing stripped
+
+
+async def _open_tails(app: Any, n: int, headers: list[tuple[str, str]], path: str) -> list[bytes]:
+    """n tail requests at once; each one's first body chunk, then every stream is closed (a disconnect)."""
+    release = asyncio.Event()
+
+    async def one() -> tuple[bytes, asyncio.Task[None]]:
+        first = asyncio.Event()
+        body = b""
+        asked = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal asked
+            if not asked:
+                asked = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await release.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal body
+            if message["type"] == "http.response.body" and message.get("body"):
+                body += message["body"]
+                first.set()
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+                 "headers": [(k.encode(), v.encode()) for k, v in headers], "client": ("127.0.0.1", 50000),
+                 "server": ("127.0.0.1", PORT)}  # fmt: skip
+        task = asyncio.ensure_future(app(scope, receive, send))
+        await asyncio.wait_for(first.wait(), 30)
+        return body, task
+
+    opened = await asyncio.gather(*(one() for _ in range(n)))
+    release.set()
+    await asyncio.wait_for(asyncio.gather(*(task for _, task in opened)), 30)
+    return [body for body, _ in opened]
+
+
+@settings(FUZZ, max_examples=int(5 * SCALE))
+@given(n=st.integers(1, bounds.MAX_TAILS + 6))
+def test_live_tails_arriving_together_never_pass_the_bound(site: Site, n: int) -> None:
+    """n tails at once: exactly min(n, 8) open, the rest are refused (10 and 12 opened before: each request
+    passed the check while the others were still building their consumers); closed, all 8 are free again."""
+    headers = [("host", GOOD_HOSTS[0]), *_auth(site), ("cookie", site.cookie)]
+    path = f"/topics/{site.canary}/tail"
+    with CASES.case():
+        for _round in range(2):  # the second round: every slot came back when the streams closed
+            bodies = asyncio.run(_open_tails(site.app, n, headers, path))
+            opened = sum(b"tail open" in b for b in bodies)
+            refused = sum(b"event: refused" in b for b in bodies)
+            assert (opened, refused) == (min(n, bounds.MAX_TAILS), max(0, n - bounds.MAX_TAILS)), bodies

@@ -17,7 +17,7 @@ ENGINES = ["native", "client"]
 SHAPE = {
     "topic", "group", "threads", "engine", "start_time", "end_time", "data_consumed_mb", "mb_per_sec", "records",
     "records_per_sec", "rebalance_time_ms", "fetch_time_ms", "fetch_mb_per_sec", "fetch_records_per_sec",
-    "expected", "complete", "errors",
+    "expected", "complete", "errors", "interrupted",
 }  # fmt: skip
 
 

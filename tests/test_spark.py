@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from clusterctl.chaos.ledger import LedgerEntry, LedgerWriter, encode_value, parse_seq
 from clusterctl.kafka.admin import create_topic
@@ -269,3 +272,73 @@ def test_cli_errors_are_one_line_before_spark_starts(bootstrap: str, unique_name
     listed = cli("spark", "list", "--json")
     assert listed.returncode == 0
     assert {"word_count", "windowed_counts"} <= {j["name"] for j in json.loads(listed.stdout)}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_an_interrupted_run_says_one_line_without_py4j_or_java(bootstrap: str, unique_name: str, sig: Any):
+    """Ctrl-C or SIGTERM while a streaming job runs: exit 130/143 and `error: interrupted by SIG...`, nothing of
+    py4j's tracebacks (logged through Python's root logger) nor the JVM's stderr (19 and 53 lines before)."""
+    create_topic(bootstrap, unique_name, 1, 1, {})
+    create_topic(bootstrap, f"{unique_name}-out", 1, 1, {})
+    args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--until-idle", "120",
+            "--option", f"input={unique_name}", "--option", f"output={unique_name}-out"]  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "clusterctl", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # "running word_count on ...": the JVM starts now
+    assert first.startswith("running word_count"), first
+    time.sleep(8)  # the JVM up, micro-batches under way: py4j calls in flight
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert err.splitlines() == [f"error: interrupted by {sig.name}"], err
+    assert "py4j" not in out + err and "at org.apache" not in out + err
+
+
+_MASTERS = st.one_of(
+    st.builds(lambda n: f"local[{n}]", st.one_of(st.integers(-5, 1030), st.sampled_from(["*", "x", "", "1,2", "2,0"]))),
+    st.builds(lambda p: f"spark://127.0.0.1:{p}", st.one_of(st.just(free_port()), st.integers(0, 70000))),
+    st.sampled_from(["local", "yarn", "k8s://x", "mesos://x:5050", "spark://", "spark://:7077", "cluster ", "LOCAL"]),
+    st.text(max_size=20).filter(lambda s: not s.startswith("-")),
+)
+
+
+def _master_ok(master: str) -> bool:
+    """The forms --master's help names: local, local[N|*] (N 1..1024, optionally ,F with F 1..1024), spark://."""
+    import re
+
+    m = re.fullmatch(r"local(?:\[(\*|[0-9]+)(?:,([0-9]+))?\])?", master)
+    if m:
+        return all(g in (None, "*") or 1 <= int(g) <= 1024 for g in m.groups())
+    port = re.fullmatch(r"spark://127\.0\.0\.1:([0-9]+)", master)
+    return port is not None and 1 <= int(port.group(1)) <= 65535
+
+
+@settings(deadline=None, database=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(master=_MASTERS, conf=st.lists(st.one_of(
+    st.builds(lambda v: f"spark.executor.cores={v}", st.text(max_size=8).filter(lambda v: "\x00" not in v)),
+    st.sampled_from(["foo=bar", "spark.master=local", "spark.x=" + "v" * 70_000, "spark.ok=a\x1bb", "=x"]),
+), max_size=2))  # fmt: skip
+def test_master_and_conf_are_checked_before_spark(bootstrap: str, master: str, conf: list[str]):
+    """Generated --master and --conf: what the help allows goes on (here to a missing input topic: exit 3, or a
+    spark:// master that does not answer: exit 4); anything else is one line, exit 2; never a Java trace."""
+    import contextlib
+    import io
+
+    from clusterctl import cli as app
+
+    err = io.StringIO()
+    args = ["spark", "run", "word_count", "--master", master, "--option", "input=fz-missing", "-b", bootstrap]
+    args += [x for c in conf for x in ("--conf", c)]
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = app.run(args)
+    lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1 and "Traceback" not in err.getvalue() and "at org.apache" not in err.getvalue(), err
+    values = [c.partition("=")[2].strip() for c in conf]  # as parse_kv hands them on
+    conf_ok = all(c.startswith("spark.executor.cores=") for c in conf) and not any(
+        ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for v in values for ch in v
+    )
+    if not _master_ok(master) or not conf_ok:
+        assert code == 2, (master, conf, lines)
+    else:
+        assert code in (3, 4), (master, conf, lines)

@@ -219,8 +219,8 @@ def main() -> None:
     from clusterctl.cli.common import teardown_skipped
 
     if teardown_skipped():
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-            sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):  # None: the caller closed it (`>&-`)
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.flush()
         os._exit(code)
     sys.exit(code)

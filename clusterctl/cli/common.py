@@ -183,6 +183,26 @@ def parse_kv(pairs: list[str] | None, what: str = "--config") -> dict[str, str]:
     return out
 
 
+def client_props(pairs: list[str] | None, option: str, role: str) -> dict[str, str]:
+    """`--producer-prop` / `--consumer-prop` pairs, each checked against librdkafka's own property table
+    (kafka/clientprops.py) before any client exists: one line, exit 2, for what it would refuse or crash on."""
+    from clusterctl.kafka import clientprops
+
+    return clientprops.check(parse_kv(pairs, option), role, option)  # type: ignore[arg-type]
+
+
+def group_option(value: str | None) -> str | None:
+    """Callback for a group id option or argument: 1 to 255 characters, no control characters."""
+    if value is None:
+        return value
+    from clusterctl.kafka.clientprops import check_name
+
+    try:
+        return check_name(value, "the group id")
+    except UsageError as exc:
+        raise typer.BadParameter(exc.message) from None
+
+
 # The signals that stop a command: Ctrl-C, what CI runners and `timeout` send, a closed terminal.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []

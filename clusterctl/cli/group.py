@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, group_option
 from clusterctl.errors import UsageError
 from clusterctl.output import Column, emit, info, print_json
 from clusterctl.spec import validate
@@ -74,7 +74,7 @@ def render_group(desc: "groups.GroupDescription", as_json: bool) -> None:
 
 @group_app.command("describe")
 def cmd_group_describe(
-    group: Annotated[str, typer.Argument(help="consumer group id")],
+    group: Annotated[str, typer.Argument(help="consumer group id (1 to 255 characters)", callback=group_option)],
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -86,7 +86,7 @@ def cmd_group_describe(
 
 @group_app.command("reset")
 def cmd_group_reset(
-    group: Annotated[str, typer.Argument(help="consumer group id")],
+    group: Annotated[str, typer.Argument(help="consumer group id (1 to 255 characters)", callback=group_option)],
     topic: Annotated[str, typer.Option("--topic", "-t", help="topic whose offsets to reset (every partition)")],
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="reset to the earliest offset")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest", help="reset to the log-end offset")] = False,
@@ -118,7 +118,7 @@ def cmd_group_reset(
 
 @group_app.command("delete")
 def cmd_group_delete(
-    group: Annotated[str, typer.Argument(help="consumer group id")],
+    group: Annotated[str, typer.Argument(help="consumer group id (1 to 255 characters)", callback=group_option)],
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:

@@ -1,5 +1,7 @@
 """CLI for the 'perf' noun: `perf produce` / `perf consume` (kafka-*-perf-test.sh on confluent-kafka)."""
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -9,17 +11,19 @@ from clusterctl.cli.common import (
     BootstrapOpt,
     JsonOpt,
     bootstrap_servers,
+    client_props,
     finite_option,
     get_spec,
-    parse_kv,
+    group_option,
     seconds_option,
     skip_interpreter_teardown,
     state,
     timeout_option,
+    uninterrupted,
 )
 from clusterctl.errors import ClusterctlError, SpecError, TimeoutError_
 from clusterctl.kafka import diskguard
-from clusterctl.output import Column, emit, format_time, info
+from clusterctl.output import Column, emit, format_time, info, outcome
 
 if TYPE_CHECKING:
     from clusterctl.kafka import latency, perf
@@ -85,14 +89,40 @@ def _print_window(window: "latency.ProduceWindow") -> None:
     err_console.print(window.line(), soft_wrap=True, highlight=False)
 
 
+def _did(result: Any) -> str:
+    """What a perf run did, for the one line of a failed stdout write (so a retry knows it happened)."""
+    if hasattr(result, "delivered"):
+        return f"perf produce sent to {result.topic}: {result.delivered} delivered, {result.failed} failed"
+    if hasattr(result, "received"):
+        return f"perf e2e on {result.topic}: {result.sent} sent, {result.received} received"
+    return f"perf consume read {result.records} records from {result.topic}"
+
+
 def _finish(result: Any, err: ClusterctlError | None, as_json: bool, kv: list[Column], title: str) -> None:
     """Print a perf result; with an error, raise it after the table (with --json: one document, the error object
     carrying the result)."""
+    outcome(_did(result))
     if err is None or not as_json:
         emit(result, as_json=as_json, kv=kv, title=title)
     if err is not None:
         err.result = result
         raise err
+
+
+@contextlib.contextmanager
+def _partial_on_interrupt(as_json: bool, kv: list[Column], title: str) -> Iterator[None]:
+    """A perf run stopped by a signal: its partial result (the exception's `result`) printed as a table, or with
+    --json left to the error object's `result`; then the interrupt goes on (exit 130/143/129)."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        partial = getattr(exc, "result", None)
+        if partial is not None:
+            with uninterrupted():  # a second signal cannot cut the partial table short
+                outcome(_did(partial) + " before the interrupt")
+                if not as_json:
+                    emit(partial, as_json=False, kv=kv, title=f"{title} (interrupted: partial result)")
+        raise
 
 
 def _topic_defaults(explicit_bootstrap: str | None) -> tuple[int, int, bool]:
@@ -112,7 +142,8 @@ RecordSizeOpt = Annotated[
     int,
     typer.Option(
         "--record-size",
-        help="bytes per record value (0 to the producer's message.max.bytes: 1000000 unless --producer-prop sets it)",
+        help="bytes per record value (0 to the producer's message.max.bytes less 36 bytes of record overhead: 999964 "
+        "unless --producer-prop sets message.max.bytes)",
     ),
 ]
 ThroughputOpt = Annotated[
@@ -127,12 +158,12 @@ ThroughputOpt = Annotated[
 LingerOpt = Annotated[
     float | None, typer.Option("--linger-ms", help="producer linger.ms (default 5)", callback=finite_option())
 ]
-ProducerPropOpt = Annotated[
-    list[str] | None, typer.Option("--producer-prop", help="librdkafka producer property k=v (repeatable)")
-]
-ConsumerPropOpt = Annotated[
-    list[str] | None, typer.Option("--consumer-prop", help="librdkafka consumer property k=v (repeatable)")
-]
+_PROP_HELP = (
+    "property k=v (repeatable, at most 64; checked against librdkafka's own property table: its names, types "
+    "and ranges; names such as group.id 1 to 255 characters, values at most 65536 bytes)"
+)
+ProducerPropOpt = Annotated[list[str] | None, typer.Option("--producer-prop", help=f"librdkafka producer {_PROP_HELP}")]
+ConsumerPropOpt = Annotated[list[str] | None, typer.Option("--consumer-prop", help=f"librdkafka consumer {_PROP_HELP}")]
 IdleTimeoutOpt = Annotated[float, timeout_option("stop after this many seconds without a record")]
 
 
@@ -148,18 +179,27 @@ def cmd_perf_produce(
     linger_ms: LingerOpt = None,
     producer_prop: ProducerPropOpt = None,
     payload_file: Annotated[
-        Path | None, typer.Option("--payload-file", help="newline-separated record values to cycle through")
+        Path | None,
+        typer.Option(
+            "--payload-file",
+            help="a regular file of newline-separated record values to cycle through (its first 1000 non-empty "
+            "lines, read up to 64 MiB; each at most the --record-size bound)",
+        ),
     ] = None,
     create_topic: Annotated[
         bool, typer.Option("--create-topic/--no-create-topic", help="create the topic if it does not exist")
     ] = True,
     partitions: Annotated[
         int | None,
-        typer.Option("--partitions", help="partitions of a created topic (1 to 4096; default: spec, else 1)"),
+        typer.Option(
+            "--partitions", help="partitions of a created topic (1 to 4096; default: spec, else 1; -1: the broker's)"
+        ),
     ] = None,
     replication_factor: Annotated[
         int | None,
-        typer.Option("--replication-factor", help="RF of a created topic (1 to 16; default: spec, else 1)"),
+        typer.Option(
+            "--replication-factor", help="RF of a created topic (1 to 16; default: spec, else 1; -1: the broker's)"
+        ),
     ] = None,
     retention_bytes: Annotated[
         int | None,
@@ -197,15 +237,16 @@ def cmd_perf_produce(
 
     req = perf.ProduceRequest(
         topic, num_records, record_size, payload_file, throughput, acks, compression, batch_size, linger_ms,
-        parse_kv(producer_prop, "--producer-prop"), create_topic, partitions, replication_factor, retention_bytes,
-        force, disk_path, engine, reporting_interval,
+        client_props(producer_prop, "--producer-prop", "producer"), create_topic, partitions, replication_factor,
+        retention_bytes, force, disk_path, engine, reporting_interval,
     )  # fmt: skip
 
     def target() -> "perf.ProduceTarget":
         servers = bootstrap_servers(bootstrap)
         return perf.ProduceTarget(servers, *_topic_defaults(bootstrap))
 
-    result = perf.produce_test(req, target, progress=_print_window, notify=info)
+    with _partial_on_interrupt(as_json, PRODUCE_FIELDS, f"perf produce {topic}"):
+        result = perf.produce_test(req, target, progress=_print_window, notify=info)
     skip_interpreter_teardown()  # the producer is closed; its wall clock is part of what the user measures
     err = None
     if result.failed:
@@ -219,7 +260,13 @@ def cmd_perf_consume(
     topic: Annotated[str, typer.Argument(help="topic to consume from")],
     messages: Annotated[int, typer.Option("--messages", "-n", help="records to consume (1 to 1000000000)")],
     group: Annotated[
-        str | None, typer.Option("--group", "-g", help="consumer group (default: perf-consumer-*)")
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            help="consumer group (1 to 255 characters; default: perf-consumer-*)",
+            callback=group_option,
+        ),
     ] = None,
     threads: Annotated[int, typer.Option("--threads", help="consumers in the group, one thread each (1 to 64)")] = 1,
     timeout: IdleTimeoutOpt = 10.0,
@@ -247,16 +294,17 @@ def cmd_perf_consume(
     columns. Like the Java tool, the group is a fresh perf-consumer-* unless --group names one."""
     from clusterctl.kafka import perf_consume
 
-    extra = parse_kv(consumer_prop, "--consumer-prop")
+    extra = client_props(consumer_prop, "--consumer-prop", "consumer")
     perf_consume.check_consume_args(messages, threads)
     servers = bootstrap_servers(bootstrap)
     from clusterctl.kafka.connection import check_topic
 
     partitions = check_topic(servers, topic)
-    result = perf_consume.run_consume(
-        servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra,
-        engine=engine, no_group=no_group, partitions=partitions,
-    )  # fmt: skip
+    with _partial_on_interrupt(as_json, CONSUME_FIELDS, f"perf consume {topic}"):
+        result = perf_consume.run_consume(
+            servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra,
+            engine=engine, no_group=no_group, partitions=partitions,
+        )  # fmt: skip
     skip_interpreter_teardown()
     err = None
     if not result.complete:
@@ -266,7 +314,7 @@ def cmd_perf_consume(
 
 E2E_FIELDS = [
     Column("Topic", "topic"),
-    Column("Records sent / received", lambda r: f"{r.records} / {r.received}"),
+    Column("Records sent / received", lambda r: f"{r.sent} / {r.received}"),
     Column("Records/sec", "records_per_sec", fmt=lambda v: f"{v:,.1f}"),
     Column("Target", "target_throughput", fmt=lambda v: "unthrottled" if v < 0 else f"{v:g} records/sec"),
     Column("Avg latency", "avg_latency_ms", fmt=_ms),
@@ -300,7 +348,7 @@ def cmd_perf_e2e(
             callback=finite_option(),
         ),
     ] = 1000,
-    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value (16 to 1000000)")] = 100,
+    record_size: Annotated[int, typer.Option("--record-size", help="bytes per record value (16 to 999964)")] = 100,
     acks: Annotated[str, typer.Option("--acks", help="0, 1 or all")] = "1",
     timeout: IdleTimeoutOpt = 10.0,
     producer_prop: ProducerPropOpt = None,
@@ -320,14 +368,16 @@ def cmd_perf_e2e(
     (what Kafka's EndToEndLatency tool measures, one record at a time)."""
     from clusterctl.kafka import perf_e2e
 
-    pprops, cprops = parse_kv(producer_prop, "--producer-prop"), parse_kv(consumer_prop, "--consumer-prop")
+    pprops = client_props(producer_prop, "--producer-prop", "producer")
+    cprops = client_props(consumer_prop, "--consumer-prop", "consumer")
     servers = bootstrap_servers(bootstrap)
     parts, rf, _local = _topic_defaults(bootstrap)
-    result = perf_e2e.e2e_test(
-        servers, topic, num_records, partitions=parts, replication_factor=rf, notify=info, record_size=record_size,
-        throughput=throughput, acks=acks, timeout=timeout, producer_extra=pprops, consumer_extra=cprops,
-        one_in_flight=one_in_flight,
-    )  # fmt: skip
+    with _partial_on_interrupt(as_json, E2E_FIELDS, f"perf e2e {topic}"):
+        result = perf_e2e.e2e_test(
+            servers, topic, num_records, partitions=parts, replication_factor=rf, notify=info,
+            record_size=record_size, throughput=throughput, acks=acks, timeout=timeout, producer_extra=pprops,
+            consumer_extra=cprops, one_in_flight=one_in_flight,
+        )  # fmt: skip
     skip_interpreter_teardown()
     err = None
     if not result.complete:

@@ -122,8 +122,18 @@ def cmd_spark_run(
         raise UsageError(f"--trigger must be >= 0, got {trigger}")
     if until_idle is not None and until_idle <= 0:
         raise UsageError(f"--until-idle must be > 0, got {until_idle}")
+    from clusterctl.kafka import clientprops
+    from clusterctl.spark import session
+
     runner.load_job(job)  # a bad name fails here, before any cluster or Spark work
-    spark_conf = parse_kv(conf, "--conf")
+    session.check_master(master)
+    spark_conf = session.check_conf(parse_kv(conf, "--conf"))
+    options = parse_kv(option, "--option")
+    client = {
+        k: v for k, v in options.items() if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers"
+    }
+    if connector == "python":  # its client is librdkafka (the builtin connector's kafka.* are Java client properties)
+        clientprops.check(client, "client", "--option", prefix="kafka.")
     master, servers, checkpoint_root, cluster_conf = _target(master, bootstrap, checkpoint)
     spark_conf = {**cluster_conf, **spark_conf}
 
@@ -135,23 +145,24 @@ def cmd_spark_run(
 
             err_console.print(p.line(), soft_wrap=True, highlight=False)
 
-    result = runner.run_job(
-        job,
-        servers,
-        master=master,
-        checkpoint=checkpoint,
-        trigger_s=trigger,
-        until_idle_s=until_idle,
-        timeout_s=timeout,
-        available_now=available_now,
-        connector=connector,
-        options=parse_kv(option, "--option"),
-        spark_conf=spark_conf,
-        checkpoint_root=checkpoint_root,
-        resume=resume,
-        on_progress=progress,
-        on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
-    )
+    with session.quiet_py4j():
+        result = runner.run_job(
+            job,
+            servers,
+            master=master,
+            checkpoint=checkpoint,
+            trigger_s=trigger,
+            until_idle_s=until_idle,
+            timeout_s=timeout,
+            available_now=available_now,
+            connector=connector,
+            options=options,
+            spark_conf=spark_conf,
+            checkpoint_root=checkpoint_root,
+            resume=resume,
+            on_progress=progress,
+            on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
+        )
     _emit_result(job, result, as_json)
 
 
@@ -164,7 +175,10 @@ def _target(
 
     spec = _spec_for(master)
     if not standalone.targets_cluster(master, spec):
-        return master, bootstrap_servers(bootstrap), None, {}
+        servers = bootstrap_servers(bootstrap)
+        if master.startswith("spark://") and "," not in master:
+            standalone.check_master(master)  # another standalone master: it answers, or one line before the JVM
+        return master, servers, None, {}
     if spec is None:
         spec = get_spec()  # `cluster` needs the spec: its error (no file, invalid) is the one line
     cluster = standalone.settings(spec, master, bootstrap)

@@ -13,6 +13,7 @@ from clusterctl.cli.common import (
     JsonOpt,
     bootstrap_servers,
     get_spec,
+    group_option,
     parse_kv,
     timeout_option,
     uninterrupted,
@@ -273,8 +274,23 @@ def _lines(file: Path | None) -> "Iterator[str | clients.Oversize]":
             raise UsageError(f"cannot read {file}: {exc.strerror}") from None
     else:
         fh = sys.stdin.buffer
+    number = 0
     with fh:
-        for number, raw in enumerate(clients.read_lines(fh), start=1):
+        lines = clients.read_lines(fh)
+        while True:
+            try:
+                raw = next(lines)
+            except StopIteration:
+                return
+            except clients.EndlessLine as exc:
+                raise InputError(
+                    number + 1,
+                    f"has no line end in its first {exc.skimmed // (1 << 20)} MiB (an endless input such as "
+                    "/dev/zero?)",
+                ) from None
+            number += 1
+            if number > validate.MAX_RECORDS:
+                raise InputError(number, f"is one too many: at most {validate.MAX_RECORDS} lines are sent")
             if isinstance(raw, clients.Oversize):
                 yield raw
                 continue
@@ -301,8 +317,9 @@ def cmd_produce(
 ) -> None:
     """Send one message per input line; print a delivery summary (non-zero exit if any failed).
 
-    A line longer than the producer's message.max.bytes (1000000 bytes) is read no further and counts as not
-    delivered; the other lines still go.
+    A line longer than a record may be (999964 bytes: the producer's message.max.bytes, 1000000, less 36 bytes of
+    record overhead) is read no further and counts as not delivered; the other lines still go. A line with no end
+    in its first 64 MiB (/dev/zero) stops the input (exit 2); at most 1000000000 lines.
     """
     from rich.markup import escape
 
@@ -371,7 +388,13 @@ def cmd_consume(
     ] = None,
     partition: Annotated[int | None, typer.Option("--partition", "-p", help="read only this partition")] = None,
     group: Annotated[
-        str | None, typer.Option("--group", "-g", help="consumer group (commits offsets); default: none, no commits")
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            help="consumer group (commits offsets; 1 to 255 characters); default: none, no commits",
+            callback=group_option,
+        ),
     ] = None,
     max_messages: Annotated[
         int | None, typer.Option("--max-messages", "-n", help="stop after N messages (1 to 1000000000)")

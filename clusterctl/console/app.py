@@ -283,8 +283,12 @@ class Pages:
             return PlainTextResponse("error: unknown action", status_code=404)
         if self.target.read_only:
             return PlainTextResponse("error: this console is read-only (--read-only)", status_code=403)
-        raw = (await request.form()).items()
-        form = {k: str(v) if k in actions.VERBATIM else str(v).strip() for k, v in raw if k != "csrftoken"}
+        try:
+            raw = bounds.form_fields(await request.body(), request.headers.get("content-type", ""))
+        except UsageError as exc:
+            return self.console.page(request, "confirm.html", 400, title="Error", action=name, form={}, summary=None,
+                                     back=actions.back(name, {}), error=_error(exc))  # fmt: skip
+        form = {k: v if k in actions.VERBATIM else v.strip() for k, v in raw if k != "csrftoken"}
         confirmed = form.pop("confirmed", "") == "yes" or name in actions.UNCONFIRMED
         back = actions.back(name, form)
         try:

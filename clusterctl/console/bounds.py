@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import unquote_to_bytes
 
 import anyio
 from anyio import to_thread
@@ -80,3 +81,32 @@ class Shown:
 
 def shown(text: str, limit: int = MAX_RECORD_CHARS) -> Shown:
     return Shown(text[:limit], len(text))
+
+
+FORM_TYPE = "application/x-www-form-urlencoded"  # what every form of the console posts
+
+
+def form_fields(body: bytes, content_type: str) -> list[tuple[str, str]]:
+    """A form post's fields, each name and value decoded as strict UTF-8: bytes that are not UTF-8 are refused
+    (as the CLI refuses them on its input), never stored as U+FFFD; a form of another type is refused."""
+    kind = content_type.split(";")[0].strip().lower()
+    if kind != FORM_TYPE:
+        raise UsageError(f"a form post must be {FORM_TYPE}, not {kind or 'untyped'}")
+    fields: list[tuple[str, str]] = []
+    for pair in body.split(b"&"):  # by hand: parse_qsl decodes each field with errors="replace" (U+FFFD)
+        if not pair:
+            continue
+        raw_name, _, raw_value = (unquote_to_bytes(part.replace(b"+", b" ")) for part in pair.partition(b"="))
+        try:
+            name = raw_name.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UsageError("a form field's name is not UTF-8; nothing was done") from None
+        try:
+            value = raw_value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = raw_value[exc.start]
+            raise UsageError(
+                f"form field {name!r} is not UTF-8 (byte {exc.start + 1} is {bad:#04x}); nothing was done"
+            ) from None
+        fields.append((name, value))
+    return fields

@@ -6,6 +6,8 @@ the same config calls as `clusterctl topic configs`; changes are console actions
 from __future__ import annotations
 
 import html
+import threading
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -104,6 +106,22 @@ async def _refused(line: str) -> AsyncIterator[str]:
     yield f"event: refused\ndata: {line}\n\n"  # shown as text (textContent)
 
 
+class _Slot:
+    """One of the MAX_TAILS live tails, held from the request's check until its stream ends (released once)."""
+
+    def __init__(self, pages: MessagePages) -> None:
+        self.pages: MessagePages | None = pages
+        pages.tails += 1
+
+    def release(self, unserved: browse.Tail | None = None) -> None:
+        """Give the slot back; `unserved`: the tail of a stream that never ran, closed here (off the loop)."""
+        if self.pages is not None:
+            self.pages.tails -= 1
+            self.pages = None
+            if unserved is not None:
+                threading.Thread(target=unserved.close, name="tail-close", daemon=True).start()
+
+
 class MessagePages:
     """Route handlers: /topics/{name}/messages, its tail stream, /topics/{name}/configs, /brokers/{id}/configs."""
 
@@ -138,17 +156,25 @@ class MessagePages:
             return StreamingResponse(_refused(f"error: {bounds.MAX_TAILS} live tails are open already (the most "
                                               "this console serves at once): close one and try again"),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-store"})  # fmt: skip
+        # The slot is taken now, before any await: requests arriving together cannot all pass the check above
+        # (they did while each waited for its consumer: 10 and 12 tails opened). It is given back when the
+        # stream ends, or when a stream that never started is collected.
+        slot = _Slot(self)
         try:
             tail = await bounds.off_loop(browse.Tail, self.target.bootstrap, name, partition)
-        except ClusterctlError as exc:
-            return PlainTextResponse(f"error: {exc}", status_code=404)
-        return StreamingResponse(self._stream(request, tail), media_type="text/event-stream",
+        except BaseException as exc:
+            slot.release()
+            if isinstance(exc, ClusterctlError):
+                return PlainTextResponse(f"error: {exc}", status_code=404)
+            raise
+        stream = self._stream(request, tail, slot)
+        weakref.finalize(stream, slot.release, tail)
+        return StreamingResponse(stream, media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})  # fmt: skip
 
-    async def _stream(self, request: Request, tail: browse.Tail) -> AsyncIterator[str]:
+    async def _stream(self, request: Request, tail: browse.Tail, slot: _Slot) -> AsyncIterator[str]:
         """`data:` the new records' table rows; a comment when nothing came, so a closed page is noticed."""
         row = self.console.env.get_template("_record.html")
-        self.tails += 1
         try:
             yield "retry: 1000\n\n: tail open\n\n"
             while not await request.is_disconnected():
@@ -164,7 +190,7 @@ class MessagePages:
                 body = "".join(row.render(r=view(r)) for r in reversed(records))
                 yield "".join(f"data: {line}\n" for line in body.splitlines()) + "\n"
         finally:
-            self.tails -= 1
+            slot.release()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(tail.close)
 

@@ -88,9 +88,20 @@ class Oversize:
     size: int
 
 
-def read_lines(fh: BinaryIO, max_bytes: int = validate.MAX_MESSAGE_BYTES) -> Iterator[bytes | Oversize]:
+class EndlessLine(Exception):
+    """An input line with no end within MAX_LINE_SKIP_BYTES (`/dev/zero`): the input stops there."""
+
+    def __init__(self, skimmed: int) -> None:
+        super().__init__(skimmed)
+        self.skimmed = skimmed
+
+
+def read_lines(
+    fh: BinaryIO, max_bytes: int = validate.MAX_RECORD_BYTES, skip_bytes: int = validate.MAX_LINE_SKIP_BYTES
+) -> Iterator[bytes | Oversize]:
     """Lines without their line end, never holding more than `max_bytes` (+ the line end) of one line: a longer
-    line is skimmed in bounded chunks and comes out as `Oversize` (one endless line cannot fill the memory)."""
+    line is skimmed in bounded chunks and comes out as `Oversize` (one long line cannot fill the memory); a line
+    with no end within `skip_bytes` (`/dev/zero`) raises EndlessLine (it cannot keep the reader spinning)."""
     while True:
         raw = fh.readline(max_bytes + 2)
         if not raw:
@@ -101,6 +112,8 @@ def read_lines(fh: BinaryIO, max_bytes: int = validate.MAX_MESSAGE_BYTES) -> Ite
             continue
         size = len(raw)
         while not raw.endswith(b"\n"):
+            if size > skip_bytes:
+                raise EndlessLine(size)
             raw = fh.readline(65_536)
             if not raw:
                 break
@@ -204,8 +217,9 @@ def _send(
     """Queue record `number`; a full local queue is drained (delivery reports served) and asked again."""
     if isinstance(value, Oversize):  # never read whole: refused here as librdkafka would refuse it
         tally.fail(
-            f"line {number}: message of {value.size} bytes is larger than the producer's message.max.bytes "
-            f"({validate.MAX_MESSAGE_BYTES}); not read past that"
+            f"line {number}: message of {value.size} bytes is larger than a record may be "
+            f"({validate.MAX_RECORD_BYTES}: the producer's message.max.bytes {validate.MAX_MESSAGE_BYTES} less "
+            f"{validate.RECORD_OVERHEAD} bytes of record overhead); not read past that"
         )
         return
     while True:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusterctl.kafka import diskguard
+from clusterctl.kafka import clientprops, diskguard
 from clusterctl.kafka.latency import ProduceWindow
 from clusterctl.kafka.perf_produce import (
     PROGRESS_INTERVAL_S,
@@ -77,6 +77,7 @@ def produce_test(
 
     if req.retention_bytes is not None:
         validate.at_most(req.retention_bytes, "--retention-bytes", validate.INT64_MAX)
+    clientprops.check(req.extra_config, "producer", "--producer-prop")
     conf = perf_producer_config("x:1", req.acks, req.compression, req.batch_size, req.linger_ms, req.extra_config)
     perf_native.check_config(conf)
     check_produce_args(req.num_records, req.throughput, req.engine)

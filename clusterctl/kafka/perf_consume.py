@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from clusterctl.errors import UsageError
+from clusterctl.kafka import clientprops
 from clusterctl.kafka.latency import MB
 from clusterctl.kafka.settings import JOIN_TIMEOUT_S, consumer_config
 from clusterctl.spec import validate
@@ -40,6 +41,8 @@ class ConsumeResult:
     expected: int
     complete: bool
     errors: dict[str, int] = field(default_factory=dict)
+    #: stopped by a signal (Ctrl-C, SIGTERM, SIGHUP): a partial result, what was read until then
+    interrupted: bool = False
 
 
 def _now_iso() -> str:
@@ -107,11 +110,14 @@ class _GroupRun:
 
     def client_worker(self) -> None:
         """The `client` engine: confluent-kafka's Consumer, a Message object per record."""
-        from confluent_kafka import Consumer
+        from confluent_kafka import Consumer, KafkaException
 
         conf = consumer_config(self.bootstrap, self.group, auto_offset_reset="earliest")
         conf.update(self.extra_config or {})
-        c = Consumer(conf)
+        try:
+            c = Consumer(conf)
+        except KafkaException as exc:  # settings librdkafka refuses only together (rd_kafka_new)
+            raise UsageError(f"invalid consumer settings: {exc.args[0].str() if exc.args else exc}") from None
         try:
             c.subscribe([self.topic], on_assign=self._on_assign)
             while not self.done.is_set():
@@ -197,6 +203,9 @@ def run_consume(
     if threads < 1:
         raise UsageError(f"--threads must be at least 1, got {threads}")
     check_consume_args(messages, threads)
+    clientprops.check(extra_config or {}, "consumer", "--consumer-prop")
+    if group is not None:
+        clientprops.check_name(group, "the group id")
     if engine not in ENGINES:
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if no_group and group is not None:
@@ -240,8 +249,14 @@ def _run(run: _GroupRun, work: list[Callable[[], None]]) -> ConsumeResult:
         for t in pool:
             while t.is_alive():
                 t.join(0.2)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         run.done.set()
+        end = time.monotonic()
+        for t in pool:  # the consumers stop at their next batch and leave the group
+            t.join(2.0)
+        partial = run.result(start, end, start_wall)
+        partial.interrupted = True
+        stop.result = partial  # type: ignore[attr-defined]  # printed by the CLI, `result` in --json
         raise
     end = time.monotonic()
     if run.failures:

@@ -181,6 +181,9 @@ class NativeConsumer:
             raise UsageError(f"invalid consumer settings: {errstr.value.decode(errors='replace')}")
         lib.rd_kafka_poll_set_consumer(self.rk)
         self.queue = lib.rd_kafka_queue_get_consumer(self.rk)
+        if not self.queue:  # no consumer queue (no group.id): every call on it would read address 0
+            lib.rd_kafka_destroy(self.rk)
+            raise UsageError("invalid consumer settings: librdkafka gave the consumer no queue (is group.id set?)")
         self.ptrs = (c_void_p * BATCH)()
         self.view = np.frombuffer(memoryview(self.ptrs), dtype=np.uint64)
         self.rest = ctypes.addressof(self.ptrs) + ctypes.sizeof(c_void_p)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from clusterctl.errors import UsageError
-from clusterctl.kafka import perf_consume_native, perf_native
+from clusterctl.kafka import clientprops, perf_consume_native, perf_native
 from clusterctl.kafka.latency import LatencyRecorder
 from clusterctl.kafka.perf_consume import _GroupRun
 from clusterctl.kafka.perf_native import _Message
@@ -67,6 +67,9 @@ class E2EResult:
     scheduled_p99_ms: float = 0.0
     scheduled_p999_ms: float = 0.0
     cpu_seconds: float = 0.0  # this process's CPU time (all threads) from the first send until the last record
+    #: stopped by a signal (Ctrl-C, SIGTERM, SIGHUP): a partial result, what was sent and received until then
+    interrupted: bool = False
+    sent: int = 0  # records sent (all of them unless interrupted)
 
 
 class _Producer:
@@ -226,7 +229,7 @@ def check_args(records: int, record_size: int, throughput: float) -> None:
     validate.at_most(records, "--num-records", validate.MAX_RECORDS)
     if record_size < HEADER:
         raise UsageError(f"--record-size must be at least {HEADER} (run id and sequence number), got {record_size}")
-    validate.at_most(record_size, "--record-size", validate.MAX_MESSAGE_BYTES, minimum=HEADER)
+    validate.at_most(record_size, "--record-size", validate.MAX_RECORD_BYTES, minimum=HEADER)
     validate.finite(throughput, "--throughput")
     if throughput == 0 or throughput < -1:
         raise UsageError(f"--throughput must be positive or -1, got {throughput:g}")
@@ -247,6 +250,8 @@ def e2e_test(
     """One `perf e2e`: arguments checked, the topic created when missing (`partitions`, `replication_factor`;
     an existing topic keeps its own), then `run_e2e`."""
     check_args(records, kw.get("record_size", 100), kw.get("throughput", 1000))
+    clientprops.check(kw.get("producer_extra") or {}, "producer", "--producer-prop")  # before the topic is made
+    clientprops.check(kw.get("consumer_extra") or {}, "consumer", "--consumer-prop")
     plan = plan_topic(bootstrap, topic, partitions, replication_factor)
     created, _note = prepare_topic(bootstrap, plan, create=True, retention_bytes=None)
     if created:
@@ -262,6 +267,8 @@ def run_e2e(
     """Produce `records` at `throughput` (or each once the previous was consumed: `one_in_flight`) while
     consuming them; produce -> consume latency percentiles."""
     check_args(records, record_size, throughput)
+    clientprops.check(producer_extra or {}, "producer", "--producer-prop")
+    clientprops.check(consumer_extra or {}, "consumer", "--consumer-prop")
     pconf = e2e_producer_config(bootstrap, acks, producer_extra or {})
     # read_uncommitted as Java's consumer (librdkafka's default is read_committed: the broker bounds each fetch
     # by the last stable offset and looks up aborted transactions)
@@ -275,13 +282,17 @@ def run_e2e(
     consumer = perf_consume_native.NativeConsumer(run, cconf, list(range(partitions)))
     producer: _Producer | None = None
     rx: _Receiver | None = None
+    stopped: KeyboardInterrupt | None = None
     try:
         consumer.start(consumer.high_watermarks(WATERMARK_TIMEOUT_MS))
         producer = _Producer(pconf, topic, record_size, run_id, records)
         rx = _Receiver(run, consumer, producer, run_id)
         _prime(rx)
-        cpu = time.process_time()
-        elapsed = _one_in_flight(rx, records) if one_in_flight else _pace(rx, records, throughput)
+        cpu, sending = time.process_time(), time.monotonic()
+        try:
+            elapsed = _one_in_flight(rx, records) if one_in_flight else _pace(rx, records, throughput)
+        except KeyboardInterrupt as exc:  # the partial result below, then the interrupt goes on
+            stopped, elapsed = exc, time.monotonic() - sending
         cpu = time.process_time() - cpu
     finally:
         run.done.set()
@@ -295,11 +306,15 @@ def run_e2e(
     p50, p99, p999 = rec.percentiles_ms(50, 99, 99.9)
     sched = rec_due.percentiles_ms(50, 99, 99.9)
     n = rec.delivered
-    return E2EResult(
+    result = E2EResult(
         topic=topic, records=records, received=n, record_size=record_size, target_throughput=throughput,
         records_per_sec=round(producer.sent / elapsed, 1) if elapsed > 0 else 0.0, elapsed_s=round(elapsed, 3),
         avg_latency_ms=round(rec.sum_us / n / 1000, 3) if n else 0.0, p50_ms=p50, p99_ms=p99, p999_ms=p999,
         max_latency_ms=rec.max_us / 1000, complete=n >= records, errors={**producer.failed, **run.errors},
         scheduled_p50_ms=sched[0], scheduled_p99_ms=sched[1], scheduled_p999_ms=sched[2],
-        cpu_seconds=round(cpu, 2),
+        cpu_seconds=round(cpu, 2), interrupted=stopped is not None, sent=producer.sent,
     )  # fmt: skip
+    if stopped is not None:
+        stopped.result = result  # type: ignore[attr-defined]  # printed by the CLI, `result` in --json
+        raise stopped
+    return result

@@ -70,35 +70,70 @@ class ProduceResult:
     topic_created: bool = False
     retention_bytes: int | None = None
     disk: DiskCheck | None = None
+    #: stopped by a signal (Ctrl-C, SIGTERM, SIGHUP): a partial result, what was acknowledged until then
+    interrupted: bool = False
 
 
 def max_record_bytes(conf: dict[str, Any]) -> int:
-    """The producer's message.max.bytes: --producer-prop's, else librdkafka's default that clusterctl keeps."""
+    """The largest record value librdkafka takes: the producer's message.max.bytes (--producer-prop's, else the
+    default that clusterctl keeps) less its record overhead."""
     try:
-        return int(conf.get("message.max.bytes", validate.MAX_MESSAGE_BYTES))
+        limit = int(conf.get("message.max.bytes", validate.MAX_MESSAGE_BYTES))
     except (TypeError, ValueError):
-        return validate.MAX_MESSAGE_BYTES  # librdkafka refuses the property itself, with its own message
+        limit = validate.MAX_MESSAGE_BYTES  # librdkafka refuses the property itself, with its own message
+    return max(limit - validate.RECORD_OVERHEAD, 0)
 
 
 def build_payloads(
     record_size: int,
     payload_file: Path | None = None,
-    delimiter: str = "\n",
-    max_bytes: int = validate.MAX_MESSAGE_BYTES,
+    max_bytes: int = validate.MAX_RECORD_BYTES,
 ) -> list[bytes]:
     """One random A-Z payload of `record_size` bytes (as Java's tool does), or the lines of `payload_file`;
-    the size is checked against the producer's message.max.bytes before anything is allocated."""
+    the size is checked against the largest record the producer takes before anything is allocated."""
     if payload_file is None:
-        validate.at_most(record_size, "--record-size (the producer's message.max.bytes)", max_bytes, minimum=0)
+        what = "--record-size (the producer's message.max.bytes less 36 bytes of record overhead)"
+        validate.at_most(record_size, what, max_bytes, minimum=0)
         # os.urandom rather than numpy.random, whose import costs more than the whole payload
         return [bytes(np.frombuffer(os.urandom(record_size), dtype=np.uint8) % 26 + 65)]
+    return read_payload_file(payload_file, max_bytes)
+
+
+def read_payload_file(path: Path, max_bytes: int) -> list[bytes]:
+    """The first POOL_MAX non-empty lines of a regular file, each at most `max_bytes`, reading no more than
+    MAX_PAYLOAD_FILE_BYTES: a device, a FIFO or an endless file cannot stall or fill the process."""
+    from clusterctl.errors import SpecError
+    from clusterctl.kafka.clients import EndlessLine, Oversize, read_lines
+
+    what = "--payload-file"
     try:
-        text = payload_file.read_bytes()
+        validate.input_file(path, what)
+    except SpecError as exc:
+        if exc.exit_code != 2:
+            raise  # not found: exit 3
+        raise UsageError(exc.message) from None
+    lines: list[bytes] = []
+    read = 0
+    try:
+        with path.open("rb") as fh:
+            for number, raw in enumerate(read_lines(fh, max_bytes, validate.MAX_PAYLOAD_FILE_BYTES), start=1):
+                if isinstance(raw, Oversize):
+                    raise UsageError(
+                        f"{what} {path} line {number} is {raw.size} bytes; a record may be at most {max_bytes} "
+                        f"(the producer's message.max.bytes less {validate.RECORD_OVERHEAD} bytes of overhead)"
+                    )
+                read += len(raw) + 1
+                if raw:
+                    lines.append(raw)
+                if len(lines) >= POOL_MAX or read > validate.MAX_PAYLOAD_FILE_BYTES:
+                    break
+    except EndlessLine:
+        mib = validate.MAX_PAYLOAD_FILE_BYTES // (1 << 20)
+        raise UsageError(f"{what} {path} has a line with no end in its first {mib} MiB; refused") from None
     except OSError as exc:
-        raise UsageError(f"cannot read --payload-file {payload_file}: {exc.strerror or exc}") from None
-    lines = [x for x in text.split(delimiter.encode()) if x][:POOL_MAX]
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     if not lines:
-        raise UsageError(f"--payload-file {payload_file} has no non-empty records")
+        raise UsageError(f"{what} {path} has no non-empty records")
     return lines
 
 
@@ -254,11 +289,23 @@ def run_produce(
             timeout = float(conf.get("message.timeout.ms", 30000)) / 1000 + 10
         left = eng.flush(timeout, rec.drain_some)
         end = time.monotonic()
-    except KeyboardInterrupt:
-        eng.abort()
+    except KeyboardInterrupt as exc:
+        try:
+            eng.abort()  # what is still queued is purged (counted as failed), so the summary is final
+            rec.drain()
+            partial = _produce_result(
+                topic, num_records, record_size, time.monotonic() - start, rec, eng, conf, acks, compression,
+                throughput,
+            )  # fmt: skip
+            partial.interrupted = True
+            exc.result = partial  # type: ignore[attr-defined]  # printed by the CLI, `result` in --json
+        finally:
+            eng.close()
         raise
-    finally:
+    except BaseException:
         eng.close()
+        raise
+    eng.close()
     rec.count_failures("not delivered before flush timeout", left)
     rec.drain()
     return _produce_result(topic, num_records, record_size, end - start, rec, eng, conf, acks, compression, throughput)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from clusterctl.errors import ClusterctlError
+from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.spec import validate
 
 DEFAULT_MASTER = "local[*]"
 BUILTIN_KAFKA_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -29,6 +34,98 @@ def _quiet_log_config() -> str:
     if not path.exists() or path.read_text() != QUIET_LOG4J2:
         path.write_text(QUIET_LOG4J2)
     return str(path)
+
+
+CLUSTER_MASTER = "cluster"
+MAX_LOCAL_THREADS = 1024
+MAX_CONF = 64  # --conf entries
+MAX_CONF_VALUE_BYTES = 65_536
+_LOCAL = re.compile(r"local(?:\[(\*|[0-9]+)(?:,([0-9]+))?\])?")
+_CONF_KEY = re.compile(r"spark\.[A-Za-z0-9_.-]{1,200}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def check_master(master: str) -> str:
+    """`--master` before any JVM starts: local, local[N], local[*] (optionally ,maxFailures), `cluster` or
+    spark://host:port[,host:port]; anything else (yarn, k8s://, a typo) is one line, exit 2, not a Java trace."""
+    m = _LOCAL.fullmatch(master)
+    if m:
+        for part, what in ((m.group(1), "threads"), (m.group(2), "task failures")):
+            if part not in (None, "*"):
+                validate.at_most(int(part), f"--master {master}: {what}", MAX_LOCAL_THREADS)
+        return master
+    if master == CLUSTER_MASTER:
+        return master
+    if master.startswith("spark://"):
+        hosts = master[len("spark://") :]
+        if not hosts:
+            raise UsageError("--master spark:// names no host:port")
+        validate.host_ports(hosts, f"--master {master}")
+        return master
+    raise UsageError(
+        f"--master must be local, local[N], local[*], cluster or spark://host:port, got {master!r}"
+        " (clusterctl runs Spark in this process or on a standalone master)"
+    )
+
+
+def check_conf(conf: dict[str, str]) -> dict[str, str]:
+    """`--conf` before any JVM starts: at most MAX_CONF Spark properties (spark.*; spark.master is --master),
+    values bounded and free of control characters. Spark checks the values' meaning when it starts."""
+    if len(conf) > MAX_CONF:
+        raise UsageError(f"--conf: {len(conf)} properties given (at most {MAX_CONF})")
+    for key, value in conf.items():
+        if not _CONF_KEY.fullmatch(key):
+            raise UsageError(f"--conf {key[:80]!r}: not a Spark property (spark.<name>; Spark ignores others)")
+        if key == "spark.master":
+            raise UsageError("--conf spark.master: use --master")
+        if len(value.encode("utf-8", "surrogateescape")) > MAX_CONF_VALUE_BYTES:
+            raise UsageError(f"--conf {key}: the value is longer than {MAX_CONF_VALUE_BYTES} bytes")
+        if _CONTROL.search(value):
+            raise UsageError(f"--conf {key}: the value holds control characters or bytes that are not UTF-8")
+    return conf
+
+
+@contextlib.contextmanager
+def quiet_py4j() -> Iterator[None]:
+    """py4j logs a traceback through Python's root logger when a call is interrupted (Ctrl-C, SIGTERM) or the
+    JVM goes away: the command's one line says what happened, so those records are dropped while it runs."""
+    root = logging.getLogger()
+    loggers = [root, logging.getLogger("py4j")]
+    saved = [(lg, lg.level) for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in saved:
+            lg.setLevel(level)
+
+
+def jvm_log_path() -> Path:
+    """Where the Spark JVM's own stderr goes (startup banners, warnings, a stack trace when it is stopped)."""
+    return Path(tempfile.gettempdir()) / f"clusterctl-spark-jvm-{os.getuid()}.log"
+
+
+@contextlib.contextmanager
+def _jvm_stderr() -> Iterator[Path]:
+    """While a JVM may be launched, descriptor 2 is the JVM log: the JVM keeps it for its life, so its noise
+    (and a Java trace on an interrupt) never reaches the user's terminal; this process's stderr is restored."""
+    path = jvm_log_path()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        saved = os.dup(2)
+    except OSError:
+        yield path
+        return
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.flush()
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        yield path
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def register(spark: Any) -> None:
@@ -68,10 +165,14 @@ def get_session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with _jvm_stderr() as log:
+            spark = builder.getOrCreate()
     except Exception as exc:  # JVM missing or failing to start
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ClusterctlError(f"could not start Spark ({master}): {first}", hint="PySpark needs Java 17+") from None
+        hint = f"PySpark needs Java 17+; the JVM's own output is in {log}"
+        if conf:
+            hint += "; check --conf"
+        raise ClusterctlError(f"could not start Spark ({master}): {first}", hint=hint) from None
     spark.sparkContext.setLogLevel("FATAL")
     register(spark)
     return spark

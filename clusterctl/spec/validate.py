@@ -28,6 +28,13 @@ MAX_PARTITIONS = 4096
 MAX_REPLICATION_FACTOR = 16  # never more than the brokers; int16 on the wire, but no cluster here has more
 INT64_MAX = 2**63 - 1
 MAX_MESSAGE_BYTES = 1_000_000  # the producer's message.max.bytes (librdkafka's default, which clusterctl keeps)
+# librdkafka refuses a record whose key + value + RECORD_OVERHEAD exceed message.max.bytes (its
+# RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD: the varints of a v2 record at their widest); tests/test_fuzz_inputs.py finds
+# the number again by asking librdkafka
+RECORD_OVERHEAD = 36
+MAX_RECORD_BYTES = MAX_MESSAGE_BYTES - RECORD_OVERHEAD  # key + value of one record: 999,964 bytes
+MAX_LINE_SKIP_BYTES = 1024 * 1024 * 1024  # how far an over-long input line is skimmed for its end before input stops
+MAX_PAYLOAD_FILE_BYTES = 64 * 1024 * 1024  # how much of `perf produce --payload-file` is read
 MAX_RECORDS = 1_000_000_000  # records a perf run sends or reads, messages a consume prints
 MAX_THROUGHPUT = 10_000_000  # records/s a perf producer is asked to hold
 MAX_SECONDS = 86_400.0  # any duration or timeout: one day
