@@ -83,7 +83,7 @@ NET_ACTIONS = ("delay", "loss", "rate", "duplicate", "corrupt")
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TopicSpec(_M):
@@ -234,7 +234,7 @@ class Fault(_M):
         default=300.0, gt=0, le=validate.MAX_SECONDS, description="rolling-restart: per-broker ISR wait"
     )
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
     @model_validator(mode="after")
     def _targets(self) -> Fault:
