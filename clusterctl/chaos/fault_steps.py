@@ -38,7 +38,7 @@ class FaultSteps:
         for b in self.spec.topology.broker_ids:
             target, name = faults.broker_target(self.spec, b)
             if faults.container_state(name) == "paused":
-                r = faults.unpause(target, name)
+                r = faults.unpause(target, name, self.spec)
                 self.observer.mark(r.action, r.target, heal=True, t=r.started)
                 done.append(target)
         self.paused.clear()
@@ -67,7 +67,7 @@ class FaultSteps:
             self._on_paused(res)
             return ", ".join(f"pause {r.target}: {r.note}" for r in res)
         if a == "pause-broker":
-            r = faults.pause(*faults.broker_target(spec, f.broker or 0))
+            r = faults.pause(*faults.broker_target(spec, f.broker or 0), spec)
             self.paused.add(f.broker or 0)
         elif a == "partition-node":
             r, d = faults.disconnect(spec, f.node or "")

@@ -300,7 +300,7 @@ def write_summary_html(rep: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     runs = [
         {
-            "cells": [r.run, "PASS" if r.ok else "FAIL", r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
+            "cells": [r.run, r.verdict, r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
                       r.isr_shrunk_s, r.write_gap_s, r.stall_s, _spark_cell(r), r.fault],
             "href": os.path.relpath(r.report, path.parent) if r.report else None,
         }

@@ -9,10 +9,12 @@ scenario and summarizes the runs.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,18 @@ class Runner(NodeSteps, MigrateSteps):
             raise ClusterctlError(
                 f"cluster {self.spec.name} is not up ({', '.join(missing)} missing)", hint="clusterctl up"
             )
+        self._refuse_left_faults()
+
+    def _refuse_left_faults(self) -> None:
+        """A pause or cut a killed run left applied (runtime.fault_records) would falsify this drill: refused."""
+        from clusterctl.runtime.fault_records import still_applied
+
+        left = still_applied(self.spec)
+        if left:
+            raise ClusterctlError(
+                f"fault left applied: {left[0].line()}" + (f" (and {len(left) - 1} more)" if len(left) > 1 else ""),
+                hint="`clusterctl chaos heal` undoes it",
+            )
 
     def run(self) -> ScenarioResult:
         from clusterctl.chaos.analysis import analyze, phase_metrics
@@ -143,6 +157,7 @@ class Runner(NodeSteps, MigrateSteps):
         results: list[StepResult] = []
         error: str | None = None
         interrupted = not_applied = False
+        i = 0
         try:
             for i, step in enumerate(steps, 1):
                 desc = step.describe()
@@ -161,9 +176,15 @@ class Runner(NodeSteps, MigrateSteps):
                     error, interrupted = f"interrupted during step {i} ({desc})", True
                     break
                 results.append(StepResult(i, step.kind, desc, True, t0, round(time.time() - t0, 3), detail))
+        except KeyboardInterrupt:  # between two steps: the same as during one
+            error, interrupted = f"interrupted after step {i}", True
         finally:
-            cleanup = self._cleanup()
-            timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
+            # a second stop signal must not cut the healing short: held until the run's result exists, then noted
+            with _signals_held() as late:
+                cleanup = self._cleanup()
+                timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
+        if late and not interrupted and error is None:
+            error, interrupted = "interrupted while cleaning up after the last step", True
         if cleanup and (error is None or interrupted or not_applied):
             error = cleanup if error is None else f"{error}; {cleanup}"
         ok = error is None and (self.verify_result is None or self._verdict_ok(self.verify_result))
@@ -436,6 +457,27 @@ class Runner(NodeSteps, MigrateSteps):
         if not got:
             raise StepFailed(f"assertion {c.name} does not hold: {self.cond.last_seen}")
         return got
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[list[bool]]:
+    """Hold SIGINT/SIGTERM/SIGHUP while the block runs (the run's cleanup: stop the load, heal, wait until healed);
+    one that came meanwhile is raised by its handler when released, caught here, and noted in the list."""
+    late: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield late
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield late
+    finally:
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a pending signal's handler runs here
+        except KeyboardInterrupt:
+            late.append(True)
 
 
 def failover_bounds(spec: ClusterSpec) -> dict[str, str]:
