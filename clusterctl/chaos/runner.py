@@ -82,12 +82,15 @@ class Runner(NodeSteps, MigrateSteps):
 
     # -- checks before anything is touched
     def preflight(self) -> None:
+        from clusterctl.chaos.scenario_checks import check_against_spec
+
         self._check_deploy()
         mode = self.spec.kafka.mode
         if self.sc.mode not in ("any", mode):
             raise UsageError(
                 f"scenario {self.sc.name} is for kafka.mode={self.sc.mode}; cluster {self.spec.name} runs {mode}"
             )
+        check_against_spec(self.sc, self.spec)
         if self.sc.requires == "zookeeper" and self.spec.kraft_mode:
             raise UsageError(
                 f"scenario {self.sc.name} drills ZooKeeper; cluster {self.spec.name} runs KRaft (no ZooKeeper)"
@@ -153,6 +156,9 @@ class Runner(NodeSteps, MigrateSteps):
         self.observer = Observer(
             self.spec, self.bootstrap if poll_md else None, [self.topic], live_path=self.work_dir / "events.jsonl"
         ).start()
+        from clusterctl.chaos.scenario_checks import fault_refs
+
+        self.cond.fault_refs = fault_refs(steps)
         started = time.time()
         results: list[StepResult] = []
         error: str | None = None
@@ -161,6 +167,7 @@ class Runner(NodeSteps, MigrateSteps):
         try:
             for i, step in enumerate(steps, 1):
                 desc = step.describe()
+                self.cond.step = i
                 self.progress(f"step {i}/{len(steps)}: {desc}")
                 self.observer.event("step", "step", f"step {i}", desc)
                 t0 = time.time()

@@ -136,8 +136,19 @@ class BrokerFenced(_M):
     fenced: bool = True
 
 
+FAULT_REF = Field(
+    default=None,
+    ge=1,
+    description="the step number of the fault it compares with (default: the latest fault of its kind before it)",
+)
+
+
+class LeaderChanged(PartitionRef):
+    fault: int | None = FAULT_REF
+
+
 class ControllerChanged(_M):
-    pass
+    fault: int | None = FAULT_REF
 
 
 class Condition(_M):
@@ -148,7 +159,7 @@ class Condition(_M):
     preferred_leaders: TopicRef | None = None
     leaders_live: TopicRef | None = None  # every partition led, none by a broker on a host the run stopped
     leader: LeaderIs | None = None
-    leader_changed: PartitionRef | None = None
+    leader_changed: LeaderChanged | None = None  # the leader differs from the one at the fault (`fault: N`)
     zk_quorum: Literal["lost", "ok", "healthy"] | None = None
     zk_mode: ZkModeIs | None = None
     broker_registered: BrokerRegistered | None = None
@@ -406,6 +417,9 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         sc = Scenario.model_validate(data)
         check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
         check_node_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.deploy)
+        from clusterctl.chaos.scenario_checks import check_references
+
+        check_references(sc)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None
     except ValueError as exc:

@@ -9,6 +9,7 @@ from clusterctl.cli.common import (
     BootstrapOpt,
     JsonOpt,
     bootstrap_servers,
+    directory_option,
     finite_option,
     get_spec,
     parse_kv,
@@ -173,6 +174,7 @@ def cmd_perf_produce(
             help="filesystem the brokers write to, for the disk guard (default: $CLUSTERCTL_DISK_PATH, "
             "else the Docker data root for the spec's cluster)",
             show_default=False,
+            callback=directory_option("--disk-path"),
         ),
     ] = None,
     engine: Annotated[

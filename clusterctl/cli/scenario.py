@@ -51,7 +51,7 @@ def cmd_scenario_run(
         typer.Option("--report-dir", help="where report.json/report.html/ledger go (default reports/<run>)"),
     ] = None,
     repeat: Annotated[
-        int, typer.Option("--repeat", min=1, help="run it N times; per-run numbers and their median/p95/max")
+        int, typer.Option("--repeat", min=1, help="run it N times (1 to 100); per-run numbers and their median/p95/max")
     ] = 1,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -68,6 +68,9 @@ def cmd_scenario_run(
     from clusterctl.output import emit, info
 
     sc = load_scenario(file)
+    if report_dir is not None:  # checked before the drill, not when its report is written
+        validate.output_dir(report_dir, "--report-dir")
+    validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     spec = get_spec()
     bootstrap = bootstrap_servers(bootstrap_server)
     if repeat > 1:
@@ -292,7 +295,9 @@ def cmd_scenario_compare(
     if not wanted or len(set(wanted)) != len(wanted) or any(m not in cmp.MODES for m in wanted):
         raise UsageError(f"--modes takes zookeeper and/or kraft (comma-separated, once each), got {modes!r}")
     validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
+    validate.output_file(results, "--results")
     if not summary_only:
+        validate.output_dir(report_dir, "--report-dir")
         cmp.compare(get_spec(), sc, wanted, repeat, results, report_dir, progress=info)
     runs = [r for r in cmp.load_runs(results, sc.name) if r.mode in wanted]
     summary = cmp.summarize(runs)
