@@ -189,13 +189,12 @@ class FaultSteps:
 
         def body() -> None:
             try:
-                r = degrade.degrade(self.spec, node, fault)
+                r, take_back = degrade.apply(self.spec, node, fault)
                 self.observer.mark(r.action, r.target, heal=False, note=r.note, t=r.started)
                 applied.set()
                 stop.wait(float(f.for_ or 0))
-                h = degrade.heal_network(self.spec, node)
-                if h is not None:
-                    self.observer.mark(h.action, h.target, heal=True, note=h.note, t=h.started)
+                h = take_back()  # this fault only: another on the node stays until its own end or `heal`
+                self.observer.mark(h.action, h.target, heal=True, note=h.note, t=h.started)
             except ClusterctlError as exc:
                 errors.append(str(exc))
             finally:
