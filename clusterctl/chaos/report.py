@@ -269,7 +269,7 @@ def _partition_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
         [f.action, f"{p.topic}-{p.partition}", p.leader_before, p.new_leader,
          explain(p.time_to_new_leader_s, f.action, "new_leader", p.led_by_target, settings),
          explain(p.isr_shrunk_s, f.action, "isr_shrunk", p.led_by_target, settings), p.isr_full_s, p.unavailable_s,
-         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings)]
+         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings), ", ".join(p.also) or "-"]
         for f in result.faults
         for p in f.partitions
     ]  # fmt: skip

@@ -142,7 +142,8 @@ def _print_result(result: Any) -> None:
                          Column("New leader s", ex("new_leader", "time_to_new_leader_s")),
                          Column("ISR shrunk s", ex("isr_shrunk", "isr_shrunk_s")),
                          Column("ISR full s", lambda r: r[1].isr_full_s, justify="right"),
-                         Column("Write gap s", ex("write_gap", "write_gap_s"))],
+                         Column("Write gap s", ex("write_gap", "write_gap_s")),
+                         Column("Also explained by", lambda r: ", ".join(r[1].also) or "-")],
             )  # fmt: skip
     if result.phases:
         emit(
