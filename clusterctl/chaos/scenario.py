@@ -47,6 +47,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, check_steps
 from clusterctl.chaos.node_steps import KillNode, check_node_steps
+from clusterctl.chaos.scenario_checks import KRAFT_CONDITIONS as KRAFT_CONDITIONS  # conditions.py asks here
+from clusterctl.chaos.scenario_checks import check_references
 from clusterctl.chaos.spark_steps import SparkCommitted, SparkJob, VerifySpark
 from clusterctl.errors import SpecError, SpecNotFoundError
 from clusterctl.spec import validate, yamlfile
@@ -301,8 +303,6 @@ class Verify(_M):
     )
 
 
-KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
-
 STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "create_topic": CreateTopic,
     "start_load": StartLoad,
@@ -417,8 +417,6 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         sc = Scenario.model_validate(data)
         check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
         check_node_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.deploy)
-        from clusterctl.chaos.scenario_checks import check_references
-
         check_references(sc)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None

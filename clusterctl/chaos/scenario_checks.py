@@ -13,9 +13,13 @@ Each problem is one line naming the step; nothing has started.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from clusterctl.chaos.scenario import KRAFT_CONDITIONS, Condition, Fault, Scenario, Step
+if TYPE_CHECKING:  # scenario.py imports this module (it calls check_references while it parses)
+    from clusterctl.chaos.scenario import Fault, Scenario, Step
+
+KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
+CONDITION_STEPS = ("wait_for", "assert")
 
 # fault actions that undo rather than break: never "the fault" a condition compares with
 RESTORING = ("start-broker", "start-zk", "start-controller", "start-spark-worker", "unpause-brokers")
@@ -39,7 +43,7 @@ def _uses_topic(step: Step) -> bool:
         return a.topic is None and (a.action in ("kill-leader", "pause-followers") or a.node in ("leader", "follower"))
     if step.kind == "kill_node":
         return a.topic is None and a.rack in ("leader", "follower")
-    if isinstance(a, Condition):
+    if step.kind in CONDITION_STEPS:
         ref = getattr(a, a.name)
         return a.name not in ("spark_committed", "zk_mode", "broker_registered", "broker_fenced") and (
             getattr(ref, "topic", "") is None
@@ -66,7 +70,7 @@ def fault_refs(steps: list[Step]) -> dict[int, int]:
             faults.append(i)
             if _on_controller(step):
                 on_controller.append(i)
-        if isinstance(step.args, Condition) and step.args.name in ("leader_changed", "controller_changed"):
+        if step.kind in CONDITION_STEPS and step.args.name in ("leader_changed", "controller_changed"):
             ref = getattr(step.args, step.args.name)
             if ref.fault is not None:
                 out[i] = ref.fault
@@ -125,14 +129,14 @@ def check_references(sc: Scenario) -> None:
                 raise ValueError(f"{where}: {a.job} is not running here (a spark_job step starts it first)")
         elif step.kind == "verify_spark" and a.job not in spark_started:
             raise ValueError(f"{where}: no spark_job step starts {a.job} before it")
-        if isinstance(a, Condition):
+        if step.kind in CONDITION_STEPS:
             _check_condition(where, i, a, steps, refs, spark_running, sc.mode)
         if step.kind == "fault":
             _check_fault_mode(where, a, sc.mode)
 
 
 def _check_condition(
-    where: str, i: int, c: Condition, steps: list[Step], refs: dict[int, int], spark: dict[str, int], mode: str
+    where: str, i: int, c: Any, steps: list[Step], refs: dict[int, int], spark: dict[str, int], mode: str
 ) -> None:
     name = c.name
     _check_condition_mode(where, name, mode)
@@ -152,7 +156,7 @@ def _check_condition(
 
 
 def _check_condition_mode(where: str, name: str, mode: str) -> None:
-    if name in KRAFT_CONDITIONS and mode == "zookeeper":
+    if name in KRAFT_CONDITIONS and name != "controller_changed" and mode == "zookeeper":  # that one: both modes
         raise ValueError(f"{where}: {name} is a KRaft condition; this is for mode: zookeeper")
     if name in ZK_CONDITIONS and mode == "kraft":
         raise ValueError(f"{where}: {name} is a ZooKeeper condition; this is for mode: kraft (no ZooKeeper)")
@@ -175,7 +179,7 @@ def check_against_spec(sc: Scenario, spec: Any) -> None:
         where = f"step {i} ({step.describe()})"
         a = step.args
         try:
-            if isinstance(a, Condition):
+            if step.kind in CONDITION_STEPS:
                 _check_condition_mode(where, a.name, mode)
                 for ref in (a.broker_fenced, a.broker_registered):
                     if ref is not None:

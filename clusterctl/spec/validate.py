@@ -200,6 +200,8 @@ def output_dir(path: Path, what: str) -> Path:
                 raise UsageError(f"{what} {path}: no part of it exists") from None
             probe = probe.parent
             continue
+        except NotADirectoryError:
+            raise UsageError(f"{what} {path} cannot be made (a part of it is a file, not a directory)") from None
         except OSError as exc:
             raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
         break
