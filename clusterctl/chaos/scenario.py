@@ -28,9 +28,11 @@ run a Spark job beside the load and check its results exactly (pipeline.py, docs
 
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
-leader_changed {topic, partition}, zk_quorum: lost | ok | healthy (all serving),
+leader_changed {topic, partition, fault}, zk_quorum: lost | ok | healthy (all serving),
 zk_mode {id, mode}, broker_registered {id, registered}. `topic`
-defaults to the scenario's topic (a fresh name per run unless `topic.name` is set).
+defaults to the scenario's topic (a fresh name per run unless `topic.name` is set). leader_changed and
+controller_changed compare with the state at a fault: the step `fault: N` names, by default the latest fault of
+their kind before them (scenario_checks.py checks every step's references before anything starts).
 
 The runner (runner.py) observes the whole run (observer.py), always stops the load and heals every
 fault at the end (also on failure or Ctrl-C), and returns a ScenarioResult; report.py writes JSON and HTML.
