@@ -184,7 +184,7 @@ class Runner(NodeSteps, MigrateSteps):
                     break
                 results.append(StepResult(i, step.kind, desc, True, t0, round(time.time() - t0, 3), detail))
         except KeyboardInterrupt:  # between two steps: the same as during one
-            error, interrupted = f"interrupted after step {i}", True
+            error, interrupted = (f"interrupted after step {i}" if i else "interrupted before step 1"), True
         finally:
             # a second stop signal must not cut the healing short: held until the run's result exists, then noted
             with _signals_held() as late:
