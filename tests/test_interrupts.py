@@ -235,3 +235,18 @@ def test_a_sigkilled_pause_is_recorded_reported_and_healed(cluster: Path, tmp_pa
         if proc.poll() is None:
             proc.kill()
         cli(cluster, "chaos", "heal")
+
+
+def test_a_topic_a_step_names_must_exist_before_the_run_starts(cluster: Path, tmp_path: Path) -> None:
+    """Issue 51: a step naming a topic the run does not create is refused at the start (exit 2), not mid-drill."""
+    scenario = tmp_path / "names-a-topic.yaml"
+    scenario.write_text(
+        "name: names-a-topic\nrequires: any\ntopic: {partitions: 1, replication_factor: 1, min_insync_replicas: 1}\n"
+        "steps:\n  - create_topic: {}\n  - wait_for: {isr_full: {topic: no-such-topic-51}, timeout: 5}\n"
+    )
+    res = cli(cluster, "scenario", "run", str(scenario), "--report-dir", str(tmp_path / "r"))
+    assert res.returncode == 2, res.stderr
+    assert [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")] == [
+        "error: scenario names-a-topic: step 2 names topic 'no-such-topic-51', which does not exist"
+    ], res.stderr
+    assert not (tmp_path / "r").exists()

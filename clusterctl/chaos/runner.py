@@ -133,6 +133,21 @@ class Runner(NodeSteps, MigrateSteps):
                 f"cluster {self.spec.name} is not up ({', '.join(missing)} missing)", hint="clusterctl up"
             )
         self._refuse_left_faults()
+        self._require_named_topics()
+
+    def _require_named_topics(self) -> None:
+        """A topic a step names (not one the run creates) must exist now, not be found missing mid-drill."""
+        from clusterctl.chaos.scenario_checks import named_topics
+        from clusterctl.kafka.admin import list_topics
+
+        named = named_topics(self.sc)
+        if not named:
+            return
+        have = {t.name for t in list_topics(self.bootstrap, include_internal=True)}
+        missing = [(i, t) for i, t in named if t not in have]
+        if missing:
+            i, t = missing[0]
+            raise UsageError(f"scenario {self.sc.name}: step {i} names topic {t!r}, which does not exist")
 
     def _refuse_left_faults(self) -> None:
         """A pause or cut a killed run left applied (runtime.fault_records) would falsify this drill: refused."""

@@ -204,3 +204,20 @@ def check_against_spec(sc: Scenario, spec: Any) -> None:
             raise UsageError(f"scenario {sc.name}: {exc}") from None
         except ClusterctlError as exc:
             raise UsageError(f"scenario {sc.name}: {where}: {exc.message}") from None
+
+
+def named_topics(sc: Scenario) -> list[tuple[int, str]]:
+    """(step, topic) for every topic a step names that the run does not create itself (the scenario's own topic,
+    a Spark job's output): those must exist before the run starts."""
+    steps = sc.parsed_steps()
+    made = {sc.topic.name} if sc.topic.name else set()
+    made |= {a.args.output for a in steps if a.kind == "spark_job" and a.args.output}
+    out = []
+    for i, step in enumerate(steps, 1):
+        a = step.args
+        refs = [getattr(a, a.name)] if step.kind in CONDITION_STEPS else [a]
+        for ref in refs:
+            topic = getattr(ref, "topic", None)
+            if isinstance(topic, str) and topic not in made and step.kind != "spark_job":
+                out.append((i, topic))
+    return out
