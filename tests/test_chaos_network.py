@@ -307,3 +307,37 @@ def test_lossy_slow_broker_drill_loses_nothing_and_marks_the_settings(cluster: P
     assert notes[("delay", "kafka1")] == "delay 100ms ±20ms via nfqueue (userspace path)"
     assert any(m["action"] == "heal-network" and m["heal"] for m in marks)
     assert leftovers(load_spec(cluster), "kafka1") == []
+
+
+def test_a_fault_that_cannot_apply_leaves_the_others_and_heal_heals_all(cluster: Path) -> None:
+    """Issue 51: a second grey fault on a node that has one either composes (the userspace path: the loss rule and
+    the delay handler side by side) or is refused with one line saying nothing was changed (netem: one root qdisc);
+    either way the first fault stays, a timed second one takes back only itself, and `chaos heal` removes all."""
+    spec = load_spec(cluster)
+    node = netns.net_node(spec, "zk1")
+    res = cli(cluster, "chaos", "loss", "zk1", "--percent", "5")
+    assert res.returncode == 0, res.stderr
+    first = leftovers(spec, "zk1")
+    assert first, "the loss left no trace"
+    try:
+        second = cli(cluster, "chaos", "delay", "zk1", "--ms", "50")
+        if netns.fault_path(node.pid) == "netem":
+            assert second.returncode == 1, second.stderr
+            assert [ln for ln in second.stderr.splitlines() if ln.startswith("error: ")] == [
+                "error: zk1 already has a netem qdisc on eth0 (another network fault); nothing was changed "
+                "(`chaos heal` first to replace it)"
+            ], second.stderr
+            assert leftovers(spec, "zk1") == first
+        else:
+            assert second.returncode == 0, second.stderr
+            assert set(first) < set(leftovers(spec, "zk1"))
+            third = cli(cluster, "chaos", "duplicate", "zk1", "--percent", "5")  # a second handler: refused
+            assert third.returncode == 1 and "nothing was changed" in third.stderr, third.stderr
+            heal(cluster)
+            assert cli(cluster, "chaos", "loss", "zk1", "--percent", "5").returncode == 0
+            timed = cli_json(cluster, "chaos", "delay", "zk1", "--ms", "50", "--for", "1")
+            assert [r["action"] for r in timed] == ["delay", "heal-network"]
+            assert leftovers(spec, "zk1") == first  # the delay took back only itself
+    finally:
+        heal(cluster)
+    assert leftovers(spec, "zk1") == []

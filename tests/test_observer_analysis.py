@@ -133,3 +133,57 @@ def test_a_zookeeper_fault_still_has_each_partitions_write_gap() -> None:
     p0, p1 = m.partitions
     assert (p0.led_by_target, p0.isr_shrunk_s, p0.new_leader) == (False, None, None)
     assert (p0.write_gap_s, p1.write_gap_s) == (3.0, 0.1)
+
+
+def _overlapping(second_after: float) -> tuple[Timeline, dict[tuple[str, int], list[float]]]:
+    """Issue 51's drill: broker 2 killed, broker 3 `second_after` s later (RF 3); partition 2 (led by 2) moves to 1
+    after 6 s and partition 1 (led by 3) after 6.5 s; partition 2 waits 17 s for an ack; both healed at +30 s."""
+    tl = Timeline(T0 - 5, T0 + 40, ["drill"])
+    tl.markers = [
+        Marker(T0, "kill-broker", "broker 2"),
+        Marker(T0 + second_after, "kill-broker", "broker 3"),
+        Marker(T0 + 30, "start-broker", "broker 2", heal=True),
+        Marker(T0 + 30, "start-broker", "broker 3", heal=True),
+    ]
+    tl.partitions = [
+        _sample(-1, 0, 1, [1, 2, 3]),
+        _sample(-1, 1, 3, [1, 2, 3]),
+        _sample(-1, 2, 2, [1, 2, 3]),
+        _sample(6.0, 2, 1, [1]),
+        _sample(second_after + 6.5, 1, 1, [1]),
+    ]
+    acks = {("drill", 2): [T0 - 1.0, T0 - 0.1, T0 + 17.0, T0 + 17.1], ("drill", 0): [T0 - 0.5, T0 + 0.2, T0 + 0.4]}
+    return tl, acks
+
+
+def test_overlapping_faults_each_see_the_changes_in_their_windows_and_say_who_else_could() -> None:
+    tl, acks = _overlapping(0.6)
+    first, second = analyze(tl, acks)
+    p2 = next(p for p in first.partitions if p.partition == 2)
+    assert (p2.leader_before, p2.led_by_target, p2.new_leader, p2.time_to_new_leader_s) == (2, True, 1, 6.0)
+    assert p2.write_gap_s == 17.0 and p2.also == ["kill-broker broker 3"]
+    p1 = next(p for p in second.partitions if p.partition == 1)
+    assert (p1.leader_before, p1.led_by_target, p1.new_leader, p1.time_to_new_leader_s) == (3, True, 1, 6.5)
+    p2b = next(p for p in second.partitions if p.partition == 2)
+    assert (p2b.leader_before, p2b.led_by_target) == (2, False)  # broker 3 did not lead it, but its gap is there
+    assert p2b.write_gap_s == 16.4 and p2b.also == ["kill-broker broker 2"]
+    assert first.overlaps == ["kill-broker broker 3"] and second.overlaps == ["kill-broker broker 2"]
+    assert first.window_end == second.window_end == tl.ended
+
+
+def test_faults_one_after_the_other_keep_their_own_windows() -> None:
+    tl = Timeline(T0 - 5, T0 + 60, ["drill"])
+    tl.markers = [
+        Marker(T0, "kill-broker", "broker 2"),
+        Marker(T0 + 10, "start-broker", "broker 2", heal=True),
+        Marker(T0 + 20, "kill-broker", "broker 3"),
+        Marker(T0 + 30, "start-broker", "broker 3", heal=True),
+    ]
+    tl.partitions = [_sample(-1, 0, 2, [1, 2, 3]), _sample(2.0, 0, 1, [1, 3]), _sample(25.0, 0, 3, [1, 2, 3])]
+    acks = {("drill", 0): [T0 - 1.0, T0 + 2.5, T0 + 19.0, T0 + 26.0]}
+    first, second = analyze(tl, acks)
+    assert first.window_end == T0 + 20 and first.overlaps == [] and second.overlaps == []
+    (p,) = first.partitions
+    assert (p.new_leader, p.time_to_new_leader_s, p.write_gap_s, p.also) == (1, 2.0, 16.5, [])
+    (q,) = second.partitions
+    assert (q.leader_before, q.led_by_target, q.write_gap_s, q.also) == (1, False, 6.0, [])

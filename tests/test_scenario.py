@@ -118,3 +118,47 @@ def test_cli_list_validate_and_errors(tmp_path: Path) -> None:
     assert res.stderr.strip().splitlines() == [f"error: {bad}: step 1 (fault): kill-zk needs zk: <id>"]
     res = subprocess.run([CLI, "scenario", "run", "no-such-scenario"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 3 and "scenario no-such-scenario not found" in res.stderr
+
+
+def test_a_condition_about_the_fault_means_the_latest_of_its_kind_or_the_one_it_names() -> None:
+    """Issue 51: killing the active controller and, a second later, partition 0's leader: controller_changed compares
+    with the controller fault (not the kill-leader, when the quorum may have had no leader), leader_changed with
+    the latest fault; `fault: N` picks one, and a `fault: N` that is not an earlier fault is refused."""
+    from clusterctl.chaos.conditions import Conditions
+    from clusterctl.chaos.scenario_checks import fault_refs
+    from clusterctl.spec.model import parse_spec
+
+    text = """\
+name: two-kills
+mode: kraft
+steps:
+  - create_topic: {}
+  - start_load: {}
+  - fault: {action: kill-controller}
+  - fault: {action: kill-leader, partition: 0}
+  - wait_for: {controller_changed: {}}
+  - wait_for: {leader_changed: {partition: 0}}
+  - wait_for: {leader_changed: {partition: 0, fault: 3}}
+  - stop_load: {}
+"""
+    sc = parse_scenario(text, "two-kills.yaml")
+    assert fault_refs(sc.parsed_steps()) == {5: 3, 6: 4, 7: 3}
+    spec = parse_spec(
+        {"name": "lab", "profile": "offline", "kafka": {"mode": "kraft"}, "kafka_manager": {"enabled": False}}
+    )
+    cond = Conditions(spec, "127.0.0.1:1", "t", lambda: "127.0.0.1:1")
+    cond.fault_refs = fault_refs(sc.parsed_steps())
+    cond.at_fault = {3: ({("t", 0): 1}, 101), 4: ({("t", 0): 2}, None)}  # the quorum had no leader at step 4
+    cond.leaders_at_fault, cond.controller_at_fault = {("t", 0): 2}, None
+    cond.step = 5
+    assert cond._at_fault()[1] == 101
+    cond.step = 6
+    assert cond._at_fault()[0] == {("t", 0): 2}
+    cond.step = 7
+    assert cond._at_fault()[0] == {("t", 0): 1}
+    for bad, why in [("fault: 7", "names a step that is not before it"), ("fault: 2", "not a fault")]:
+        with pytest.raises(SpecError) as exc:
+            parse_scenario(text.replace("partition: 0, fault: 3", f"partition: 0, {bad}"), "two-kills.yaml")
+        assert exc.value.message.startswith("two-kills.yaml: step 7 (wait_for): leader_changed fault:") and why in str(
+            exc.value
+        ), exc.value.message

@@ -69,6 +69,28 @@ def test_percentiles_and_summary_name_the_bounding_setting(tmp_path: Path) -> No
     assert rep.interrupted and len(rep.runs) == 2 and not rep.ok
 
 
+def test_a_run_the_signal_interrupted_ends_the_series_and_is_not_a_failure(tmp_path: Path) -> None:
+    """Issue 51: the runner heals and returns an interrupted result (it does not raise): the series stops there,
+    the run is INTERRUPTED (not FAIL) and its partial numbers stay out of the statistics."""
+    scenario = parse_scenario(Path("scenarios/kill-leader.yaml").read_text(), "kill-leader")
+    calls: list[int] = []
+
+    def run_once(i: int, d: Path) -> Any:
+        calls.append(i)
+        r = _result(i != 2, 0, 6.0 + i, 7.0 + i, str(d / "report.html"))
+        r.interrupted = i == 2
+        return r
+
+    shown: list[str] = []
+    rep = stats.repeat(run_once, 3, tmp_path, scenario, SETTINGS, on_run=lambda r: shown.append(r.verdict))
+    assert calls == [1, 2] and shown == ["PASS", "INTERRUPTED"]
+    assert rep.interrupted and not rep.ok and rep.passed == 1 and [r.interrupted for r in rep.runs] == [False, True]
+    by = {s.metric: s for s in rep.summary}
+    assert (by["new_leader_s"].n, by["new_leader_s"].max) == (1, 7.0)  # run 2's 8.0 is not counted
+    page = write_summary_html(rep, tmp_path / "summary.html").read_text()
+    assert "INTERRUPTED" in page and "FAIL" not in page
+
+
 def test_main_fault_is_the_one_that_moved_a_leader() -> None:
     """acks1-leader-isolated: the paused follower leads another partition but nothing moves; the kill does."""
     pause = FaultMetrics("pause-follower", "broker 1", T0, 1, None, None, None, None, None, None, T0 + 4,

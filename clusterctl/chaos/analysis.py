@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from clusterctl.chaos.timeline import Marker, Timeline, target_ids
 
@@ -22,6 +22,8 @@ class PartitionFailover:
     isr_full_s: float | None  # heal → ISR == replicas again
     unavailable_s: float | None  # leaderless (or led by the dead broker) after the fault
     write_gap_s: float | None = None  # longest wait for an acknowledged write after the fault (drill ledger)
+    # other faults whose windows hold this row's leader change or longest write gap too: either could explain it
+    also: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -40,6 +42,8 @@ class FaultMetrics:
     quorum_ok_after_heal_s: float | None
     heal_t: float | None
     partitions: list[PartitionFailover]
+    window_end: float | None = None  # its effects are looked for up to here (see `analyze`)
+    overlaps: list[str] = field(default_factory=list)  # other faults in effect at the same time
 
 
 def _controller_target(m: Marker) -> int | None:
@@ -51,18 +55,23 @@ AckTimes = Mapping[tuple[str, int], Sequence[float]]
 
 
 def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
-    """Failover times for every fault marker (heals are paired with the next heal after the fault).
+    """Failover times for every fault marker (heals are paired with the next heal of its target, else the next).
 
     `acks`: per (topic, partition), the sorted times of the drill's acknowledged writes (its ledger);
     they give each partition's write gap, the client's view of the unavailability window.
+
+    A fault's window runs from it until the first fault that starts after it was healed (the end of the timeline
+    when none does, or when it was never healed): faults that overlap (broker 2 killed, broker 3 a moment later)
+    each see the leader changes and write gaps that happen while both are in effect, and each such row names
+    the other faults whose windows hold it too (`also`), for either could explain it.
     """
     out: list[FaultMetrics] = []
     faults = [m for m in tl.markers if not m.heal]
-    for m in faults:
+    windows = [(m, _window_end(tl, faults, m)) for m in faults]
+    for m, until in windows:
         broker, zk_id = target_ids(m)
-        heals = [h for h in tl.markers if h.heal and h.t >= m.t]
-        heal = next((h for h in heals if h.target == m.target), heals[0] if heals else None)
-        nxt = next((f.t for f in faults if f.t > m.t), tl.ended)
+        heal = _heal_of(tl, m)
+        nxt = until
         detected_s, detected_by = None, None
         if broker is not None:
             # an unanswered metadata request means the broker is gone only when it was the only one live;
@@ -99,6 +108,10 @@ def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
             q_ok = next((e.t for e in tl.events if e.t >= heal.t and e.kind == "quorum" and e.value is True), None)
         # every fault gets its partitions' write gaps; leader and ISR times only where a broker is the target
         parts = _partition_failovers(tl, m, broker, heal, nxt, acks or {})
+        others = [(n, end) for n, end in windows if n is not m]
+        for p in parts:
+            p.also = _also_explained(p, m, nxt, others, acks or {})
+        overlaps = [f"{n.action} {n.target}" for n, end in others if n.t < nxt and m.t < end]
         out.append(
             FaultMetrics(
                 action=m.action,
@@ -113,9 +126,39 @@ def analyze(tl: Timeline, acks: AckTimes | None = None) -> list[FaultMetrics]:
                 quorum_ok_after_heal_s=None if q_ok is None or heal is None else round(q_ok - heal.t, 3),
                 heal_t=heal.t if heal else None,
                 partitions=parts,
+                window_end=nxt,
+                overlaps=overlaps,
             )
         )
     return out
+
+
+def _heal_of(tl: Timeline, m: Marker) -> Marker | None:
+    heals = [h for h in tl.markers if h.heal and h.t >= m.t]
+    return next((h for h in heals if h.target == m.target), heals[0] if heals else None)
+
+
+def _window_end(tl: Timeline, faults: list[Marker], m: Marker) -> float:
+    """Until the first fault that starts after `m` was healed; the timeline's end if none does or it never was."""
+    heal = _heal_of(tl, m)
+    if heal is None:
+        return tl.ended
+    return next((f.t for f in faults if f.t > m.t and f.t > heal.t), tl.ended)
+
+
+def _also_explained(
+    p: PartitionFailover, m: Marker, until: float, others: list[tuple[Marker, float]], acks: AckTimes
+) -> list[str]:
+    """The other faults whose windows hold this row's leader change or its longest write gap."""
+    moments: list[tuple[float, float]] = []
+    if p.time_to_new_leader_s is not None:
+        t = m.t + p.time_to_new_leader_s
+        moments.append((t, t))
+    if p.write_gap_s is not None:
+        span = longest_gap_span(acks.get((p.topic, p.partition), ()), m.t, until)
+        if span is not None:
+            moments.append(span)
+    return [f"{n.action} {n.target}" for n, end in others if any(n.t < b and a < end for a, b in moments)]
 
 
 def _partition_failovers(
@@ -160,6 +203,16 @@ def _partition_failovers(
         gap = write_gap(acks.get((topic, pid), ()), m.t, until)
         out.append(PartitionFailover(topic, pid, b.leader, led, new_leader, ttnl, shrunk, full, unavailable, gap))
     return out
+
+
+def longest_gap_span(ack_times: Sequence[float], fault_t: float, until: float) -> tuple[float, float] | None:
+    """(start, end) of the longest wait `write_gap` measures: from the fault or an ack to the next ack."""
+    first = bisect.bisect_right(ack_times, fault_t)
+    last = bisect.bisect_right(ack_times, until)
+    if first == 0 or first == last:
+        return None
+    points = [fault_t, *ack_times[first:last]]
+    return max(itertools.pairwise(points), key=lambda ab: ab[1] - ab[0])
 
 
 def write_gap(ack_times: Sequence[float], fault_t: float, until: float) -> float | None:

@@ -29,6 +29,10 @@ class Conditions:
         self.last_seen = ""
         self.leaders_at_fault: dict[tuple[str, int], int] = {}
         self.controller_at_fault: int | None = None
+        # per fault step: the leaders and controller just before it (a condition may name the fault it means)
+        self.at_fault: dict[int, tuple[dict[tuple[str, int], int], int | None]] = {}
+        self.step = 0  # the step running now (the Runner sets it)
+        self.fault_refs: dict[int, int] = {}  # condition step → the fault step it compares with (scenario_checks)
         # the last committed micro-batch of a drill's Spark job (None: none yet); set by the runner's spark_job step
         self.spark_committed: Callable[[str], int | None] | None = None
         self.stopped: set[int] = set()  # brokers on a host the run stopped (kill_node); the Runner shares the set
@@ -72,7 +76,7 @@ class Conditions:
 
         name = c.name
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
-            got, self.last_seen = check_kraft_condition(self.spec, c, self.controller_at_fault, self.bootstrap)
+            got, self.last_seen = check_kraft_condition(self.spec, c, self._at_fault()[1], self.bootstrap)
             return got
         if name == "spark_committed":
             return self._spark_committed(c)
@@ -141,7 +145,7 @@ class Conditions:
             ok = (lc.equals is None or p.leader == lc.equals) and (lc.not_equals is None or p.leader != lc.not_equals)
             return self.last_seen if ok and p.leader >= 0 else None
         if name == "leader_changed":
-            before = self.leaders_at_fault.get((p.topic, p.partition))
+            before = self._at_fault()[0].get((p.topic, p.partition))
             if before is None:
                 raise UsageError("leader_changed needs a fault step before it")
             return f"{self.last_seen} (was {before})" if p.leader >= 0 and p.leader != before else None
@@ -153,6 +157,14 @@ class Conditions:
             return "ok"
         return None
 
+    def _at_fault(self) -> tuple[dict[tuple[str, int], int], int | None]:
+        """(leaders, controller) at the fault the running step's condition compares with: the one it names, by
+        default the latest of its kind (scenario_checks.fault_refs); the latest fault's when none is known."""
+        ref = self.fault_refs.get(self.step)
+        if ref is not None and ref in self.at_fault:
+            return self.at_fault[ref]
+        return self.leaders_at_fault, self.controller_at_fault
+
     def snapshot_leaders(self) -> None:
         """Leaders before a fault (leader_changed compares with them); partitions not seen keep the last known."""
         with_topic = self.partitions(quiet=True)
@@ -163,6 +175,7 @@ class Conditions:
             self.controller_at_fault = active_controller(self.spec)
         except ClusterctlError:
             self.controller_at_fault = None
+        self.at_fault[self.step] = (dict(self.leaders_at_fault), self.controller_at_fault)
 
 
 def check_kraft_condition(

@@ -6,7 +6,8 @@ Two paths, chosen once by what the kernel has (netns.fault_path):
 - userspace: loss as an iptables `statistic` DROP, rate as tbf (htb + u32 with `to`), delay/duplicate/corrupt as
   an iptables NFQUEUE rule served by a handler process (nfqhandler.py) started from the host in the node's netns.
 Every rule lives in the node's own namespace (an iptables chain CLUSTERCTL, the interface's root qdisc), so
-`heal_network` finds and removes all of it, and the handler, without any state kept elsewhere.
+`heal_network` finds and removes all of it, and the handler, without any state kept elsewhere. A fault that cannot be
+applied, or a timed one that ends, takes back only what it added: the node's other faults stay.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterctl.chaos import netns
@@ -106,16 +108,43 @@ def handler_args(f: NetFault) -> list[str]:
     return [f"--{f.kind}", f"{f.value / 100:g}"]
 
 
-def _ensure_chain(node: netns.NetNode) -> None:
+def _ensure_chain(node: netns.NetNode, undo: list[list[str]]) -> None:
+    """The CLUSTERCTL chain and OUTPUT's jump to it; what was made here is undone (last first) by `undo`."""
     if netns.run(node.pid, ["iptables", "-w", "-n", "-L", CHAIN], check=False).returncode != 0:
         netns.run(node.pid, ["iptables", "-w", "-N", CHAIN])
+        undo.append(["iptables", "-w", "-X", CHAIN])
     jump = ["OUTPUT", "-o", node.iface, "-j", CHAIN]
     if netns.run(node.pid, ["iptables", "-w", "-C", *jump], check=False).returncode != 0:
         netns.run(node.pid, ["iptables", "-w", "-I", *jump])
+        undo.append(["iptables", "-w", "-D", *jump])
 
 
-def degrade(spec: ClusterSpec, name: str, f: NetFault) -> FaultResult:
-    """Apply `f` to node `name`'s egress; the result's note names the setting and the path taken."""
+def _inverse(cmd: list[str]) -> list[str] | None:
+    """The command that takes back `cmd`: a rule deleted, our root qdisc removed (filters and classes go with it)."""
+    if cmd[0] == "iptables":
+        verb = cmd.index("-I") if "-I" in cmd else cmd.index("-A")
+        return [*cmd[:verb], "-D", *cmd[verb + 1 :]]
+    if cmd[:3] == ["tc", "qdisc", "add"] and "root" in cmd:
+        return ["tc", "qdisc", "del", "dev", cmd[cmd.index("dev") + 1], "root"]
+    return None
+
+
+def present(node: netns.NetNode) -> list[str]:
+    """The faults on a node now, in words: its packet handler, its CLUSTERCTL rules, our root qdisc."""
+    out = [f"packet handler pid {p}" for p in handler_pids(node.container)]
+    rules = netns.run(node.pid, ["iptables", "-w", "-S", CHAIN], check=False)
+    n = sum(1 for ln in rules.stdout.splitlines() if ln.startswith("-A ")) if rules.returncode == 0 else 0
+    if n:
+        out.append(f"{n} iptables rule{'s' if n > 1 else ''} in {CHAIN}")
+    if (kind := _root_qdisc(node)) in _OURS:
+        out.append(f"{kind} qdisc on {node.iface}")
+    return out
+
+
+def apply(spec: ClusterSpec, name: str, f: NetFault) -> tuple[FaultResult, Callable[[], FaultResult]]:
+    """Apply `f` to node `name`'s egress: its result (the note names the setting and the path taken) and the undo
+    of exactly this fault. A fault that cannot be applied takes back only what it added (every other fault on the
+    node stays as it was) and says so."""
     check(f)
     node = netns.net_node(spec, name)
     dsts = [netns.container_ip(spec, peer) for peer in f.to]
@@ -128,29 +157,83 @@ def degrade(spec: ClusterSpec, name: str, f: NetFault) -> FaultResult:
         cmds = userspace_commands(f, node.iface, dsts)
         via = {"loss": "iptables statistic", "rate": "tc tbf" if not dsts else "tc htb"}.get(f.kind, "nfqueue")
         if via == "nfqueue" and handler_pids(node.container):
-            raise ClusterctlError(f"{node.target} already has a delay/duplicate/corrupt fault; `chaos heal` first")
+            raise ClusterctlError(
+                f"{node.target} already has a delay/duplicate/corrupt fault; nothing was changed "
+                "(`chaos heal` first to replace it)"
+            )
     if path == "netem" or f.kind == "rate":
         _require_plain_root(node)
+    undo: list[list[str]] = []  # commands that take this fault back, in the order they were made
+    handler: list[int] = []
     try:
         if via == "nfqueue":
-            start_handler(node, QUEUE, MARK, handler_args(f))
+            handler.append(start_handler(node, QUEUE, MARK, handler_args(f)))
         if path == "userspace" and f.kind != "rate":
-            _ensure_chain(node)
+            _ensure_chain(node, undo)
         for cmd in cmds:
             netns.run(node.pid, cmd)
-    except BaseException:
-        heal_network(spec, name)
-        raise
+            inverse = _inverse(cmd)
+            if inverse is not None and not (inverse[0] == "tc" and any(u[0] == "tc" for u in undo)):
+                undo.append(inverse)
+    except BaseException as exc:
+        left = _take_back(node, undo, handler)
+        if not isinstance(exc, ClusterctlError):
+            raise
+        others = ", ".join(present(node)) or "none"
+        raise ClusterctlError(
+            f"{f.describe()} on {node.target} not applied: {exc.message}; what it had added was taken back"
+            + (f" except {', '.join(left)}" if left else "")
+            + f", and the node's other faults are as they were ({others})",
+            hint="`clusterctl chaos heal` removes every fault",
+        ) from None
     note = f"{f.describe()} via {via} ({path} path)"
-    return FaultResult(
+    res = FaultResult(
         f.kind, node.target, node.container, "clean", "degraded", started, round(time.monotonic() - t0, 3), note
     )
+
+    def take_back() -> FaultResult:
+        t, m = time.time(), time.monotonic()
+        left = _take_back(node, undo, handler)
+        after = "degraded" if left else "clean"
+        return FaultResult("heal-network", node.target, node.container, "degraded", after, t,
+                           round(time.monotonic() - m, 3), f"removed {f.describe()}"
+                           + (f" (NOT: {', '.join(left)})" if left else ""))  # fmt: skip
+
+    return res, take_back
+
+
+def _take_back(node: netns.NetNode, undo: list[list[str]], handler: list[int]) -> list[str]:
+    """Run `undo` last first (a chain is removed only when empty) and stop this fault's handler; what failed."""
+    left = []
+    for cmd in reversed(undo):
+        if cmd[-2:] == ["-X", CHAIN]:
+            rules = netns.run(node.pid, ["iptables", "-w", "-S", CHAIN], check=False).stdout
+            if any(ln.startswith("-A ") for ln in rules.splitlines()):
+                continue  # another fault's rules live in it
+        if netns.run(node.pid, cmd, check=False).returncode != 0 and cmd[-2:] != ["-X", CHAIN]:
+            left.append(" ".join(cmd[:3]))
+    for pid in handler:
+        from clusterctl.chaos.handlers import stop_handler
+
+        if not stop_handler(pid):
+            left.append(f"handler pid {pid}")
+    undo.clear()
+    handler.clear()
+    return left
+
+
+def degrade(spec: ClusterSpec, name: str, f: NetFault) -> FaultResult:
+    """Apply `f` to node `name`'s egress (until `heal`); see `apply`."""
+    return apply(spec, name, f)[0]
 
 
 def _require_plain_root(node: netns.NetNode) -> None:
     kind = _root_qdisc(node)
     if kind in _OURS:
-        raise ClusterctlError(f"{node.target} already has a {kind} qdisc on {node.iface}; `chaos heal` first")
+        raise ClusterctlError(
+            f"{node.target} already has a {kind} qdisc on {node.iface} (another network fault); nothing was changed "
+            "(`chaos heal` first to replace it)"
+        )
 
 
 _OURS = ("netem", "tbf", "htb", "prio")
@@ -210,14 +293,10 @@ def degrade_for(
     """Apply `f`; with `seconds`, heal the node again after that long (also on error or Ctrl-C)."""
     if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
         raise UsageError(f"--for must be positive, got {seconds}")
-    out = [degrade(spec, name, f)]
+    res, heal = apply(spec, name, f)
+    out = [res]
     if seconds is None:
         return out
-
-    def heal() -> FaultResult:
-        r = heal_network(spec, name)
-        return r or FaultResult("heal-network", out[0].target, out[0].container, "clean", "clean", time.time(), 0.0)
-
-    with _always(heal, out):
+    with _always(heal, out):  # this fault only: another on the node stays until its own end or `heal`
         _sleep(seconds, stop_event)
     return out

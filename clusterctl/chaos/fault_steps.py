@@ -38,7 +38,7 @@ class FaultSteps:
         for b in self.spec.topology.broker_ids:
             target, name = faults.broker_target(self.spec, b)
             if faults.container_state(name) == "paused":
-                r = faults.unpause(target, name)
+                r = faults.unpause(target, name, self.spec)
                 self.observer.mark(r.action, r.target, heal=True, t=r.started)
                 done.append(target)
         self.paused.clear()
@@ -67,7 +67,7 @@ class FaultSteps:
             self._on_paused(res)
             return ", ".join(f"pause {r.target}: {r.note}" for r in res)
         if a == "pause-broker":
-            r = faults.pause(*faults.broker_target(spec, f.broker or 0))
+            r = faults.pause(*faults.broker_target(spec, f.broker or 0), spec)
             self.paused.add(f.broker or 0)
         elif a == "partition-node":
             r, d = faults.disconnect(spec, f.node or "")
@@ -189,13 +189,12 @@ class FaultSteps:
 
         def body() -> None:
             try:
-                r = degrade.degrade(self.spec, node, fault)
+                r, take_back = degrade.apply(self.spec, node, fault)
                 self.observer.mark(r.action, r.target, heal=False, note=r.note, t=r.started)
                 applied.set()
                 stop.wait(float(f.for_ or 0))
-                h = degrade.heal_network(self.spec, node)
-                if h is not None:
-                    self.observer.mark(h.action, h.target, heal=True, note=h.note, t=h.started)
+                h = take_back()  # this fault only: another on the node stays until its own end or `heal`
+                self.observer.mark(h.action, h.target, heal=True, note=h.note, t=h.started)
             except ClusterctlError as exc:
                 errors.append(str(exc))
             finally:

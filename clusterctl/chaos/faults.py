@@ -122,7 +122,19 @@ def restart(action: str, target: str, name: str, grace_s: int, spec: ClusterSpec
 def pause(target: str, name: str, spec: ClusterSpec | None = None) -> FaultResult:
     """SIGSTOP every process of the container (docker pause: the cgroup freezer; a busy one is asked again for
     seconds, and `retries` counts the refusals)."""
-    res = _act("pause", target, name, ("running",), dk.pause, spec)
+    from clusterctl.runtime import fault_records
+
+    fault_records.record(spec, "pause", target, name)  # first: a SIGKILL after the freeze still leaves the record
+    try:
+        res = _act("pause", target, name, ("running",), dk.pause, spec)
+    except BaseException:
+        try:
+            frozen = state_of(locate(name, spec)) == "paused"
+        except ClusterctlError:
+            frozen = False
+        if not frozen:
+            fault_records.forget(spec, "pause", name)
+        raise
     if res.retries:
         res.note = f"frozen after {res.retries} freeze {'retry' if res.retries == 1 else 'retries'}"
     return res
@@ -162,7 +174,11 @@ def _unpause_each(paused: list[FaultResult], spec: ClusterSpec | None = None) ->
 
 
 def unpause(target: str, name: str, spec: ClusterSpec | None = None) -> FaultResult:
-    return _act("unpause", target, name, ("paused",), dk.unpause, spec)
+    from clusterctl.runtime import fault_records
+
+    res = _act("unpause", target, name, ("paused",), dk.unpause, spec)
+    fault_records.forget(spec, "pause", name)
+    return res
 
 
 def kill_broker(spec: ClusterSpec, broker_id: int) -> FaultResult:

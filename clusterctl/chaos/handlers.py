@@ -75,6 +75,21 @@ def _zombie(pid: int) -> bool:
     return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
+def stop_handler(pid: int, timeout: float = 10.0) -> bool:
+    """SIGTERM one handler (SIGKILL if it lingers); whether it is gone."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    try:
+        wait_until(lambda: _zombie(pid) or not Path(f"/proc/{pid}").exists(), timeout=timeout,
+                   what=f"packet handler {pid} to exit", interval=0.05)  # fmt: skip
+    except ClusterctlError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if (proc := _STARTED.pop(pid, None)) is not None:
+        proc.wait(timeout=5)
+    return True
+
+
 def stop_handlers(container: str, timeout: float = 10.0) -> list[int]:
     """SIGTERM every handler of `container` (SIGKILL if it lingers) and wait until it is gone; their pids."""
     pids = handler_pids(container)

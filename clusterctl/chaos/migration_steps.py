@@ -25,7 +25,7 @@ NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 
 
 class _Step(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Migrate(_Step):

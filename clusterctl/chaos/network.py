@@ -48,9 +48,13 @@ def disconnect(spec: ClusterSpec, name: str) -> tuple[FaultResult, Detached]:
     detached = Detached(cname, spec.topology.network_name, ipv4, aliases)
     started = time.time()
     t0 = time.monotonic()
+    from clusterctl.runtime import fault_records
+
+    fault_records.record(spec, "partition", target, cname)  # first: a SIGKILL after the cut leaves the record
     try:
         _docker().networks.get(spec.topology.network_name).disconnect(c)  # type: ignore[attr-defined]
     except (APIError, NotFound) as exc:
+        fault_records.forget(spec, "partition", cname)
         raise FaultNotAppliedError(f"disconnecting {target} from {spec.topology.network_name} failed: {exc}") from None
     res = FaultResult(
         "partition-node", target, cname, before, "disconnected", started, round(time.monotonic() - t0, 3),
@@ -59,8 +63,10 @@ def disconnect(spec: ClusterSpec, name: str) -> tuple[FaultResult, Detached]:
     return res, detached
 
 
-def reconnect(d: Detached) -> FaultResult:
-    """Put a node back on its network with the same static IP and aliases."""
+def reconnect(d: Detached, spec: ClusterSpec | None = None) -> FaultResult:
+    """Put a node back on its network with the same static IP and aliases (and forget `spec`'s record of the cut)."""
+    from clusterctl.runtime import fault_records
+
     started = time.time()
     t0 = time.monotonic()
     try:
@@ -68,6 +74,7 @@ def reconnect(d: Detached) -> FaultResult:
     except APIError as exc:
         if "already exists" not in str(exc):
             raise ClusterctlError(f"reconnecting {d.container} to {d.network} failed: {exc}") from None
+    fault_records.forget(spec, "partition", d.container)
     return FaultResult(
         "reconnect", d.container, d.container, "disconnected", "connected", started, round(time.monotonic() - t0, 3),
         note=f"on {d.network} as {d.ipv4}",
@@ -87,7 +94,7 @@ def partition_node(
         raise UsageError(f"--for must be positive, got {seconds}")
     res, detached = disconnect(spec, name)
     out = [res]
-    with _always(lambda: reconnect(detached), out):
+    with _always(lambda: reconnect(detached, spec), out):
         if on_applied is not None:
             on_applied(list(out))
         _sleep(seconds, stop_event)

@@ -58,6 +58,10 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
             out.extend(heal(spec))
         except ClusterctlError as exc:
             problems.append(exc.message)
+        if not problems:
+            from clusterctl.runtime import fault_records
+
+            fault_records.forget_all(spec)
         _raise_problems(problems, out)
         return out
     try:  # first: a node must not be started on a full disk
@@ -65,7 +69,7 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
     except ClusterctlError as exc:
         problems.append(exc.message)
     for d in detached or []:
-        undo(partial(reconnect, d))
+        undo(partial(reconnect, d, spec))
     for service, target in (
         [(spec.topology.zk_service(i), f"zk {i}") for i in spec.topology.zk_ids]
         + [(spec.topology.controller_service(i), f"controller {i}") for i in spec.topology.dedicated_controller_ids]
@@ -84,13 +88,22 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         nets = c.attrs.get("NetworkSettings", {}).get("Networks") or {}
         if spec.topology.network_name not in nets and st in ("running", "paused"):
             ip = spec.topology.static_ips()[_ip_key(target)]
-            undo(partial(reconnect, Detached(name, spec.topology.network_name, ip, [service])))
+            undo(partial(reconnect, Detached(name, spec.topology.network_name, ip, [service]), spec))
     try:
         out.extend(heal_all_network(spec))
     except ClusterctlError as exc:
         problems.append(exc.message)
+    _forget_healed(spec)
     _raise_problems(problems, out)
     return out
+
+
+def _forget_healed(spec: ClusterSpec) -> None:
+    """Remove the records of every pause and cut that no longer holds."""
+    from clusterctl.runtime import fault_records
+
+    still = {r.container for r in fault_records.still_applied(spec, fault_records.records(spec))}
+    fault_records.forget_all(spec, keep=still)
 
 
 def _raise_problems(problems: list[str], out: list[FaultResult]) -> None:

@@ -269,7 +269,7 @@ def _partition_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
         [f.action, f"{p.topic}-{p.partition}", p.leader_before, p.new_leader,
          explain(p.time_to_new_leader_s, f.action, "new_leader", p.led_by_target, settings),
          explain(p.isr_shrunk_s, f.action, "isr_shrunk", p.led_by_target, settings), p.isr_full_s, p.unavailable_s,
-         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings)]
+         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings), ", ".join(p.also) or "-"]
         for f in result.faults
         for p in f.partitions
     ]  # fmt: skip
@@ -300,7 +300,7 @@ def write_summary_html(rep: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     runs = [
         {
-            "cells": [r.run, "PASS" if r.ok else "FAIL", r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
+            "cells": [r.run, r.verdict, r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
                       r.isr_shrunk_s, r.write_gap_s, r.stall_s, _spark_cell(r), r.fault],
             "href": os.path.relpath(r.report, path.parent) if r.report else None,
         }

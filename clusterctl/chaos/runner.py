@@ -9,10 +9,12 @@ scenario and summarizes the runs.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +82,15 @@ class Runner(NodeSteps, MigrateSteps):
 
     # -- checks before anything is touched
     def preflight(self) -> None:
+        from clusterctl.chaos.scenario_checks import check_against_spec
+
         self._check_deploy()
         mode = self.spec.kafka.mode
         if self.sc.mode not in ("any", mode):
             raise UsageError(
                 f"scenario {self.sc.name} is for kafka.mode={self.sc.mode}; cluster {self.spec.name} runs {mode}"
             )
+        check_against_spec(self.sc, self.spec)
         if self.sc.requires == "zookeeper" and self.spec.kraft_mode:
             raise UsageError(
                 f"scenario {self.sc.name} drills ZooKeeper; cluster {self.spec.name} runs KRaft (no ZooKeeper)"
@@ -127,6 +132,33 @@ class Runner(NodeSteps, MigrateSteps):
             raise ClusterctlError(
                 f"cluster {self.spec.name} is not up ({', '.join(missing)} missing)", hint="clusterctl up"
             )
+        self._refuse_left_faults()
+        self._require_named_topics()
+
+    def _require_named_topics(self) -> None:
+        """A topic a step names (not one the run creates) must exist now, not be found missing mid-drill."""
+        from clusterctl.chaos.scenario_checks import named_topics
+        from clusterctl.kafka.admin import list_topics
+
+        named = named_topics(self.sc)
+        if not named:
+            return
+        have = {t.name for t in list_topics(self.bootstrap, include_internal=True)}
+        missing = [(i, t) for i, t in named if t not in have]
+        if missing:
+            i, t = missing[0]
+            raise UsageError(f"scenario {self.sc.name}: step {i} names topic {t!r}, which does not exist")
+
+    def _refuse_left_faults(self) -> None:
+        """A pause or cut a killed run left applied (runtime.fault_records) would falsify this drill: refused."""
+        from clusterctl.runtime.fault_records import still_applied
+
+        left = still_applied(self.spec)
+        if left:
+            raise ClusterctlError(
+                f"fault left applied: {left[0].line()}" + (f" (and {len(left) - 1} more)" if len(left) > 1 else ""),
+                hint="`clusterctl chaos heal` undoes it",
+            )
 
     def run(self) -> ScenarioResult:
         from clusterctl.chaos.analysis import analyze, phase_metrics
@@ -139,13 +171,18 @@ class Runner(NodeSteps, MigrateSteps):
         self.observer = Observer(
             self.spec, self.bootstrap if poll_md else None, [self.topic], live_path=self.work_dir / "events.jsonl"
         ).start()
+        from clusterctl.chaos.scenario_checks import fault_refs
+
+        self.cond.fault_refs = fault_refs(steps)
         started = time.time()
         results: list[StepResult] = []
         error: str | None = None
         interrupted = not_applied = False
+        i = 0
         try:
             for i, step in enumerate(steps, 1):
                 desc = step.describe()
+                self.cond.step = i
                 self.progress(f"step {i}/{len(steps)}: {desc}")
                 self.observer.event("step", "step", f"step {i}", desc)
                 t0 = time.time()
@@ -161,9 +198,15 @@ class Runner(NodeSteps, MigrateSteps):
                     error, interrupted = f"interrupted during step {i} ({desc})", True
                     break
                 results.append(StepResult(i, step.kind, desc, True, t0, round(time.time() - t0, 3), detail))
+        except KeyboardInterrupt:  # between two steps: the same as during one
+            error, interrupted = (f"interrupted after step {i}" if i else "interrupted before step 1"), True
         finally:
-            cleanup = self._cleanup()
-            timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
+            # a second stop signal must not cut the healing short: held until the run's result exists, then noted
+            with _signals_held() as late:
+                cleanup = self._cleanup()
+                timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
+        if late and not interrupted and error is None:
+            error, interrupted = "interrupted while cleaning up after the last step", True
         if cleanup and (error is None or interrupted or not_applied):
             error = cleanup if error is None else f"{error}; {cleanup}"
         ok = error is None and (self.verify_result is None or self._verdict_ok(self.verify_result))
@@ -436,6 +479,27 @@ class Runner(NodeSteps, MigrateSteps):
         if not got:
             raise StepFailed(f"assertion {c.name} does not hold: {self.cond.last_seen}")
         return got
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[list[bool]]:
+    """Hold SIGINT/SIGTERM/SIGHUP while the block runs (the run's cleanup: stop the load, heal, wait until healed);
+    one that came meanwhile is raised by its handler when released, caught here, and noted in the list."""
+    late: list[bool] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield late
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield late
+    finally:
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a pending signal's handler runs here
+        except KeyboardInterrupt:
+            late.append(True)
 
 
 def failover_bounds(spec: ClusterSpec) -> dict[str, str]:

@@ -28,9 +28,11 @@ run a Spark job beside the load and check its results exactly (pipeline.py, docs
 
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
-leader_changed {topic, partition}, zk_quorum: lost | ok | healthy (all serving),
+leader_changed {topic, partition, fault}, zk_quorum: lost | ok | healthy (all serving),
 zk_mode {id, mode}, broker_registered {id, registered}. `topic`
-defaults to the scenario's topic (a fresh name per run unless `topic.name` is set).
+defaults to the scenario's topic (a fresh name per run unless `topic.name` is set). leader_changed and
+controller_changed compare with the state at a fault: the step `fault: N` names, by default the latest fault of
+their kind before them (scenario_checks.py checks every step's references before anything starts).
 
 The runner (runner.py) observes the whole run (observer.py), always stops the load and heals every
 fault at the end (also on failure or Ctrl-C), and returns a ScenarioResult; report.py writes JSON and HTML.
@@ -47,6 +49,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, check_steps
 from clusterctl.chaos.node_steps import KillNode, check_node_steps
+from clusterctl.chaos.scenario_checks import KRAFT_CONDITIONS as KRAFT_CONDITIONS  # conditions.py asks here
+from clusterctl.chaos.scenario_checks import check_references
 from clusterctl.chaos.spark_steps import SparkCommitted, SparkJob, VerifySpark
 from clusterctl.errors import SpecError, SpecNotFoundError
 from clusterctl.spec import validate, yamlfile
@@ -83,7 +87,7 @@ NET_ACTIONS = ("delay", "loss", "rate", "duplicate", "corrupt")
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TopicSpec(_M):
@@ -136,8 +140,19 @@ class BrokerFenced(_M):
     fenced: bool = True
 
 
+FAULT_REF = Field(
+    default=None,
+    ge=1,
+    description="the step number of the fault it compares with (default: the latest fault of its kind before it)",
+)
+
+
+class LeaderChanged(PartitionRef):
+    fault: int | None = FAULT_REF
+
+
 class ControllerChanged(_M):
-    pass
+    fault: int | None = FAULT_REF
 
 
 class Condition(_M):
@@ -148,7 +163,7 @@ class Condition(_M):
     preferred_leaders: TopicRef | None = None
     leaders_live: TopicRef | None = None  # every partition led, none by a broker on a host the run stopped
     leader: LeaderIs | None = None
-    leader_changed: PartitionRef | None = None
+    leader_changed: LeaderChanged | None = None  # the leader differs from the one at the fault (`fault: N`)
     zk_quorum: Literal["lost", "ok", "healthy"] | None = None
     zk_mode: ZkModeIs | None = None
     broker_registered: BrokerRegistered | None = None
@@ -234,7 +249,7 @@ class Fault(_M):
         default=300.0, gt=0, le=validate.MAX_SECONDS, description="rolling-restart: per-broker ISR wait"
     )
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
     @model_validator(mode="after")
     def _targets(self) -> Fault:
@@ -289,8 +304,6 @@ class Verify(_M):
         default=None, gt=0, le=validate.MAX_SECONDS, description="fail when a partition waited longer for an ack (s)"
     )
 
-
-KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
 
 STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "create_topic": CreateTopic,
@@ -406,6 +419,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         sc = Scenario.model_validate(data)
         check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
         check_node_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.deploy)
+        check_references(sc)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None
     except ValueError as exc:

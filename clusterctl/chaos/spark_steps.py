@@ -11,7 +11,7 @@ from clusterctl.spec import validate
 
 
 class _M(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class SparkJob(_M):

@@ -34,6 +34,11 @@ class RunStats:
     spark_exact: bool | None = None  # verify_spark's verdict (None: no Spark job verified)
     spark_missing: int | None = None  # keys missing from the job's output
     spark_mismatched: int | None = None  # keys with another value than the input gives (a double count among them)
+    interrupted: bool = False  # a stop signal ended this run (healed, reported; the series ends with it)
+
+    @property
+    def verdict(self) -> str:
+        return "INTERRUPTED" if self.interrupted else "PASS" if self.ok else "FAIL"
 
 
 @dataclass
@@ -94,6 +99,7 @@ def run_stats(index: int, result: Any) -> RunStats:
         report=result.report_html,
         error=result.error,
         isr_shrunk_s=min(shrunk) if shrunk else None,
+        interrupted=bool(getattr(result, "interrupted", False)),
         **_spark_stats(result, f),
     )
 
@@ -155,7 +161,8 @@ def repeat(
 ) -> RepeatResult:
     """Call `run_once(i, dir)` (it runs the scenario and writes its reports in dir) n times; summarize.
 
-    Ctrl-C stops after the current run's cleanup: the runs so far are summarized, marked interrupted.
+    A stop signal (Ctrl-C, SIGTERM, SIGHUP) ends the whole series: the run it came in is healed and kept as an
+    interrupted run (its report written), no further run starts, and the runs so far are summarized.
     """
     runs: list[RunStats] = []
     interrupted = False
@@ -171,11 +178,14 @@ def repeat(
         action = action or (main_fault(result).action if main_fault(result) else None)
         if on_run is not None:
             on_run(row)
+        if row.interrupted:
+            interrupted = True
+            break
     return RepeatResult(
         scenario=scenario.name,
         expect=scenario.expect,
         runs=runs,
-        summary=summarize(runs, settings, action),
+        summary=summarize([r for r in runs if not r.interrupted], settings, action),
         passed=sum(r.ok for r in runs),
         bounds={k: str(v) for k, v in settings.items()},
         loss_settings=scenario.loss_settings(),

@@ -373,7 +373,12 @@ def cmd_chaos_heal(
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
+    from clusterctl.runtime import fault_records
+
     spec = get_spec()
+    left = fault_records.still_applied(spec)
+    for r in left:
+        info(f"fault left applied: {r.line()}; healing it")
     results = recovery.heal_all(spec)
     waited = None
     if wait:
@@ -382,7 +387,7 @@ def cmd_chaos_heal(
     if as_json:
         from clusterctl.output import emit
 
-        emit({"healed": results, "wait": waited}, as_json=True)
+        emit({"healed": results, "wait": waited, "left_behind": left}, as_json=True)
         return
     _emit_faults(results, False)
     if waited is not None:

@@ -204,6 +204,7 @@ def cmd_up(
 
     cluster = _cluster()
     spec = cluster.spec
+    _report_left_faults(spec)
     with spinner() as progress:
         task = progress.add_task(f"starting {cluster.project}", total=None)
 
@@ -227,6 +228,14 @@ def cmd_up(
     )
     if result.manager:
         info(result.manager)
+
+
+def _report_left_faults(spec: "ClusterSpec") -> None:
+    """One line per pause or cut a killed process left applied (runtime.fault_records)."""
+    from clusterctl.runtime import fault_records
+
+    for r in fault_records.still_applied(spec):
+        info(f"fault left applied: {r.line()}; `clusterctl chaos heal` undoes it")
 
 
 def _up_fields(spec: "ClusterSpec", result: "UpResult") -> list[Column]:

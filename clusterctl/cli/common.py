@@ -142,6 +142,11 @@ def timeout_option(what: str) -> Any:
     return typer.Option("--timeout", help=f"{what} (at most a day)", callback=seconds_option())
 
 
+def directory_option(what: str) -> Callable[[object], object]:
+    """Callback for an option naming an existing directory (a filesystem to look at): checked before any work."""
+    return _checked(lambda v: validate.existing_dir(str(v), what))
+
+
 def finite_option() -> Callable[[object], object]:
     """Callback for any other float option: nan and inf are refused (one line, exit 2)."""
     return _checked(lambda v: validate.finite(float(v), "the value"))

@@ -12,6 +12,7 @@ from clusterctl.cli.common import (
     JsonOpt,
     bootstrap_servers,
     client_props,
+    directory_option,
     finite_option,
     get_spec,
     group_option,
@@ -213,6 +214,7 @@ def cmd_perf_produce(
             help="filesystem the brokers write to, for the disk guard (default: $CLUSTERCTL_DISK_PATH, "
             "else the Docker data root for the spec's cluster)",
             show_default=False,
+            callback=directory_option("--disk-path"),
         ),
     ] = None,
     engine: Annotated[

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, state
+from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, state, uninterrupted
 from clusterctl.spec import validate
 
 scenario_app = typer.Typer(name="scenario", help="Failover drills described as YAML steps.", no_args_is_help=True)
@@ -51,7 +51,7 @@ def cmd_scenario_run(
         typer.Option("--report-dir", help="where report.json/report.html/ledger go (default reports/<run>)"),
     ] = None,
     repeat: Annotated[
-        int, typer.Option("--repeat", min=1, help="run it N times; per-run numbers and their median/p95/max")
+        int, typer.Option("--repeat", min=1, help="run it N times (1 to 100); per-run numbers and their median/p95/max")
     ] = 1,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
@@ -68,6 +68,9 @@ def cmd_scenario_run(
     from clusterctl.output import emit, info
 
     sc = load_scenario(file)
+    if report_dir is not None:  # checked before the drill, not when its report is written
+        validate.output_dir(report_dir, "--report-dir")
+    validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     spec = get_spec()
     bootstrap = bootstrap_servers(bootstrap_server)
     if repeat > 1:
@@ -75,14 +78,15 @@ def cmd_scenario_run(
         return
     runner = Runner(spec, sc, bootstrap, report_dir, progress=info, file=str(file), spec_path=state.spec_path)
     result = runner.run()
-    _json, html = write_reports(result, runner.work_dir)
-    if as_json:
-        if result.ok:  # a failed run's result goes out once, inside the --json error object
-            emit(replace(result, timeline=None), as_json=True)
-    else:
-        _print_result(result)
-        info(f"report: {html}")
-    if result.interrupted:  # Ctrl-C: the partial report is written; exit 130 with "interrupted"
+    with uninterrupted():  # the reports are written whole; a signal meanwhile ends the command right after
+        _json, html = write_reports(result, runner.work_dir)
+        if as_json:
+            if result.ok:  # a failed run's result goes out once, inside the --json error object
+                emit(replace(result, timeline=None), as_json=True)
+        else:
+            _print_result(result)
+            info(f"report: {html}")
+    if result.interrupted:  # a stop signal: the partial report is written; exit 128 + the signal, "interrupted"
         stop = KeyboardInterrupt()
         stop.result = replace(result, timeline=None) if as_json else None  # type: ignore[attr-defined]
         raise stop
@@ -138,7 +142,8 @@ def _print_result(result: Any) -> None:
                          Column("New leader s", ex("new_leader", "time_to_new_leader_s")),
                          Column("ISR shrunk s", ex("isr_shrunk", "isr_shrunk_s")),
                          Column("ISR full s", lambda r: r[1].isr_full_s, justify="right"),
-                         Column("Write gap s", ex("write_gap", "write_gap_s"))],
+                         Column("Write gap s", ex("write_gap", "write_gap_s")),
+                         Column("Also explained by", lambda r: ", ".join(r[1].also) or "-")],
             )  # fmt: skip
     if result.phases:
         emit(
@@ -198,7 +203,7 @@ def _run_repeated(
     from clusterctl.chaos.report import write_reports, write_summary_html
     from clusterctl.chaos.results import StepFailed
     from clusterctl.chaos.runner import Runner
-    from clusterctl.output import Column, emit, info
+    from clusterctl.output import info
 
     base = report_dir or Path("reports") / f"{sc.name}-x{n}-{uuid.uuid4().hex[:6]}"
 
@@ -213,13 +218,28 @@ def _run_repeated(
 
     def show(r: stats.RunStats) -> None:
         info(
-            f"run {r.run}/{n}: {'PASS' if r.ok else 'FAIL'} acked {r.acked} lost {r.lost} duplicated {r.duplicated} "
+            f"run {r.run}/{n}: {r.verdict} acked {r.acked} lost {r.lost} duplicated {r.duplicated} "
             f"detected {r.detected_s} new leader {r.new_leader_s} ISR shrunk {r.isr_shrunk_s} write gap {r.write_gap_s}"
             + ("" if r.spark_exact is None else f" Spark {'exact' if r.spark_exact else 'NOT exact'} stall {r.stall_s}")
         )
 
     rep = stats.repeat(run_once, n, base, sc, settings_of(spec), on_run=show)
-    write_summary_html(rep, base / "summary.html")
+    with uninterrupted():  # the summary is written whole; a signal meanwhile ends the command right after
+        write_summary_html(rep, base / "summary.html")
+        _show_repeated(rep, sc, n, as_json)
+    if rep.interrupted:  # one stop signal ends the series: 128 + the signal, the summary inside --json's error
+        stop = KeyboardInterrupt()
+        stop.result = rep if as_json else None  # type: ignore[attr-defined]
+        raise stop
+    if not rep.ok:
+        err = StepFailed(f"{len(rep.runs) - rep.passed} of {len(rep.runs)} runs failed", hint=f"see {rep.report_html}")
+        err.result = rep if as_json else None
+        raise err
+
+
+def _show_repeated(rep: Any, sc: Any, n: int, as_json: bool) -> None:
+    from clusterctl.output import Column, emit, info
+
     if as_json:
         if rep.ok and not rep.interrupted:  # otherwise the summary goes out once, inside the --json error object
             emit(rep, as_json=True)
@@ -227,9 +247,9 @@ def _run_repeated(
         emit(
             rep.runs,
             as_json=False,
-            title=f"scenario {sc.name} x{len(rep.runs)}: {rep.passed}/{len(rep.runs)} passed"
+            title=f"scenario {sc.name} x{len(rep.runs)} of {n}: {rep.passed}/{len(rep.runs)} passed"
             + (" (interrupted)" if rep.interrupted else ""),
-            columns=[Column("Run", "run", justify="right"), Column("Ok", "ok"),
+            columns=[Column("Run", "run", justify="right"), Column("Verdict", "verdict"),
                      Column("Acked", "acked", justify="right"), Column("Lost", "lost", justify="right"),
                      Column("Duplicated", "duplicated", justify="right"),
                      Column("Detected s", "detected_s", justify="right"),
@@ -247,14 +267,8 @@ def _run_repeated(
                      Column("Max", "max", justify="right"), Column("Bounded by", "bound")],
         )  # fmt: skip
         info(f"summary: {rep.report_html}")
-    if rep.interrupted:
-        err = StepFailed(f"interrupted after {len(rep.runs)} of {n} runs", hint=f"see {rep.report_html}")
-        err.result = rep if as_json else None
-        raise err
-    if not rep.ok:
-        err = StepFailed(f"{len(rep.runs) - rep.passed} of {len(rep.runs)} runs failed", hint=f"see {rep.report_html}")
-        err.result = rep if as_json else None
-        raise err
+        if rep.interrupted:
+            info(f"interrupted in run {len(rep.runs)} of {n}: that run was healed; no further run started")
 
 
 @scenario_app.command("compare")
@@ -282,7 +296,9 @@ def cmd_scenario_compare(
     if not wanted or len(set(wanted)) != len(wanted) or any(m not in cmp.MODES for m in wanted):
         raise UsageError(f"--modes takes zookeeper and/or kraft (comma-separated, once each), got {modes!r}")
     validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
+    validate.output_file(results, "--results")
     if not summary_only:
+        validate.output_dir(report_dir, "--report-dir")
         cmp.compare(get_spec(), sc, wanted, repeat, results, report_dir, progress=info)
     runs = [r for r in cmp.load_runs(results, sc.name) if r.mode in wanted]
     summary = cmp.summarize(runs)

@@ -263,7 +263,11 @@ class Cluster:
     def status(self, spec_path: Path | None = None) -> ClusterStatus:
         """Containers, ZooKeeper Mode per node, quorum, broker registrations, controller, manager URL, and with
         `spec_path` a KRaft migration recorded beside it."""
+        from clusterctl.runtime import fault_records
+
         result = cluster_status(self.spec)
+        result.summary += [f"fault left applied: {r.line()} (`clusterctl chaos heal` undoes it)"
+                           for r in fault_records.still_applied(self.spec)]  # fmt: skip
         if self.manager_url is not None:
             result.manager, result.manager_url = self.spec.manager_kind, self.manager_url
         return result if spec_path is None else add_migration(result, spec_path)

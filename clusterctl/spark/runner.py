@@ -74,6 +74,11 @@ def _job_paths() -> dict[str, Path]:
     return {p.stem: p for p in sorted(root.glob("*.py")) if not p.name.startswith("_")}
 
 
+def job_names() -> list[str]:
+    """The jobs in spark_jobs/ by name, without loading any."""
+    return list(_job_paths())
+
+
 def list_jobs() -> list[JobInfo]:
     """Every job in spark_jobs/, with its kind, description and default options."""
     out = []

@@ -27,7 +27,7 @@ KafkaMode = Literal["zookeeper", "kraft"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 def matching(v: str, pattern: re.Pattern[str], what: str, rule: str, max_len: int | None = None) -> str:

@@ -191,3 +191,57 @@ def input_file(path: Path, what: str, hint: str | None = None) -> Path:
         else "a device"
     )  # fmt: skip
     raise SpecError(f"{what} {path} is {kind}, not a file")
+
+
+def output_dir(path: Path, what: str) -> Path:
+    """`path` if it is a directory this process can write into, or can be made as one (its nearest existing
+    ancestor is such a directory); else one line (exit 2), before any work: not after a drill has run."""
+    import os
+
+    probe = path
+    while True:
+        try:
+            mode = probe.stat().st_mode
+        except FileNotFoundError:
+            if probe.parent == probe:
+                raise UsageError(f"{what} {path}: no part of it exists") from None
+            probe = probe.parent
+            continue
+        except NotADirectoryError:
+            raise UsageError(f"{what} {path} cannot be made (a part of it is a file, not a directory)") from None
+        except OSError as exc:
+            raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
+        break
+    if not stat.S_ISDIR(mode):
+        kind = "is not a directory" if probe == path else f"cannot be made ({probe} is not a directory)"
+        raise UsageError(f"{what} {path} {kind}")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        where = "" if probe == path else f" ({probe} is not writable)"
+        raise UsageError(f"{what} {path} is not writable{where}")
+    return path
+
+
+def output_file(path: Path, what: str) -> Path:
+    """`path` if it is a regular file (or nothing yet) in a directory `output_dir` accepts; else one line (exit 2)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: {exc.strerror or exc}") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise UsageError(f"{what} {path} is not a regular file")
+    output_dir(path.parent, what)
+    return path
+
+
+def existing_dir(value: str, what: str) -> str:
+    """`value` if it names an existing directory (a filesystem to check), else one line (exit 2)."""
+    p = Path(value)
+    try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        raise UsageError(f"{what} {value}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(mode):
+        raise UsageError(f"{what} {value} is not a directory")
+    return value

@@ -4,6 +4,8 @@ A file larger than MAX_YAML_BYTES is refused before it is parsed. Aliases are co
 expand to: a document whose nodes, aliases expanded, exceed MAX_YAML_NODES (a "billion laughs" of
 nested anchors is a few hundred bytes), nests deeper than MAX_YAML_DEPTH, or refers to itself, is
 refused while it is composed, before any Python object exists.
+
+A mapping that gives the same key twice (YAML keeps the last one silently) is refused with the key's path.
 """
 
 from __future__ import annotations
@@ -90,13 +92,44 @@ def load_text(text: str, source: str) -> Any:
         raise SpecError(f"{source}: larger than {MAX_YAML_BYTES // 1024} KiB; refused before parsing")
     loader = _BoundedLoader(text)
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _refuse_duplicate_keys(node)
+        return loader.construct_document(node)
     except _Refused as exc:
         raise SpecError(f"{source}: YAML {exc}; refused") from None
     except RecursionError:
         raise SpecError(f"{source}: YAML nests too deeply; refused") from None
     finally:
         loader.dispose()
+
+
+def _refuse_duplicate_keys(root: Node) -> None:
+    """Refuse a mapping that names a key twice, naming the key's path (`kafka.brokers`, `steps[3].fault.broker`).
+
+    Each node is visited once (aliases share theirs); a merge key (`<<`) may repeat what it merges."""
+    seen: set[int] = set()
+    stack: list[tuple[Node, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, SequenceNode):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(node.value))
+        elif isinstance(node, MappingNode):
+            keys: set[str] = set()
+            for key, value in node.value:
+                name = key.value if isinstance(key, yaml.ScalarNode) else None
+                if name is None or key.tag == "tag:yaml.org,2002:merge":
+                    continue
+                where = f"{path}.{name}" if path else str(name)
+                if name in keys:
+                    line = key.start_mark.line + 1
+                    raise _Refused(f"has the key {where!r} twice (line {line}; YAML would silently keep the last)")
+                keys.add(name)
+                stack.append((value, where))
 
 
 def read_text(path: Path, source: str | None = None) -> str:

@@ -350,7 +350,7 @@ class KafkaCluster:
         from clusterctl.chaos import faults
 
         if seconds is None:
-            return self._fault(faults.pause(*faults.broker_target(self._spec, broker_id)))
+            return self._fault(faults.pause(*faults.broker_target(self._spec, broker_id), self._spec))
         return faults.pause_broker(self._spec, broker_id, seconds)
 
     def partition(self, node: str | int, seconds: float | None = None) -> FaultResult | list[FaultResult]:
