@@ -178,19 +178,6 @@ def test_readme_fits_on_a_screen_and_its_links_resolve() -> None:
     assert "make demo" in readme and "make test" in readme and "Maven Central" in readme
 
 
-def test_tutorial_snippets_are_whole_commands() -> None:
-    """Each transcript range a tutorial includes starts at a `$ ` command line and ends at the end of its output."""
-    ranges = []
-    for page in DOCS.rglob("*.md"):
-        ranges += re.findall(r'--8<-- "([^":]+):(\d+):(\d+)"', page.read_text(encoding="utf-8"))
-    assert ranges
-    for file, start, end in ranges:
-        lines = (ROOT / file).read_text(encoding="utf-8").splitlines()
-        first, last = int(start), int(end)
-        assert lines[first - 1].startswith("$ "), (file, first)
-        assert last == len(lines) or not lines[last].strip(), (file, last)  # the next line is blank: output ends
-
-
 def test_mkdocs_build_strict(generated: ModuleType, tmp_path: Path) -> None:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(
