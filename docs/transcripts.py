@@ -383,8 +383,9 @@ def fit_spec(spec: Path) -> list[str]:
     return notes
 
 
-def run_kafka_pages(found: list[Page], workdir: Path) -> dict[Path, dict[int, list[str]]]:
-    """The kafka pages in order, in one working directory: the pages create, use and remove the cluster."""
+def run_kafka_pages(found: list[Page], workdir: Path, screenshots: bool = False) -> dict[Path, dict[int, list[str]]]:
+    """The kafka pages in order, in one working directory: the pages create, use and remove the cluster (and with
+    `screenshots`, docs/screenshots.py takes a page's pictures after its last block, before the `last` blocks)."""
     runner = Runner.make(workdir)
     results: dict[Path, dict[int, list[str]]] = {p.path: {} for p in found}
     fitted: list[str] = []
@@ -396,11 +397,17 @@ def run_kafka_pages(found: list[Page], workdir: Path) -> dict[Path, dict[int, li
             print(f"  spec: {', '.join(fitted)}", file=sys.stderr)
 
     ordered = [b for p in found for b in p.blocks if not b.last] + [b for p in found for b in p.blocks if b.last]
+    last_of_page = {p.path: max((b.index for b in p.blocks if not b.last), default=0) for p in found}
     try:
         for block in ordered:
             t0 = time.monotonic()
             results[block.page][block.index] = run_block(runner, block, after)
             print(f"  {block.name}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+            if screenshots and not block.last and block.index == last_of_page[block.page]:
+                sys.path.insert(0, str(DOCS))
+                from screenshots import take  # docs/screenshots.py
+
+                take(block.page, workdir, runner.env)
     finally:
         if (workdir / "clusterctl.yaml").exists():
             runner.quiet("clusterctl down --volumes")
@@ -432,11 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir or Path(tempfile.mkdtemp(prefix="clusterctl-transcripts-"))
         workdir.mkdir(parents=True, exist_ok=True)
         print(f"kafka pages in {workdir}", file=sys.stderr)
-        results.update(run_kafka_pages(kafka_pages, workdir))
-        if args.screenshots:
-            from screenshots import take  # docs/screenshots.py
-
-            take(workdir)
+        results.update(run_kafka_pages(kafka_pages, workdir, args.screenshots))
 
     changed = []
     for page in found:
