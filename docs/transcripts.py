@@ -3,6 +3,8 @@
     python docs/transcripts.py                       # every page: tansu pages, then one real cluster for the rest
     python docs/transcripts.py --env tansu           # only the cheap pages (a tansu broker on loopback, seconds)
     python docs/transcripts.py --check --env tansu   # change nothing; exit 1 when a recorded output differs
+    python docs/transcripts.py --all                 # rewrite every block (by default a block is rewritten only
+                                                     # when its output changed beyond timings, ports and ids)
     python docs/transcripts.py --screenshots         # also the console and drill report pictures (Chromium)
 
 A page opts in with a header comment, and marks each block of commands whose output the script owns:
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import functools
 import os
 import re
 import shlex
@@ -46,6 +49,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -243,15 +247,21 @@ def clusterctl_invocations(command: str) -> list[list[str]]:
     return found
 
 
-def cli_error(args: Sequence[str]) -> str | None:
-    """Why `clusterctl ARGS` would not parse (an unknown command or option, a bad value), or None."""
-    import typer
-    import typer._click as click
+@functools.cache
+def _root_command() -> Any:
     import typer.main
 
     from clusterctl.cli import build_app
 
-    command = typer.main.get_command(build_app())
+    return typer.main.get_command(build_app())
+
+
+def cli_error(args: Sequence[str]) -> str | None:
+    """Why `clusterctl ARGS` would not parse (an unknown command or option, a bad value), or None."""
+    import typer
+    import typer._click as click
+
+    command = _root_command()
     try:
         ctx = command.make_context("clusterctl", list(args))
         while hasattr(command, "resolve_command"):  # a group: its command and what follows it
@@ -421,6 +431,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", choices=["tansu", "kafka"], help="only the pages of this env")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when an output differs")
+    parser.add_argument(
+        "--all", action="store_true", help="rewrite every block (default: only blocks whose output changed)"
+    )
     parser.add_argument("--workdir", type=Path, help="kafka pages: where the spec, compose files and reports go")
     parser.add_argument("--screenshots", action="store_true", help="kafka pages: also the pictures (Chromium)")
     args = parser.parse_args(argv)
@@ -444,10 +457,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     changed = []
     for page in found:
         outputs = results.get(page.path, {})
+        drift = {b.index: differences(b, outputs[b.index]) for b in page.blocks if b.index in outputs}
         if args.check:
-            changed += [d for b in page.blocks if b.index in outputs for d in differences(b, outputs[b.index])]
-        elif write_page(page, outputs):
-            changed.append(str(page.path.relative_to(ROOT)))
+            changed += [d for found_drift in drift.values() for d in found_drift]
+        else:  # a block whose output differs only in timings and ids keeps its text (--all rewrites it)
+            unrecorded = {b.index for b in page.blocks if not any(r.strip() for r in b.recorded)}
+            rewrite = {i: out for i, out in outputs.items() if args.all or drift[i] or i in unrecorded}
+            if write_page(page, rewrite):
+                changed.append(str(page.path.relative_to(ROOT)))
     print("\n".join(changed) or "no change", file=sys.stderr)
     return 1 if args.check and changed else 0
 
