@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _runtime_helpers import cli, release, render, up_json, write_spec
+from _runtime_helpers import cli, leftovers, release, render, up_json, write_spec
 from conftest import kafka_dist
 
 from clusterctl.images import build as images
@@ -58,6 +58,13 @@ def test_zk_to_kraft_under_load_keeps_every_write(zk_cluster: Path) -> None:
     ledger = zk_cluster.parent / "report" / "ledger.jsonl"
     again = verify_drill(load_spec(zk_cluster).topology.bootstrap_servers, ledger)
     assert again.ok and again.lost_count == 0 and again.acked == result["verify"]["acked"]
+    # `down --volumes` removes ZooKeeper's volumes too, though the migrated file no longer has ZooKeeper
+    project = load_spec(zk_cluster).topology.project
+    assert any("zk" in v for v in leftovers(project)["volumes"])
+    down = cli(zk_cluster, "down", "--volumes", "--json")
+    assert down.returncode == 0, down.stderr[-2000:]
+    assert json.loads(down.stdout)["volumes_kept"] == []
+    assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
 
 
 def test_zk_to_kraft_rollback_from_dual_write(zk_cluster: Path) -> None:

@@ -313,7 +313,8 @@ def test_a_driver_that_stopped_by_itself_fails_the_stop_step(bootstrap: str, uni
 def test_spark_job_step_bounds(fields: dict[str, object], error: str | None):
     import json
 
-    doc = f"name: x\nsteps:\n  - spark_job: {json.dumps({'job': 'key_counts', **fields})}\n"
+    # a named topic: the job reads a topic that exists (not one a create_topic step must make first)
+    doc = f"name: x\ntopic: {{name: t}}\nsteps:\n  - spark_job: {json.dumps({'job': 'key_counts', **fields})}\n"
     if error is None:
         assert parse_scenario(doc, "<s>").parsed_steps()[0].kind == "spark_job"
     else:

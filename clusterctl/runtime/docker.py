@@ -214,3 +214,10 @@ def project_networks(project: str) -> list[str]:
 
 def project_volumes(project: str) -> list[str]:
     return [v.name for v in client().volumes.list(filters={"label": f"{PROJECT_LABEL}={project}"})]
+
+
+def remove_project_volumes(project: str) -> None:
+    """Remove every volume labelled with the project (a volume still in use stays; the caller lists what is left)."""
+    for v in client().volumes.list(filters={"label": f"{PROJECT_LABEL}={project}"}):
+        with contextlib.suppress(APIError):
+            v.remove()
