@@ -162,3 +162,14 @@ steps:
         assert exc.value.message.startswith("two-kills.yaml: step 7 (wait_for): leader_changed fault:") and why in str(
             exc.value
         ), exc.value.message
+
+
+def test_load_value_size_bound_is_the_real_record_bound() -> None:
+    """Key (p<partition>, at most 5 bytes) + value stay within librdkafka's record bound: 999964 bytes."""
+    from clusterctl.spec import validate
+
+    doc = "name: x\ntopic: {name: t}\nsteps:\n  - start_load: {rate: 1, value_size: %d}\n  - stop_load: {}\n"
+    top = validate.MAX_RECORD_BYTES - len(f"p{validate.MAX_PARTITIONS - 1}")
+    assert parse_scenario(doc % top, "<s>").parsed_steps()[0].kind == "start_load"
+    with pytest.raises(SpecError, match=rf"value_size: Input should be less than or equal to {top}$"):
+        parse_scenario(doc % (top + 1), "<s>")

@@ -200,7 +200,8 @@ class StartLoad(_M):
     rate: float = Field(
         default=500.0, ge=0, le=validate.MAX_THROUGHPUT, description="records/s (0 = as fast as possible)"
     )
-    value_size: int = Field(default=64, ge=8, le=validate.MAX_MESSAGE_BYTES)
+    # the load's key is p<partition> (at most 5 bytes): key + value stay within the real record bound
+    value_size: int = Field(default=64, ge=8, le=validate.MAX_RECORD_BYTES - 5)
     acks: Acks = Field(default="all", description="all: every ISR member has it; 1: the leader alone; 0: none")
     idempotence: bool | None = Field(default=None, description="enable.idempotence (default: on with acks=all)")
 
