@@ -93,6 +93,7 @@ def test_the_standalone_cluster_is_required_by_a_cluster_master_and_a_spark_work
     doc = """
 name: x
 requires: any
+topic: {name: t}
 steps:
   - spark_job: {job: key_counts, master: cluster}
   - fault: {action: kill-spark-worker, spark_worker: 2}
@@ -171,8 +172,10 @@ steps:
 
 
 def wait_committed(batches: int) -> Step:
-    doc = f"name: x\nsteps:\n  - wait_for: {{spark_committed: {{job: key_counts, batches: {batches}}}, timeout: 240}}\n"
-    return parse_scenario(doc, "<s>").parsed_steps()[0]
+    # the job started first: a wait on a job nothing starts is refused when the scenario is parsed
+    doc = (f"name: x\ntopic: {{name: t}}\nsteps:\n  - spark_job: {{job: key_counts}}\n"
+           f"  - wait_for: {{spark_committed: {{job: key_counts, batches: {batches}}}, timeout: 240}}\n")  # fmt: skip
+    return parse_scenario(doc, "<s>").parsed_steps()[1]
 
 
 def run_with_replayed_batch(runner: Runner, steps: list[Step], job: str) -> int:
@@ -335,11 +338,12 @@ def test_spark_job_step_bounds(fields: dict[str, object], error: str | None):
 def test_spark_committed_condition_bounds(fields: dict[str, object], error: str | None):
     import json
 
-    doc = f"name: x\nsteps:\n  - wait_for: {{spark_committed: {json.dumps({'job': 'key_counts', **fields})}}}\n"
+    doc = (f"name: x\ntopic: {{name: t}}\nsteps:\n  - spark_job: {{job: key_counts}}\n"
+           f"  - wait_for: {{spark_committed: {json.dumps({'job': 'key_counts', **fields})}}}\n")  # fmt: skip
     if error is None:
-        assert parse_scenario(doc, "<s>").parsed_steps()[0].args.name == "spark_committed"
+        assert parse_scenario(doc, "<s>").parsed_steps()[1].args.name == "spark_committed"
     else:
-        with pytest.raises(SpecError, match=rf"^<s>: step 1 \(wait_for\): {re.escape(error)}"):
+        with pytest.raises(SpecError, match=rf"^<s>: step 2 \(wait_for\): {re.escape(error)}"):
             parse_scenario(doc, "<s>")
 
 

@@ -1,7 +1,8 @@
 """The tutorials' transcripts cannot drift (issue 48): what the pages show is what the commands print today.
 
-The tansu pages (docs/tutorials/quickstart.md, data-plane.md) are run again here on the session's tansu broker
-(tests/conftest.py: no cluster is started for this file) and compared with what the pages recorded, normalized
+The tansu pages (docs/tutorials/quickstart.md, data-plane.md) are run again here on a tansu broker of this module's
+own (a process on loopback, empty at the start: `topic list` shows only the pages' topics, not the other tests') and
+compared with what the pages recorded, normalized
 (docs/transcripts.py: timings, dates, ports, ids and table padding). Two deliberate changes show that the
 comparison fails when it should: a recorded output edited, and a command whose output changed. Every command of
 every tutorial, the real-cluster pages' too, must parse with clusterctl's own command line parser.
@@ -13,13 +14,14 @@ import importlib.util
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from clusterctl.testing.tansu import TansuBroker
+from clusterctl.testing.tansu import TansuBroker, tansu
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.tansu
@@ -39,10 +41,17 @@ Outputs = dict[Path, dict[int, list[str]]]
 
 
 @pytest.fixture(scope="module")
-def rerun(tansu_broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Outputs:
+def page_broker() -> Iterator[TansuBroker]:
+    """A broker only the pages use: what they list is theirs alone, whatever other tests ran before."""
+    with tansu() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def rerun(page_broker: TansuBroker, tmp_path_factory: pytest.TempPathFactory) -> Outputs:
     """The tansu pages' commands run again now: {page: {block index: output of each command}}."""
     cwd = tmp_path_factory.mktemp("transcripts")
-    return {page.path: T.run_tansu_page(page, tansu_broker.bootstrap, cwd) for page in T.pages("tansu")}
+    return {page.path: T.run_tansu_page(page, page_broker.bootstrap, cwd) for page in T.pages("tansu")}
 
 
 def test_cheap_transcripts_print_what_the_pages_show(rerun: Outputs) -> None:
@@ -78,7 +87,7 @@ def test_an_edited_recorded_output_is_caught(rerun: Outputs) -> None:
     assert "-Delivered 999" in drift[0] and "+Delivered 1000" in drift[0]
 
 
-def test_a_command_whose_output_changed_is_caught(tansu_broker: TansuBroker, tmp_path: Path) -> None:
+def test_a_command_whose_output_changed_is_caught(page_broker: TansuBroker, tmp_path: Path) -> None:
     """The quickstart's first block run by a clusterctl that prints one word differently ("Changed" →
     "Modified"): the block fails, on that line; run by the real clusterctl, it matches."""
     real = Path(sys.executable).parent / "clusterctl"
@@ -91,16 +100,16 @@ def test_a_command_whose_output_changed_is_caught(tansu_broker: TansuBroker, tmp
     page = next(p for p in T.pages("tansu") if p.path.name == "quickstart.md")
     block = page.blocks[0]
     assert block.commands == ["clusterctl topic create test --partitions 1 --replication-factor 1"]
-    runner = T.Runner.make(tmp_path, CLUSTERCTL_BOOTSTRAP_SERVER=tansu_broker.bootstrap)
-    changed = T.Runner.make(tmp_path, CLUSTERCTL_BOOTSTRAP_SERVER=tansu_broker.bootstrap)
+    runner = T.Runner.make(tmp_path, CLUSTERCTL_BOOTSTRAP_SERVER=page_broker.bootstrap)
+    changed = T.Runner.make(tmp_path, CLUSTERCTL_BOOTSTRAP_SERVER=page_broker.bootstrap)
     changed.env["PATH"] = f"{fake_bin}{os.pathsep}{changed.env['PATH']}"
     try:
-        T.clean_page(tansu_broker.bootstrap, page)
+        T.clean_page(page_broker.bootstrap, page)
         drift = T.differences(block, T.run_block(changed, block))
-        T.clean_page(tansu_broker.bootstrap, page)
+        T.clean_page(page_broker.bootstrap, page)
         assert not T.differences(block, T.run_block(runner, block))
     finally:
-        T.clean_page(tansu_broker.bootstrap, page)
+        T.clean_page(page_broker.bootstrap, page)
     assert len(drift) == 1
     assert "-Changed yes" in drift[0] and "+Modified yes" in drift[0]
 
