@@ -352,7 +352,7 @@ class Cluster:
             if kill_first and self._engine_leftovers():  # the file may be gone: remove by project label then
                 compose.down(self.spec, volumes=volumes, by_label=True)
         released = disks.release(self.spec, self.root, remove=volumes)  # after the containers let go of them
-        if volumes and dk.project_volumes(self.project):
+        if volumes:
             # volumes of services the file no longer has (ZooKeeper's after a migration to KRaft) are the project's too
             dk.remove_project_volumes(self.project)
         after_v = dk.project_volumes(self.project)
