@@ -52,6 +52,60 @@ def pytest_configure(config: pytest.Config) -> None:
     _pin_kafka()
 
 
+# pytest-xdist (`make test`: -n 2 --dist loadfile) hands out whole files. Upstream orders them by their number of
+# tests, which puts the one-test, several-minute files (a swarm drill, a migration) last, where one worker runs them
+# while the other has nothing left. Here the longest work goes first (seconds of a CI run on this machine; only the
+# order matters), and the namespace-host files are one unit: their harness holds a machine-wide lock for its whole
+# life, so two of them on two workers would only wait for each other.
+NSHOST_FILES = ("test_nshosts", "test_swarm_cluster", "test_swarm_kafka", "test_swarm_ops")
+SCHEDULE_GROUPS = {f"tests/{m}.py": "namespace hosts" for m in NSHOST_FILES}
+SCHEDULE_SECONDS = {
+    "namespace hosts": 820,
+    "tests/test_migration_drill_kafka.py": 345,
+    "tests/test_chaos_kafka.py": 340,
+    "tests/test_spark_exact.py": 270,
+    "tests/test_kraft_cluster.py": 260,
+    "tests/test_chaos_zk.py": 240,
+    "tests/test_spark_drill_kafka.py": 235,
+    "tests/test_profile_contracts.py": 210,
+    "tests/test_spark_checkpoint.py": 185,
+    "tests/test_scenario_compare.py": 180,
+    "tests/test_spark.py": 150,
+    "tests/test_migration_kafka.py": 150,
+    "tests/test_chaos_disk.py": 110,
+    "tests/test_fuzz_cli.py": 100,
+    "tests/test_testing_plugin.py": 75,
+    "tests/test_transcripts.py": 65,
+    "tests/test_console_messages_ui.py": 60,
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Longest files first, namespace-host files as one unit (above); only for --dist loadfile."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return SCHEDULE_GROUPS.get(scope, scope)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # the work queue, not the collections: a worker is sent indexes into its own collection's order
+            if not self.ordered:
+                self.ordered = True
+                units = sorted(self.workqueue.items(), key=lambda unit: -SCHEDULE_SECONDS.get(unit[0], 0))  # stable
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The owner removes whatever the run still owns (normally nothing: every test cleans up after itself)."""
     from clusterctl.errors import ClusterctlError
