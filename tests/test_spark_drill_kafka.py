@@ -1,39 +1,22 @@
 """The Spark drills on real Kafka (the session's Kafka, PySpark and a JVM): `scenario run spark-kill-leader`
-and `scenario run spark-restart-driver` on one fresh 3 ZooKeeper + 3 broker cluster, a local-mode key_counts driver
-beside the acks=all load. Each must lose no acknowledged write, give exact Spark results (none missing, none counted
-twice) and report the pipeline's stall next to Kafka's write gap. Test-only spec: a free subnet and
-free host ports.
+and `scenario run spark-restart-driver` on the session's 3 ZooKeeper + 3 broker cluster (the real_kafka fixture,
+healed after each), a local-mode key_counts driver beside the acks=all load. Each must lose no acknowledged write,
+give exact Spark results (none missing, none counted twice) and report the pipeline's stall next to Kafka's write
+gap. The restarted driver resumes from its checkpoint (the batch it died in or the next, not batch 0).
 """
 
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _runtime_helpers import cli, release, render, up_json, write_spec
-from conftest import kafka_dist
-
-from clusterctl.images import build as images
+from _runtime_helpers import cli
+from conftest import RealKafka
 
 pytest.importorskip("pyspark", reason="needs the spark extra (pip install 'clusterctl[spark]')")
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker, pytest.mark.spark]
-
-
-@pytest.fixture(scope="module")
-def spark_drill_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    images.build_images(["zookeeper", "kafka"], kafka_dist=kafka_dist())
-    work = tmp_path_factory.mktemp("spark-drill")
-    spec_path = write_spec(work, f"ctlsparkd-{uuid.uuid4().hex[:6]}", engine="kafka", brokers=3)
-    render(spec_path)
-    try:
-        up_json(spec_path, timeout=300)
-        yield spec_path
-    finally:
-        release(spec_path)
 
 
 def run_spark_drill(spec_path: Path, scenario: str, report_dir: Path) -> dict[str, Any]:
@@ -68,8 +51,8 @@ def _stall(data: dict[str, Any], action: str) -> dict[str, Any]:
     return stall
 
 
-def test_spark_kill_leader_keeps_the_counts_exact(spark_drill_cluster: Path, tmp_path: Path) -> None:
-    data = run_spark_drill(spark_drill_cluster, "spark-kill-leader", tmp_path)
+def test_spark_kill_leader_keeps_the_counts_exact(real_kafka: RealKafka, tmp_path: Path) -> None:
+    data = run_spark_drill(real_kafka.spec_path, "spark-kill-leader", tmp_path)
     stall = _stall(data, "kill-leader")
     (fault,) = [f for f in data["faults"] if f["action"] == "kill-leader"]
     gaps = [p["write_gap_s"] for p in fault["partitions"] if p["write_gap_s"] is not None]
@@ -81,10 +64,18 @@ def test_spark_kill_leader_keeps_the_counts_exact(spark_drill_cluster: Path, tmp
     print(f"\nspark-kill-leader: {_line(data, stall)}")
 
 
-def test_spark_restart_driver_keeps_the_counts_exact(spark_drill_cluster: Path, tmp_path: Path) -> None:
-    data = run_spark_drill(spark_drill_cluster, "spark-restart-driver", tmp_path)
+def test_spark_restart_driver_resumes_from_its_checkpoint_with_exact_counts(
+    real_kafka: RealKafka, tmp_path: Path
+) -> None:
+    data = run_spark_drill(real_kafka.spec_path, "spark-restart-driver", tmp_path)
     stall = _stall(data, "kill-driver")
     d1, d2 = data["pipeline"]["drivers"]
+    # the restarted driver went on from its checkpoint: the batch it died in (or the next), not batch 0
+    restart = [s for s in data["steps"] if s["kind"] == "spark_job"][2]
+    assert "resumed from its checkpoint" in restart["detail"], restart
+    # (the drivers' batches come from their own logs, driver-1.log and driver-2.log)
+    assert d1["batches"] and d2["batches"] and d1["last_batch"] + 1 <= d2["first_batch"] <= d1["last_batch"] + 2, (
+        d1, d2)  # fmt: skip
     # no batch between the kill and the restarted driver's first: that wait is the stall, and it is one
     assert d1["last_t"] < stall["t"] < d2["first_t"] and stall["stalled"], stall
     assert stall["stall_s"] >= d2["first_t"] - stall["t"] - 0.01, (stall, d2)

@@ -202,27 +202,6 @@ def run_with_replayed_batch(runner: Runner, steps: list[Step], job: str) -> int:
 
 @pytest.mark.spark
 @pytest.mark.tansu
-def test_a_restarted_driver_rewrites_its_replayed_batch_and_the_counts_stay_exact(
-    bootstrap: str, unique_name: str, tmp_path: Path
-):
-    runner, steps = drill(bootstrap, unique_name, "key_counts", tmp_path)
-    try:
-        replayed = run_with_replayed_batch(runner, steps, "key_counts")
-        detail = runner._run_step(steps[3])
-        assert "stopped (exit" in str(runner._run_step(steps[4]))
-    finally:
-        runner.spark_jobs.close()
-    result = runner.spark_verify
-    assert result.ok and detail == result.summary()
-    assert (result.input_records, result.expected_keys, result.behind) == (100, KEYS, 0)
-    assert runner.spark_jobs.jobs["key_counts"].output_topic == f"{unique_name}-in-key-counts"
-    # the replayed batch wrote its keys again (same batch id), and a batch after it ran on the new records
-    assert result.rewritten > 0 and result.last_batch is not None and result.last_batch > replayed
-    assert str(detail).startswith(f"key_counts: exact, {KEYS} keys from 100 input records")
-
-
-@pytest.mark.spark
-@pytest.mark.tansu
 def test_a_sink_without_the_batch_id_check_double_counts_the_replay_and_the_verifier_says_so(
     bootstrap: str, unique_name: str, tmp_path: Path, jobs_with_test_jobs: Path
 ):
@@ -349,11 +328,17 @@ def test_spark_committed_condition_bounds(fields: dict[str, object], error: str 
 
 @pytest.mark.spark
 @pytest.mark.tansu
-def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts(
+def test_a_restarted_driver_resumes_exactly_after_a_kill_mid_batch_and_rewrites_a_replayed_batch(
     bootstrap: str, unique_name: str, tmp_path: Path
 ):
-    """No staging: records keep arriving from the first committed batch until the driver is SIGKILLed, as soon as
-    batch 2 has committed, wherever it is in the next one; the restarted driver reads on from its checkpoint."""
+    """One job, two restarts, three drivers (each start of a driver is a JVM; the claims share them).
+
+    1. No staging: records keep arriving from the first committed batch until the driver is SIGKILLed, as soon as
+       batch 2 has committed, wherever it is in the next one; the restarted driver reads on from its checkpoint.
+    2. A replayed batch, deterministically: that driver, caught up and idle, is killed and its last commit removed
+       from the checkpoint (as if it died after its sink wrote the batch, before Spark logged the commit); with 40
+       more records, the third driver runs that batch again and re-writes its keys under the same batch id.
+    Both restarts end exact."""
     import threading
     import time
 
@@ -378,7 +363,7 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
     try:
         produce(bootstrap, runner.topic, 0, 10)
         produced[0] = 10
-        runner._run_step(start)
+        assert "key_counts started (local[2]" in str(runner._run_step(start))
         cp = runner.spark_jobs.jobs["key_counts"].checkpoint
         # the scenarios' wait for a started driver: batch 0 committed
         assert "batch 0 committed" in str(runner._run_step(wait_committed(1)))
@@ -390,19 +375,34 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
             runner._run_step(wait_committed(1))
         enough.set()
         producing.join()
-        runner._run_step(resume)
-        runner._run_step(verify)
-        runner._run_step(stop)
+        assert "key_counts resumed from its checkpoint" in str(runner._run_step(resume))
+        runner._run_step(verify)  # waits until driver 2 has caught up with the input
+        first = runner.spark_verify
+        assert first.ok, first.summary()
+        assert (first.input_records, first.expected_keys, first.behind) == (produced[0], KEYS, 0)
+        # the pipeline's timeline from the drivers' own logs (drivers 1 and 2 so far)
+        tl = Timeline(
+            killed_at - 60, time.time(), [runner.topic], markers=[Marker(killed_at, "kill-driver", "spark k")]
+        )
+        pipeline = pipeline_timeline(tmp_path, ["key_counts"], tl, [])
+
+        # 2: driver 2 is caught up and idle; it dies after its sink wrote its last batch, before that commit
+        assert "driver killed (SIGKILL" in str(runner._run_step(kill))
+        last = last_committed(cp)
+        assert last is not None and last[0] >= 1
+        replayed = last[0]
+        for name in (str(replayed), f".{replayed}.crc"):  # the commit and its checksum file, if written yet
+            (cp / "commits" / name).unlink(missing_ok=True)
+        produce(bootstrap, runner.topic, produced[0], 40)
+        assert "key_counts resumed from its checkpoint" in str(runner._run_step(resume))
+        detail = runner._run_step(verify)
+        assert "stopped (exit" in str(runner._run_step(stop))
     finally:
         enough.set()
         runner.spark_jobs.close()
-    result = runner.spark_verify
-    assert result.ok, result.summary()
-    assert (result.input_records, result.expected_keys, result.behind) == (produced[0], KEYS, 0)
-    # the pipeline's timeline from the drivers' own logs: driver 1 until the kill, driver 2 after it, and the stall
-    # is the wait from the kill to driver 2's first batch that read rows (its JVM start, the replay)
-    tl = Timeline(killed_at - 60, time.time(), [runner.topic], markers=[Marker(killed_at, "kill-driver", "spark k")])
-    pipeline = pipeline_timeline(tmp_path, ["key_counts"], tl, [])
+
+    # 1: driver 1 until the kill, driver 2 after it, and the stall is the wait from the kill to driver 2's first
+    # batch that read rows (its JVM start, the replay)
     d1, d2 = pipeline.drivers
     # the kill follows batch 2's commit at once: its event may not be logged yet (the driver polls every 0.25 s)
     assert (d1.driver, d2.driver) == (1, 2) and d1.batches >= 1 and d2.batches >= 1
@@ -410,3 +410,12 @@ def test_a_driver_killed_while_batches_run_under_input_resumes_with_exact_counts
     first_read = min(b.t for b in pipeline.batches if b.driver == 2 and b.input_rows)
     (stall,) = pipeline.stalls
     assert stall.stall_s == pytest.approx(first_read - killed_at, abs=0.002) and stall.stalled, stall
+
+    # 2: exact over all 3 drivers' input; the replayed batch wrote its keys again (same batch id, more re-written
+    # records than after the first restart), and a batch after it ran on the new records
+    result = runner.spark_verify
+    assert result.ok and detail == result.summary()
+    assert (result.input_records, result.expected_keys, result.behind) == (produced[0] + 40, KEYS, 0)
+    assert runner.spark_jobs.jobs["key_counts"].output_topic == f"{unique_name}-in-key-counts"
+    assert result.rewritten > first.rewritten and result.last_batch is not None and result.last_batch > replayed
+    assert str(detail).startswith(f"key_counts: exact, {KEYS} keys from {produced[0] + 40} input records")
