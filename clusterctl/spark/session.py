@@ -128,6 +128,12 @@ def _jvm_stderr() -> Iterator[Path]:
         os.close(saved)
 
 
+# The driver JVM as the lab's brokers run (spec kafka.defaults.jvm_opts): C1 only and the serial collector start a
+# driver in ~30 s where the default JIT and G1 take ~40 s on 2 cores, and a lab job's batches are small. A job that
+# wants C2 passes its own --conf spark.driver.extraJavaOptions (it replaces this line).
+DRIVER_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def register(spark: Any) -> None:
     """Make `format("clusterctl-kafka")` available in `spark` (idempotent)."""
     from clusterctl.spark.datasource import KafkaDataSource
@@ -157,7 +163,9 @@ def get_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or _default_shuffle(master)))
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}")
+        .config(
+            "spark.driver.extraJavaOptions", f"{DRIVER_JVM_OPTS} -Dlog4j2.configurationFile=file:{_quiet_log_config()}"
+        )
     )
     if master.startswith("local"):
         # local mode needs no reachable driver address; executors on a real cluster must reach the driver
