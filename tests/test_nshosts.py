@@ -37,7 +37,7 @@ def _answers(address: str) -> bool:
 
 @pytest.mark.parametrize("n", [int(os.environ.get("NSHOSTS", "3"))])
 def test_namespace_hosts_form_a_swarm_and_leave_nothing(n: int) -> None:
-    hosts = NsHosts(n)
+    hosts = NsHosts(n, images=[BASE])
     try:
         with hosts:
             nodes = hosts.nodes()
@@ -46,7 +46,6 @@ def test_namespace_hosts_form_a_swarm_and_leave_nothing(n: int) -> None:
             assert sum(1 for node in nodes if node["Spec"]["Role"] == "manager") == 1
             racks = hosts.label_racks()
             assert racks == {f"r{h.index}": h.ip for h in hosts.hosts}
-            hosts.load_images([BASE])
             m = hosts.manager
             m.docker("network", "create", "-d", "overlay", "--attachable", "--subnet", hosts.free_subnet(), "probe")
             # one task per rack, each pinned by its label, answering on a host-mode port of its own host
