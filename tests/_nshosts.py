@@ -279,6 +279,10 @@ class NsHosts:
     def _write_host_file(self, host: NsHost) -> None:
         """What `lose` / `restore` from another process need: the namespace, the dockerd command line."""
         cmd = [
+            # a swarm task pulls its image before it starts, even when the image is here; there is no registry
+            # for these hosts (no route out), so each task would wait for a pull to fail: this daemon uses the
+            # image it has (what an offline host does; `docker stack deploy --resolve-image never` is the other half)
+            "env", "DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1",
             "nsenter", f"--net=/var/run/netns/{host.name}",
             "dockerd",
             "--data-root", str(host.data_dir / "docker"),
