@@ -3,10 +3,14 @@ its own, joined by a bridge on this machine. Privileged containers are refused h
 nodes are out; a daemon started with `nsenter --net` (not `ip netns exec`, which remounts /sys and hides the
 cgroups) shares everything but the network with this machine.
 
-    with NsHosts(3) as hosts:          # h1 is the swarm manager, h2, h3 joined
-        hosts.load_images(["clusterctl/zookeeper:3.8.0"])
+    with NsHosts(3, images=["clusterctl/zookeeper:3.8.0"]) as hosts:   # h1 the swarm manager, h2, h3 joined
         hosts.label_racks()            # clusterctl.rack=r1, r2, r3
         ...
+
+`images=` are in every host's engine when the daemons answer: streamed (`docker save | docker load`, no archive
+on disk) into h1 alone, and h1's image store copied into the others' data roots before their daemons start, the
+layer directories as hard links (image layers are read-only lower dirs; a container writes to a layer of its own).
+One `docker load` for any number of hosts, and nothing kept between runs: the links go with the data root.
 
 Every name carries a random tag (`cc<tag>`): namespaces `cc<tag>h1`.., the bridge `cc<tag>br`, host-side veth
 ends `cc<tag>h1`..; files live in /run/cc<tag>/ (sockets need short paths) and /var/tmp/cc<tag>/ (data).
@@ -157,10 +161,11 @@ def _host_from(run_dir: str) -> NsHost:
 class NsHosts:
     """`n` namespace hosts on one bridge; h1 initialises a swarm, the others join it (`swarm=False`: no swarm)."""
 
-    def __init__(self, n: int, *, swarm: bool = True) -> None:
+    def __init__(self, n: int, *, swarm: bool = True, images: list[str] | None = None) -> None:
         self.tag = secrets.token_hex(2)
         self.prefix = f"cc{self.tag}"
         self.n, self.swarm = n, swarm
+        self.images = list(images or [])
         self.run_root = Path("/run") / self.prefix
         self.data_root = Path("/var/tmp") / self.prefix
         self.bridge = f"{self.prefix}br"
@@ -234,8 +239,17 @@ class NsHosts:
             self.hosts.append(self._add_host(i))
         for host in self.hosts:
             self._write_host_file(host)
+        starting = self.hosts
+        if self.images:  # h1 first, its image store seeds the others' before their daemons start
+            first = self.hosts[0]
+            first.proc = first.spawn_daemon()
+            wait_until(first.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {first.name}")
+            _stream_load(first, self.images)
+            self._seed_images(first, self.hosts[1:])
+            starting = self.hosts[1:]
+        for host in starting:
             host.proc = host.spawn_daemon()
-        for host in self.hosts:
+        for host in starting:
             wait_until(host.answers, timeout=DOCKERD_READY_S, what=f"dockerd of namespace host {host.name}")
         if self.swarm:
             self._form_swarm()
@@ -265,6 +279,10 @@ class NsHosts:
     def _write_host_file(self, host: NsHost) -> None:
         """What `lose` / `restore` from another process need: the namespace, the dockerd command line."""
         cmd = [
+            # a swarm task pulls its image before it starts, even when the image is here; there is no registry
+            # for these hosts (no route out), so each task would wait for a pull to fail: this daemon uses the
+            # image it has (what an offline host does; `docker stack deploy --resolve-image never` is the other half)
+            "env", "DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1",
             "nsenter", f"--net=/var/run/netns/{host.name}",
             "dockerd",
             "--data-root", str(host.data_dir / "docker"),
@@ -325,15 +343,33 @@ class NsHosts:
             self.manager.docker("node", "update", "--label-add", f"clusterctl.rack={rack}", self.node_id(host))
         return {rack: host.ip for rack, host in self.racks.items()}
 
-    def load_images(self, images: list[str]) -> None:
-        """`docker save | docker load` into every host (no registry here); one saved archive for all."""
-        archive = self.data_root / "images.tar"
-        _run("docker", "save", "-o", str(archive), *images, timeout=600)
+    def _seed_images(self, source: NsHost, targets: list[NsHost]) -> None:
+        """Copy the image store of `source` (images loaded, no container yet) into each target's data root before
+        its daemon starts: the image metadata copied, the overlay2 layer directories hard-linked (read-only lower
+        dirs, never written; a container's own layer is new on its host). The layer store's short-name links (l/)
+        are relative, so they hold in the copy. The running source daemon bind-mounts its overlay2 directory onto
+        itself (a hard link across that mount fails with EXDEV), so both sides are reached through a plain bind
+        mount of the data root (submounts left out) under the run dir; it is unmounted at once (close() would)."""
+        view = self.run_root / "seed"
+        view.mkdir(mode=0o700)
+        _run("mount", "--bind", str(self.data_root), str(view))
         try:
-            for host in self.hosts:
-                host.docker("load", "-q", "-i", str(archive), timeout=600)
+            src = view / source.data_dir.name / "docker"
+            for target in targets:
+                dst = view / target.data_dir.name / "docker"
+                dst.mkdir(mode=0o710)
+                _run("cp", "-a", str(src / "image"), str(dst / "image"))
+                _run("cp", "-al", str(src / "overlay2"), str(dst / "overlay2"))
         finally:
-            archive.unlink(missing_ok=True)
+            _run("umount", str(view), check=False)
+            with contextlib.suppress(OSError):
+                view.rmdir()
+
+    def load_images(self, images: list[str], hosts: list[NsHost] | None = None) -> None:
+        """`docker save | docker load` into running hosts (every host unless `hosts`), streamed: no archive.
+        (`NsHosts(n, images=...)` costs one load for all hosts; this one load per host.)"""
+        for host in self.hosts if hosts is None else hosts:
+            _stream_load(host, images)
 
     def stop_daemon(self, host: NsHost, timeout: float = 60) -> None:
         """Stop a host's dockerd (and with it every container on it), whoever started it."""
@@ -341,7 +377,7 @@ class NsHosts:
         if pid is None:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM)  # a second SIGTERM (close() signals every daemon first) changes nothing
         try:
             wait_until(lambda: host.daemon_pid() is None, timeout=timeout, what=f"dockerd of {host.name} stopped")
         except Exception:
@@ -361,6 +397,10 @@ class NsHosts:
     def close(self) -> None:
         """Leave no daemon, namespace, link, mount or file behind (also after a failed start)."""
         pids = [host.daemon_pid() for host in self.hosts]
+        for pid in pids:  # every daemon shuts down at once (each takes seconds), then each is waited for
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
         for host in self.hosts:
             self.stop_daemon(host)
         for pid in pids:
@@ -394,6 +434,25 @@ class NsHosts:
             "iptables": [ln for ln in _run("iptables", "-S", "FORWARD").splitlines() if self.prefix in ln],
         }
         return {k: v for k, v in found.items() if v}
+
+
+def _stream_load(host: NsHost, images: list[str], timeout: float = 600) -> None:
+    """`docker save IMAGES | docker -H HOST load`: the main engine's images into a host, no archive on disk."""
+    save = subprocess.Popen(["docker", "save", *images], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert save.stdout is not None
+        load = subprocess.run(
+            ["docker", "-H", host.endpoint, "load", "-q"], stdin=save.stdout, capture_output=True, timeout=timeout
+        )
+        save.stdout.close()
+        save_err = save.stderr.read() if save.stderr else b""
+        if save.wait(timeout=60) != 0 or load.returncode != 0:
+            err = (save_err + load.stderr).decode(errors="replace").strip()[-400:]
+            raise RuntimeError(f"docker save {' '.join(images)} | docker -H {host.endpoint} load: {err}")
+    finally:
+        if save.poll() is None:
+            save.kill()
+            save.wait()
 
 
 def _mounts_under(*roots: str) -> list[str]:

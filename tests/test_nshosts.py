@@ -37,7 +37,7 @@ def _answers(address: str) -> bool:
 
 @pytest.mark.parametrize("n", [int(os.environ.get("NSHOSTS", "3"))])
 def test_namespace_hosts_form_a_swarm_and_leave_nothing(n: int) -> None:
-    hosts = NsHosts(n)
+    hosts = NsHosts(n, images=[BASE])
     try:
         with hosts:
             nodes = hosts.nodes()
@@ -46,13 +46,13 @@ def test_namespace_hosts_form_a_swarm_and_leave_nothing(n: int) -> None:
             assert sum(1 for node in nodes if node["Spec"]["Role"] == "manager") == 1
             racks = hosts.label_racks()
             assert racks == {f"r{h.index}": h.ip for h in hosts.hosts}
-            hosts.load_images([BASE])
             m = hosts.manager
             m.docker("network", "create", "-d", "overlay", "--attachable", "--subnet", hosts.free_subnet(), "probe")
-            # one task per rack, each pinned by its label, answering on a host-mode port of its own host
+            # one task per rack, each pinned by its label, answering on a host-mode port of its own host;
+            # --no-resolve-image: no registry for these hosts, the manager waited ~20 s per service for the lookup
             for h in hosts.hosts:
                 m.docker(
-                    "service", "create", "-d", "--name", f"p{h.index}", "--network", "probe",
+                    "service", "create", "-d", "--no-resolve-image", "--name", f"p{h.index}", "--network", "probe",
                     "--constraint", f"node.labels.clusterctl.rack==r{h.index}", "--restart-condition", "none",
                     "--publish", "mode=host,target=7000,published=7000", "--endpoint-mode", "dnsrr",
                     BASE, *PROBE,

@@ -60,7 +60,7 @@ def test_swarm_without_a_swarm_is_refused(tmp_path: Path) -> None:
 
 
 def test_single_node_swarm_up_status_down(tmp_path: Path) -> None:
-    hosts = NsHosts(1)
+    hosts = NsHosts(1, images=IMAGES)
     try:
         with hosts:
             spec = _spec(hosts, f"sw{hosts.tag}")
@@ -72,7 +72,6 @@ def test_single_node_swarm_up_status_down(tmp_path: Path) -> None:
             assert "rack r1: no swarm node is labelled clusterctl.rack=r1 (unlabelled nodes:" in err.value.message
             assert cluster.leftovers() == {}
             hosts.label_racks()
-            hosts.load_images(IMAGES)
             up = cluster.up(timeout=240)
             assert up.zk_serving == 1 and up.broker_reachable is True
             status = cluster.status()

@@ -82,10 +82,7 @@ def sw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Swarm]:
     try:
         with hosts:
             hosts.label_racks()  # r1, r2
-            archive = hosts.data_root / "images.tar"
-            subprocess.run(["docker", "save", "-o", str(archive), *IMAGES], check=True, timeout=600)
-            hosts.hosts[0].docker("load", "-q", "-i", str(archive), timeout=600)
-            archive.unlink()
+            hosts.load_images(IMAGES, hosts=hosts.hosts[:1])  # h1 only (r2 runs nothing of the stack)
             directory = tmp_path_factory.mktemp("swops")
             name = f"so{hosts.tag}"
             spec_path = directory / "clusterctl.yaml"
