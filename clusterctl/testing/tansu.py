@@ -55,6 +55,7 @@ class TansuBroker:
         return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
+        """Stop the broker and remove its log (it lived in the temp dir, one per start)."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -62,6 +63,7 @@ class TansuBroker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
+        self.log_path.unlink(missing_ok=True)
 
 
 def start_tansu(port: int | None = None, cluster_id: str = "tansu_cluster") -> TansuBroker:
