@@ -406,6 +406,15 @@ class NsHosts:
         for pid in pids:
             if pid is not None:
                 _kill_group(pid)  # containerd and shims started by that dockerd (its own session)
+        # a shim outlives a daemon killed mid-shutdown (an interrupted run): each shim leads a group of its own
+        ours = (f"{self.run_root}/", f"{self.data_root}/")
+        strays = [pid for pid, cmd in _processes_by_pid().items() if any(root in cmd for root in ours)]
+        for pid in strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in strays), timeout=10,
+                       what="stray processes of the namespace hosts gone")  # fmt: skip
         for mount in self._mounts():
             _run("umount", "-l", mount, check=False)
         for host in self.hosts:
