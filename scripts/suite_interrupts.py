@@ -128,14 +128,20 @@ def one_run(n: int, delay: float, pytest_args: list[str]) -> bool:
             proc.kill()
         rc = proc.wait()
     exited = time.monotonic() - t_sig
-    left = labelled(claimed, marker) | new_things(before)
+
+    def check() -> dict[str, dict[str, list[str]]]:
+        found = {"labelled": labelled(claimed, marker), "anything": new_things(before)}
+        return {k: v for k, v in found.items() if v}
+
+    left = check()
     while left and time.monotonic() - t_sig < 60:
         time.sleep(1)
-        left = labelled(claimed, marker) | new_things(before)
+        left = check()
     took = time.monotonic() - t_sig
     verdict = "nothing left" if not left else f"LEFT {left}"
-    print(f"run {n}: SIGTERM after {delay:.0f} s ({len(claimed)} projects claimed); pytest exited {rc} in "
-          f"{exited:.1f} s; {verdict} ({took:.1f} s after the signal); log {log}", flush=True)  # fmt: skip
+    print(f"run {n}: SIGTERM after {delay:.0f} s (projects claimed: {', '.join(sorted(claimed)) or 'none'}); "
+          f"pytest exited {rc} in {exited:.1f} s; {verdict} ({took:.1f} s after the signal); log {log}",
+          flush=True)  # fmt: skip
     shutil.rmtree(state, ignore_errors=True)
     return not left
 
