@@ -371,3 +371,20 @@ def test_partition_beyond_32_bits_is_one_line(bootstrap: str, unique_name: str) 
     ):
         res = run(*args, "-b", bootstrap, stdin="")
         assert res.returncode == 2 and "--partition must be between 0 and" in one_error_line(res)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["zk", "status", "--zookeeper", ""],
+        ["zk", "status", "--zookeeper", "x"],
+        ["ui", "--zookeeper", "", "-b", "127.0.0.1:9", "--print-url"],
+        ["ui", "--zookeeper", "x:y", "-b", "127.0.0.1:9", "--print-url"],
+    ],
+    ids=["zk-status-empty", "zk-status-no-port", "ui-empty", "ui-bad-port"],
+)
+def test_a_bad_zookeeper_address_is_one_line_exit_2(args: list[str], tmp_path: Path) -> None:
+    """An empty --zookeeper is a bad address, not "use the spec" (there is none here: that would be exit 3)."""
+    res = subprocess.run([str(CLUSTERCTL), *args], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert res.returncode == 2, res
+    assert res.stdout == "" and res.stderr.startswith("error: --zookeeper:") and res.stderr.count("\n") == 1, res

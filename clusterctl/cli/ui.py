@@ -61,6 +61,10 @@ def cmd_ui(
 
     if port is not None and not 1 <= port <= 65535:
         raise UsageError(f"--port must be 1-65535, got {port}")
+    if zookeeper is not None:
+        from clusterctl.spec import validate
+
+        validate.zk_connect(zookeeper)
     spec = _spec(required=bootstrap_server is None)
     token, token_from = _token(spec)
 
@@ -104,7 +108,7 @@ def _target(spec: Any, bootstrap: str | None, zookeeper: str | None, kraft_quoru
         quorum = tuple(f"{h}:{p}" for h, p in quorum_addresses(spec))
     from clusterctl.cli.common import state
 
-    zk = None if spec.kraft_mode else zookeeper or spec.topology.zk_connect
+    zk = None if spec.kraft_mode else (zookeeper if zookeeper is not None else spec.topology.zk_connect)
     nodes = tuple(sorted(spec.topology.node_services.items()))
     return ConsoleTarget(spec.topology.bootstrap_servers, zk, spec.name, reports_dir, read_only, quorum,
                          state.spec_path, nodes)  # fmt: skip

@@ -43,7 +43,7 @@ def cmd_zk_status(zookeeper: ZkOpt = None, as_json: JsonOpt = False, timeout: Ti
 
     from clusterctl.zookeeper import client as zk
 
-    if zookeeper:
+    if zookeeper is not None:  # "" is a bad address, not "use the spec"
         nodes = _explicit_nodes(zookeeper, timeout)
     else:
         spec = get_spec()
