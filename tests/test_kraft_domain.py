@@ -187,6 +187,12 @@ def test_spec_for_mode_derives_the_other_cluster() -> None:
     assert compare.spec_for_mode(zk, "zookeeper") is zk
     k = compare.spec_for_mode(zk, "kraft")
     assert (k.name, k.kafka.mode, k.topology.zk_ids, k.network.subnet) == ("lab-kraft", "kraft", [], "10.83.0.0/24")
+    # the web UI the user turned off stays off (its default host port 9000 may be another cluster's)
+    assert k.kafka_manager.enabled is False
+    on = parse_spec({"name": "lab", "profile": "offline", "network": {"subnet": "10.83.0.0/24"},
+                     "kafka_manager": {"port": 29000}})  # fmt: skip
+    k_on = compare.spec_for_mode(on, "kraft")
+    assert (k_on.kafka_manager.enabled, k_on.kafka_manager.port, k_on.manager_kind) == (True, 29000, "console")
     back = compare.spec_for_mode(KRAFT, "zookeeper")
     assert (back.name, back.kafka.mode, back.topology.controller_ids) == ("lab-zk", "zookeeper", [])
     assert compare.bounding(k) == ("broker.session.timeout.ms", 9000)

@@ -95,7 +95,13 @@ def spec_for_mode(spec: ClusterSpec, mode: str) -> ClusterSpec:
     data["kafka"] = kafka
     if mode == "kraft":
         data.pop("zookeeper", None)
-        data.pop("kafka_manager", None)
+        # the user's web UI settings hold (enabled, host port: another cluster may have the default 9000), but
+        # not its kind: CMAK needs ZooKeeper, and kraft mode's own default is the console
+        manager = {k: v for k, v in (data.get("kafka_manager") or {}).items() if k != "kind"}
+        if manager:
+            data["kafka_manager"] = manager
+        else:
+            data.pop("kafka_manager", None)
         # ZooKeeper's session timeout has no meaning without ZooKeeper (kraft.broker_session_timeout_ms is its twin)
         defaults = dict(kafka.get("defaults") or {})
         defaults.pop("zookeeper_session_timeout_ms", None)
