@@ -5,9 +5,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from clusterctl import wait
 from clusterctl.errors import ClusterctlError, UnreachableError
+from clusterctl.kafka import connection
 from clusterctl.kafka.retry import CREATE_RETRIABLE, retrying
 
 
@@ -52,3 +54,32 @@ def test_the_last_error_is_raised_as_is_when_the_budget_runs_out() -> None:
 
     with pytest.raises(ClusterctlError, match=r"^LEADER_NOT_AVAILABLE: attempt 1$"):
         retrying("x", never, budget_s=0.3, first_backoff_s=0.2)
+
+
+class _PartialThenAnswer:
+    """librdkafka's `_PARTIAL` (a broker connection changed under the request) cannot be caused on demand."""
+
+    def __init__(self, partials: int) -> None:
+        self.partials = partials
+        self.asked = 0
+
+    def list_topics(self, timeout: float) -> str:
+        self.asked += 1
+        if self.asked <= self.partials:
+            raise KafkaException(KafkaError(KafkaError._PARTIAL, "Failed to get metadata: Local: Partial response"))
+        return "metadata"
+
+
+def test_a_partial_metadata_answer_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(connection.time, "sleep", lambda _s: None)
+    client = _PartialThenAnswer(partials=2)
+    assert connection.fetch_metadata("b:9092", timeout=5.0, client=client) == "metadata"  # type: ignore[arg-type]
+    assert client.asked == 3
+
+
+def test_a_partial_answer_is_raised_once_the_timeout_is_spent() -> None:
+    client = _PartialThenAnswer(partials=10**6)
+    with pytest.raises(ClusterctlError, match="_PARTIAL") as exc:
+        connection.fetch_metadata("b:9092", timeout=0.5, client=client)  # type: ignore[arg-type]
+    assert exc.value.kafka_code == "_PARTIAL"
+    assert 2 <= client.asked <= 4

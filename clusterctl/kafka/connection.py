@@ -24,6 +24,8 @@ from clusterctl.kafka.settings import (  # noqa: F401  (re-exported: callers imp
 )
 from clusterctl.spec import validate
 
+PARTIAL_BACKOFF_S = 0.2
+
 
 def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None) -> ClusterctlError:
     """Translate a KafkaException into one user-facing line (its Kafka error name kept as `kafka_code`)."""
@@ -67,13 +69,23 @@ def admin(bootstrap: str) -> AdminClient:
 def fetch_metadata(
     bootstrap: str, timeout: float = METADATA_TIMEOUT_S, client: AdminClient | None = None
 ) -> ClusterMetadata:
-    """One metadata request with a short timeout; an unreachable cluster is one line naming the address."""
+    """One metadata request with a short timeout; an unreachable cluster is one line naming the address.
+
+    librdkafka answers `_PARTIAL` when a broker connection dropped or changed under the request (a cluster that
+    has just started or is rolling): a read, so it is asked again while `timeout` lasts.
+    """
     client = client or admin(bootstrap)
     start = time.monotonic()
-    try:
-        return client.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
+    while True:
+        left = timeout - (time.monotonic() - start)
+        try:
+            return client.list_topics(timeout=max(left, 0.1))
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if err is not None and err.code() == KafkaError._PARTIAL and left > PARTIAL_BACKOFF_S:
+                time.sleep(PARTIAL_BACKOFF_S)
+                continue
+            raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
 
 
 def _result(future: Any, bootstrap: str, timeout: float = REQUEST_TIMEOUT_S) -> Any:
