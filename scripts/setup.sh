@@ -5,6 +5,7 @@
 #   scripts/setup.sh                      # everything
 #   CLUSTERCTL_KAFKA_DIST=kafka_2.13-3.9.2.tgz scripts/setup.sh   # the Kafka image from a distribution, not Maven
 #   CLUSTERCTL_SKIP_IMAGES=1 scripts/setup.sh                     # skip the image builds
+#   CLUSTERCTL_SKIP_SPARK_ARCHIVE=1 scripts/setup.sh              # skip recording the Spark driver class archive
 # The Kafka image carries Apache Kafka 3.9.x resolved from Maven Central with `mvn` (cached in ~/.m2).
 set -euo pipefail
 
@@ -86,5 +87,9 @@ if [[ -z "${CLUSTERCTL_SKIP_IMAGES:-}" ]]; then
     targets=(zookeeper kafka tansu console)
     say "clusterctl images build ${targets[*]}"
     "$VENV/bin/clusterctl" images build "${targets[@]}"
+fi
+# the Spark driver's class archive (AppCDS): local Spark drivers start about twice as fast; recorded once
+if [[ -z "${CLUSTERCTL_SKIP_SPARK_ARCHIVE:-}" ]]; then
+    "$VENV/bin/clusterctl" spark prepare >/dev/null
 fi
 say "done"

@@ -71,6 +71,7 @@ SCHEDULE_SECONDS = {
     "tests/test_spark_checkpoint.py": 185,
     "tests/test_scenario_compare.py": 180,
     "tests/test_spark.py": 150,
+    "tests/test_spark_classarchive.py": 150,
     "tests/test_migration_kafka.py": 150,
     "tests/test_chaos_disk.py": 110,
     "tests/test_fuzz_cli.py": 100,

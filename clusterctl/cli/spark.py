@@ -166,6 +166,25 @@ def cmd_spark_run(
     _emit_result(job, result, as_json)
 
 
+@spark_app.command("prepare")
+def cmd_spark_prepare(
+    force: Annotated[bool, typer.Option("--force", help="record it again even if it exists")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Record the Spark driver's class archive once (AppCDS): later local drivers start about twice as fast."""
+    _runner()  # without PySpark: one line
+    from clusterctl.spark import classarchive, session
+
+    path, recorded = classarchive.prepare(session.DRIVER_JVM_OPTS, info, force=force)
+    row = {"archive": str(path), "recorded": recorded, "bytes": path.stat().st_size}
+    emit(
+        row,
+        as_json=as_json,
+        title="Spark driver class archive",
+        kv=[Column("Archive", "archive"), Column("Recorded now", "recorded"), Column("Bytes", "bytes")],
+    )
+
+
 def _target(
     master: str, bootstrap: str | None, checkpoint: Path | None
 ) -> tuple[str, str, Path | None, dict[str, str]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.spark import classarchive
 from clusterctl.spec import validate
 
 DEFAULT_MASTER = "local[*]"
@@ -134,6 +135,11 @@ def _jvm_stderr() -> Iterator[Path]:
 DRIVER_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+def driver_java_options() -> str:
+    """spark.driver.extraJavaOptions of clusterctl's drivers: the flags above and the quiet log config."""
+    return f"{DRIVER_JVM_OPTS} -Dlog4j2.configurationFile=file:{_quiet_log_config()}"
+
+
 def register(spark: Any) -> None:
     """Make `format("clusterctl-kafka")` available in `spark` (idempotent)."""
     from clusterctl.spark.datasource import KafkaDataSource
@@ -163,9 +169,7 @@ def get_session(
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or _default_shuffle(master)))
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-        .config(
-            "spark.driver.extraJavaOptions", f"{DRIVER_JVM_OPTS} -Dlog4j2.configurationFile=file:{_quiet_log_config()}"
-        )
+        .config("spark.driver.extraJavaOptions", f"{driver_java_options()} {classarchive.use_opts(DRIVER_JVM_OPTS)}")
     )
     if master.startswith("local"):
         # local mode needs no reachable driver address; executors on a real cluster must reach the driver
