@@ -5,6 +5,7 @@ meaning served."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from pathlib import Path
 
@@ -80,3 +81,21 @@ def test_created_topic_is_served_by_every_broker(real_kafka: RealKafka) -> None:
         assert not isinstance(view, str), f"broker {b}: {view}"
         assert view.brokers == {1, 2, 3}
         assert view.leaders is not None and len(view.leaders) == 6 and min(view.leaders.values()) >= 1, (b, view)
+
+
+def test_brokers_map_the_class_archive_their_image_recorded(real_kafka: RealKafka) -> None:
+    """The image build recorded the broker's classes (record-class-archive); every broker's JVM is started with
+    -XX:SharedArchiveFile, and the archive is valid for the image's java and jars: with -Xshare:on a JVM that
+    cannot map it refuses to start, and this one prints Kafka's version."""
+    import docker
+
+    archive = "/opt/kafka/class-archive.jsa"
+    for n in (1, 2, 3):
+        box = docker.from_env().containers.get(real_kafka.spec.topology.broker_container(n))
+        rc, out = box.exec_run(["bash", "-c", "tr '\\0' ' ' < /proc/$(pgrep -f kafka.Kafka | head -1)/cmdline"])
+        assert rc == 0 and f"-XX:SharedArchiveFile={archive}" in out.decode(), out.decode()[-500:]
+    rc, out = box.exec_run(
+        ["kafka-run-class.sh", "kafka.Kafka", "--version"],
+        environment={"KAFKA_OPTS": f"-XX:SharedArchiveFile={archive} -Xshare:on"},
+    )
+    assert rc == 0 and re.fullmatch(r"\d+\.\d+\.\d+", out.decode().strip().splitlines()[-1]), out.decode()[-1000:]

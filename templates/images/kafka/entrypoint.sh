@@ -7,6 +7,7 @@
 #   restart keeps its data; a dir formatted with another id makes Kafka refuse to start, as it should. A partition
 #   directory without its topic ID (a broker killed while creating it) is set aside as stray at every start.
 #   KAFKA_HEAP_OPTS, KAFKA_OPTS, KAFKA_LOG4J_OPTS are passed to the JVM as Kafka's scripts expect.
+#   The class archive recorded at build time (record-class-archive) is added to KAFKA_OPTS.
 #   KAFKA_JMX_PORT / KAFKA_JMX_HOSTNAME enable JMX for the broker process ONLY: JMX_PORT is exported to
 #   kafka-server-start.sh alone, so CLI tools run with `docker exec` don't try to bind the same port.
 set -euo pipefail
@@ -47,6 +48,12 @@ props=/etc/kafka/server.properties
         echo "$key=$value"
     done
 } >"$props"
+
+# the class archive the image build recorded (record-class-archive): every JVM below maps it instead of loading
+# those classes from the jars again; a JVM that cannot use it starts without it. KAFKA_OPTS is kept.
+if [[ -f "$KAFKA_HOME/class-archive.jsa" ]]; then
+    export KAFKA_OPTS="${KAFKA_OPTS:+$KAFKA_OPTS }-XX:SharedArchiveFile=$KAFKA_HOME/class-archive.jsa -Xlog:cds=off -Xlog:cds+dynamic=off"
+fi
 
 if [[ -n "${KAFKA_LOG4J_ROOT_LOGLEVEL:-}" ]]; then
     if [[ -f "$KAFKA_HOME/config/log4j.properties" ]]; then # Kafka 3.x: log4j 1 (reload4j)
