@@ -63,11 +63,12 @@ def test_throttled_rate_holds(bootstrap: str, unique_name: str, engine: str) -> 
     plan = perf_topic.TopicPlan(unique_name, False, 1, 1)
     perf_topic.prepare_topic(bootstrap, plan, create=True, retention_bytes=None)
     payloads = perf_produce.build_payloads(100)
-    r = perf_produce.run_produce(bootstrap, unique_name, 6000, payloads, throughput=3000, engine=engine)
-    assert r.delivered == 6000 and r.failed == 0
-    # 6000 records at 3000/s: never faster than asked, within a few percent of it
-    assert r.elapsed_s >= 1.95
-    assert 0.90 * 3000 <= r.records_per_sec <= 1.01 * 3000  # the tail (last acks) is inside the clock
+    # 3000 records at 1000/s: never faster than asked, within a few percent of it. (At 3000/s a producer beside a
+    # busy test run was held below 90% by the CPU it could not get, not by the throttle.)
+    r = perf_produce.run_produce(bootstrap, unique_name, 3000, payloads, throughput=1000, engine=engine)
+    assert r.delivered == 3000 and r.failed == 0
+    assert r.elapsed_s >= 2.95
+    assert 0.90 * 1000 <= r.records_per_sec <= 1.01 * 1000  # the tail (last acks) is inside the clock
     assert r.p50_ms <= r.p99_ms <= r.max_latency_ms
 
 

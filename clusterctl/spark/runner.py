@@ -366,6 +366,10 @@ def _run_streaming(
             query.stop()
         if temp_checkpoint:
             shutil.rmtree(cp, ignore_errors=True)
+    if stopped == "interrupted":
+        # the running micro-batch finished and the query stopped; the signal ends the command as it ends every
+        # other (one line, 128 + signal), not as a run that stopped by itself
+        raise KeyboardInterrupt
     if failure is not None:
         raise ClusterctlError(f"job {name} failed: {error_line(failure)}")
     seen = watch.seen
