@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -284,18 +286,24 @@ def test_an_interrupted_run_says_one_line_without_py4j_or_java(bootstrap: str, u
     args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--until-idle", "120",
             "--trigger", "0.5", "--option", f"input={unique_name}",
             "--option", f"output={unique_name}-out"]  # fmt: skip
+    # a group of its own: whatever happens here, the CLI and its JVM end with the test
     proc = subprocess.Popen([sys.executable, "-m", "clusterctl", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
-    assert proc.stderr is not None
-    first = proc.stderr.readline()  # "running word_count on ...": the JVM starts now
-    assert first.startswith("running word_count"), first
-    # the JVM up and micro-batches under way (py4j calls in flight): the first batch's line (not a fixed sleep:
-    # a driver's start takes 5 s on a quiet machine, 40 s on a busy one)
-    batch = proc.stderr.readline()
-    assert batch.startswith("batch 0: 20 rows"), batch
-    time.sleep(1)
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=60)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # "running word_count on ...": the JVM starts now
+        assert first.startswith("running word_count"), first
+        # the JVM up and micro-batches under way (py4j calls in flight): the first batch's line (not a fixed sleep:
+        # a driver's start takes 5 s on a quiet machine, 40 s on a busy one)
+        batch = proc.stderr.readline()
+        assert batch.startswith("batch 0: 20 rows"), batch
+        time.sleep(1)
+        proc.send_signal(sig)  # the CLI alone, as a terminal's Ctrl-C reaches it (PySpark's JVM ignores SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
     assert proc.returncode == 128 + sig, err
     assert [ln for ln in err.splitlines() if not ln.startswith("batch ")] == [f"error: interrupted by {sig.name}"], err
     assert "py4j" not in out + err and "at org.apache" not in out + err
