@@ -21,7 +21,7 @@ from pyspark.sql.types import BinaryType, StringType, StructType
 from clusterctl.spark.changelog import BATCH_HEADER
 from clusterctl.spark.options import FORMAT, KafkaOptions
 
-FLUSH_TIMEOUT_S = 120.0
+FLUSH_TIMEOUT_S = 150.0  # past message.timeout.ms: every record is delivered or failed by then
 
 
 @dataclass
@@ -56,7 +56,11 @@ def write_batches(opts: KafkaOptions, batches: Iterable[Any]) -> KafkaCommitMess
 
     from clusterctl.kafka.connection import producer_config
 
-    conf = producer_config(opts.bootstrap, "all", **{"linger.ms": 20, "batch.num.messages": 10000})
+    # a batch waits out a broker restart as Spark's own Kafka sink does (the Java producer's delivery.timeout.ms,
+    # 120 s): with 30 s, records sent as a killed leader came back timed out and failed the query
+    conf = producer_config(
+        opts.bootstrap, "all", **{"linger.ms": 20, "batch.num.messages": 10000, "message.timeout.ms": 120000}
+    )
     conf.update(opts.client)
     producer = Producer(conf)
     headers: list[tuple[str, str | bytes | None]] | None = (
