@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -83,3 +84,32 @@ def test_a_partial_answer_is_raised_once_the_timeout_is_spent() -> None:
         connection.fetch_metadata("b:9092", timeout=0.5, client=client)  # type: ignore[arg-type]
     assert exc.value.kafka_code == "_PARTIAL"
     assert 2 <= client.asked <= 4
+
+
+def _timed_out_then(answer: object) -> Any:
+    calls = itertools.count()
+
+    def once(*_args: object) -> object:
+        if next(calls) == 0:  # the controller took the request and did not answer within REQUEST_TIMEOUT_S
+            exc = ClusterctlError("timed out talking to b:9092 after 15s: no answer")
+            exc.kafka_code = "_TIMED_OUT"
+            raise exc
+        return answer
+
+    return once
+
+
+def test_a_timed_out_create_is_asked_again_only_when_an_existing_topic_answers_it(
+    monkeypatch: pytest.MonkeyPatch, pauses: list[float]
+) -> None:
+    from clusterctl.kafka import admin
+
+    found = admin.TopicChange("t", "create", False, note="already exists")  # what the timed-out request created
+    monkeypatch.setattr(admin, "_create_topic_once", _timed_out_then(found))
+    change = admin.create_topic("b:9092", "t", 3, 3, if_not_exists=True, wait_served_s=0)
+    assert (change.changed, change.partitions, change.replication_factor) == (True, 3, 3)
+    assert pauses == [0.25]
+
+    monkeypatch.setattr(admin, "_create_topic_once", _timed_out_then(found))
+    with pytest.raises(ClusterctlError, match="timed out talking to b:9092"):  # it may have happened: not asked again
+        admin.create_topic("b:9092", "t", 3, 3, wait_served_s=0)

@@ -34,6 +34,7 @@ from clusterctl.kafka.connection import (
 )
 from clusterctl.kafka.retry import (
     CREATE_RETRIABLE,
+    CREATE_TIMEOUTS,
     DELETE_RETRIABLE,
     controller_admin,
     retrying,
@@ -229,11 +230,22 @@ def create_topic(
     validate.count(
         replication_factor, "--replication-factor", broker_default=True, maximum=validate.MAX_REPLICATION_FACTOR
     )
-    change = retrying(
-        f"create topic {name}",
-        lambda: _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists),
-        retriable=CREATE_RETRIABLE,
-    )
+    timed_out = False
+
+    def create_once() -> TopicChange:
+        nonlocal timed_out
+        try:
+            return _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists)
+        except ClusterctlError as exc:
+            timed_out = timed_out or getattr(exc, "kafka_code", None) in CREATE_TIMEOUTS
+            raise
+
+    # a create that timed out may have happened: asked again only when an existing topic is an answer too
+    # (--if-not-exists, a drill's create step), and then a topic found is the one that request created
+    retriable = CREATE_RETRIABLE | (CREATE_TIMEOUTS if if_not_exists else set())
+    change = retrying(f"create topic {name}", create_once, retriable=retriable)
+    if timed_out and not change.changed:
+        change = TopicChange(name, "create", True, partitions, replication_factor, dict(configs or {}))
     if change.changed and wait_served_s > 0:
         wait_topic_served(bootstrap, name, partitions, wait_served_s)
     return change

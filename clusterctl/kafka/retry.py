@@ -38,6 +38,7 @@ RETRIABLE = {
 RETRY_BUDGET_S = 30.0
 # a create that timed out may have happened: only errors that say "not done, ask again" are retried
 CREATE_RETRIABLE = {"NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE"}
+CREATE_TIMEOUTS = {"_TIMED_OUT", "REQUEST_TIMED_OUT"}  # retried only where an existing topic is an answer
 DELETE_RETRIABLE = CREATE_RETRIABLE | {"UNKNOWN", "REQUEST_TIMED_OUT"}
 ELECT_RETRIABLE = RETRIABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT"}  # an election asked twice elects once
 
