@@ -81,11 +81,11 @@ def fetch_metadata(
         try:
             return client.list_topics(timeout=max(left, 0.1))
         except KafkaException as exc:
-            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if err is not None and err.code() == KafkaError._PARTIAL and left > PARTIAL_BACKOFF_S:
+            error = kafka_error(exc, bootstrap, waited=time.monotonic() - start)
+            if getattr(error, "kafka_code", None) == "_PARTIAL" and left > PARTIAL_BACKOFF_S:
                 time.sleep(PARTIAL_BACKOFF_S)
                 continue
-            raise kafka_error(exc, bootstrap, waited=time.monotonic() - start) from None
+            raise error from None
 
 
 def _result(future: Any, bootstrap: str, timeout: float = REQUEST_TIMEOUT_S) -> Any:

@@ -11,7 +11,6 @@ does); nothing records it behind the user's back.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -19,7 +18,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from clusterctl.errors import ClusterctlError
@@ -61,13 +60,6 @@ def use_opts(driver_opts: str) -> str:
     return f"-XX:SharedArchiveFile={path} {SILENT}" if path is not None and path.is_file() else ""
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 def prepare(driver_opts: str, progress: Callable[[str], None], force: bool = False) -> tuple[Path, bool]:
     """Record the archive unless it exists: (its path, whether it was recorded now).
 
@@ -78,8 +70,9 @@ def prepare(driver_opts: str, progress: Callable[[str], None], force: bool = Fal
     path = archive_path(driver_opts)
     if path is None:
         raise ClusterctlError("no Java or no PySpark here: nothing to record", hint="pip install 'clusterctl[spark]'")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(path.parent / ".prepare.lock"):
+    from clusterctl.images.kafka_maven import machine_lock
+
+    with machine_lock(path.parent / ".prepare.lock"):
         if path.is_file() and not force:
             return path, False
         progress(f"recording the Spark driver's class archive in {path} (once, ~30 s)")
