@@ -49,9 +49,19 @@ def in_container(container: str, script: str) -> subprocess.CompletedProcess[str
     return subprocess.run(["docker", "exec", container, "sh", "-c", script], capture_output=True, text=True, timeout=60)
 
 
+def on_volumes(container: str, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` in a throwaway container of the same image with `container`'s volumes: ZooKeeper may exit on the
+    full disk and Docker restart it at any moment, which kills a `docker exec` (137) and says nothing of the disk."""
+    image = subprocess.run(["docker", "inspect", "-f", "{{.Config.Image}}", container], capture_output=True,
+                           text=True, check=True, timeout=30).stdout.strip()  # fmt: skip
+    return subprocess.run(["docker", "run", "--rm", "--network", "none", "--volumes-from", container,
+                           "--entrypoint", "sh", image, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+
+
 def df_use(container: str, path: str) -> int:
-    """Use% of the filesystem at `path`, as df in the container reports it."""
-    out = in_container(container, f"df -P {path}").stdout.splitlines()[-1].split()
+    """Use% of the filesystem at `path`, as df sees it on the container's volumes."""
+    out = on_volumes(container, f"df -P {path}").stdout.splitlines()[-1].split()
     return int(out[4].rstrip("%"))
 
 
@@ -74,13 +84,13 @@ def test_fill_disk_fills_and_heal_frees_and_restarts(cluster: Path) -> None:
     assert fault["action"] == "fill-disk" and fault["target"] == "zk1"
     assert "/data (" in fault["note"] and "/datalog (" in fault["note"] and fault["note"].count(", 0 B free") == 2
     assert df_use(zk1, "/data") == 100 and df_use(zk1, "/datalog") == 100
-    write = in_container(zk1, "head -c 1048576 /dev/zero > /datalog/probe")
+    write = on_volumes(zk1, "head -c 1048576 /dev/zero > /datalog/probe")
     assert write.returncode != 0 and "No space left on device" in write.stderr, write
 
     healed = cli_json(cluster, "chaos", "heal")
     frees = [r for r in healed["healed"] if r["action"] == "free-disk"]
     assert [r["target"] for r in frees] == ["zk1"] and f"MiB on /datalog ({spec.topology.project}_" in frees[0]["note"]
-    assert df_use(zk1, "/datalog") < 50 and in_container(zk1, "rm -f /datalog/probe").returncode == 0
+    assert df_use(zk1, "/datalog") < 50 and on_volumes(zk1, "rm -f /datalog/probe").returncode == 0
     assert 1 in healed["wait"]["zk_serving"]
     mounts = [d.mountpoint for d in disks.disks(spec, cluster.parent)]
     assert not any(os.path.exists(os.path.join(m, disks.FILL_NAME)) for m in mounts)

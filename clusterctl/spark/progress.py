@@ -10,12 +10,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from clusterctl.errors import TimeoutError_
 from clusterctl.wait import wait_until
 
 GRACEFUL_STOP_S = 60.0
+#: Ctrl-C, SIGTERM (CI runners, `timeout`), a closed terminal: each lets the running micro-batch finish
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def parse_ts(value: str) -> float:
@@ -94,6 +96,12 @@ class QueryWatch:
         self.last_input = time.monotonic()
         self.last_data_end: float | None = None
         self.interrupts = 0
+        #: the first stop signal received while watching
+        self.signal: signal.Signals | None = None
+
+    def _interrupt(self, signum: int, _frame: object) -> None:
+        self.signal = self.signal or signal.Signals(signum)
+        self.interrupts += 1
 
     def _collect(self) -> None:
         """Take the batches the query finished since the last look."""
@@ -122,10 +130,14 @@ class QueryWatch:
 
     def run(self, start: float, until_idle_s: float | None, timeout_s: float | None, available_now: bool) -> str:
         """Why the query stopped: caught up, terminated, idle, timeout or interrupted."""
-        # PySpark's own SIGINT handler calls into the JVM from inside a py4j call; a flag stops the query cleanly
-        previous = None
+        # PySpark's own SIGINT handler calls into the JVM from inside a py4j call, and an exception raised by a
+        # handler in the middle of one breaks py4j's connection (the next call: "Answer from Java side is empty");
+        # a flag stops the query cleanly. A signal the parent set to be ignored stays ignored.
+        previous: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
-            previous = signal.signal(signal.SIGINT, lambda *_: setattr(self, "interrupts", self.interrupts + 1))
+            for sig in STOP_SIGNALS:
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    previous[sig] = signal.signal(sig, self._interrupt)
         try:
             while True:
                 if self.interrupts:
@@ -146,5 +158,12 @@ class QueryWatch:
         except KeyboardInterrupt:
             return "interrupted"
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def redeliver(self) -> NoReturn:
+        """After the query stopped: the signal that stopped it, to the handler that was there before the watch (the
+        CLI's: an interrupt by that signal, 128 + it); a KeyboardInterrupt when that handler returns."""
+        if self.signal is not None:
+            signal.raise_signal(self.signal)
+        raise KeyboardInterrupt

@@ -358,10 +358,12 @@ def _run_streaming(
     except Exception as exc:
         raise ClusterctlError(f"job {name} could not start: {error_line(exc)}") from None
     watch = QueryWatch(query, on_progress)
+    failure = None
     try:
         stopped = watch.run(start, until_idle_s, timeout_s, available_now)
-    finally:
         failure = query.exception()
+    finally:
+        # on the way out of an exception the JVM may be gone; the exception says more than a py4j error here
         with contextlib.suppress(Exception):
             query.stop()
         if temp_checkpoint:
@@ -369,7 +371,7 @@ def _run_streaming(
     if stopped == "interrupted":
         # the running micro-batch finished and the query stopped; the signal ends the command as it ends every
         # other (one line, 128 + signal), not as a run that stopped by itself
-        raise KeyboardInterrupt
+        watch.redeliver()
     if failure is not None:
         raise ClusterctlError(f"job {name} failed: {error_line(failure)}")
     seen = watch.seen
