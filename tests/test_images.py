@@ -82,6 +82,25 @@ def test_spark_image_tags_match_the_installed_pyspark() -> None:
     assert images.resolve_targets(["spark"], None) == ["spark"]
 
 
+def test_dist_records_hash_the_same_in_a_venv_elsewhere(tmp_path: Path) -> None:
+    """The console and spark images hash their distributions' RECORDs; pip writes the console scripts there with the
+    venv's python in their first line, so a fresh clone elsewhere rebuilt both images. Those entries do not count."""
+    import hashlib
+
+    def digest(record: str) -> str:
+        path = tmp_path / "RECORD"
+        path.write_text(record)
+        h = hashlib.sha256()
+        image_inputs.hash_record(h, path)
+        return h.hexdigest()
+
+    here = "../../../bin/uvicorn,sha256=FtVgBB3T,222\nuvicorn/main.py,sha256=aaaa,100\n"
+    elsewhere = "../../../bin/uvicorn,sha256=L5pxx_jq,221\nuvicorn/main.py,sha256=aaaa,100\n"
+    upgraded = "../../../bin/uvicorn,sha256=FtVgBB3T,222\nuvicorn/main.py,sha256=bbbb,100\n"
+    assert digest(here) == digest(elsewhere)
+    assert digest(here) != digest(upgraded)
+
+
 def _installations() -> list[str]:
     root = kafka_maven.INSTALL_ROOT
     return sorted(p.name for p in root.iterdir()) if root.is_dir() else []

@@ -24,6 +24,14 @@ def hash_file(h: hashlib._Hash, path: Path) -> None:
             h.update(chunk)
 
 
+def hash_record(h: hashlib._Hash, path: Path) -> None:
+    """A dist-info RECORD without its entries outside site-packages (`../../../bin/...`): the console scripts pip
+    wrote with the venv's own python in their first line, so a clone elsewhere would hash differently."""
+    for line in path.read_bytes().splitlines(keepends=True):
+        if not line.startswith(b"../"):
+            h.update(line)
+
+
 # ---- the spark image: Python packages from the driver's environment ----
 
 # distributions copied into clusterctl/spark (import name, distribution name); the executors' Python
@@ -98,9 +106,10 @@ def _spark_inputs() -> list[Path]:
 def spark_hash_inputs(h: hashlib._Hash) -> None:
     pkg = Path(__file__).resolve().parent.parent
     for path in _spark_inputs():
-        h.update(path.name.encode() if path.name == "RECORD" else str(path.relative_to(pkg)).encode())
+        record = path.name == "RECORD"
+        h.update(path.name.encode() if record else str(path.relative_to(pkg)).encode())
         h.update(b"\0")
-        hash_file(h, path)
+        (hash_record if record else hash_file)(h, path)
 
 
 def _ignore(skip: tuple[str, ...], top: Path) -> Callable[[str, list[str]], set[str]]:
@@ -232,7 +241,7 @@ def console_hash_inputs(h: hashlib._Hash) -> None:
         h.update(rel.encode())
         h.update(b"\0")
         if src.is_file():
-            hash_file(h, src)
+            (hash_record if src.name == "RECORD" else hash_file)(h, src)
 
 
 def console_context(ctx: Path) -> None:
