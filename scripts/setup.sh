@@ -82,14 +82,24 @@ else
     say "compose v2 present: $(docker compose version --short 2>/dev/null || echo ok)"
 fi
 
+# ---- the Spark driver's class archive (AppCDS): local Spark drivers start about twice as fast; recorded once per
+# venv, beside the image builds (one JVM each; they take different locks) ----
+prepare=""
+if [[ -z "${CLUSTERCTL_SKIP_SPARK_ARCHIVE:-}" ]]; then
+    "$VENV/bin/clusterctl" spark prepare >/dev/null &
+    prepare=$!
+    trap '[[ -z "$prepare" ]] || kill -TERM "$prepare" 2>/dev/null || true' EXIT
+fi
 # ---- offline images (skipped per image when the inputs hash is unchanged) ----
 if [[ -z "${CLUSTERCTL_SKIP_IMAGES:-}" ]]; then
     targets=(zookeeper kafka tansu console)
     say "clusterctl images build ${targets[*]}"
     "$VENV/bin/clusterctl" images build "${targets[@]}"
 fi
-# the Spark driver's class archive (AppCDS): local Spark drivers start about twice as fast; recorded once
-if [[ -z "${CLUSTERCTL_SKIP_SPARK_ARCHIVE:-}" ]]; then
-    "$VENV/bin/clusterctl" spark prepare >/dev/null
+if [[ -n "$prepare" ]]; then
+    rc=0
+    wait "$prepare" || rc=$?
+    prepare=""
+    [[ $rc == 0 ]] || { say "clusterctl spark prepare failed (exit $rc)"; exit "$rc"; }
 fi
 say "done"
