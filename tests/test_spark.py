@@ -309,6 +309,48 @@ def test_an_interrupted_run_says_one_line_without_py4j_or_java(bootstrap: str, u
     assert "py4j" not in out + err and "at org.apache" not in out + err
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+    return out
+
+
+def test_a_killed_run_takes_its_jvm_with_it(bootstrap: str, unique_name: str) -> None:
+    """SIGKILL to `clusterctl spark run` (the OOM killer, `kill -9`, a CI runner's hard stop) cannot run a cleanup;
+    its PySpark JVM must still end (it watches its stdin, a pipe from the driver process) instead of running on."""
+    create_topic(bootstrap, unique_name, 1, 1, {})
+    produce(bootstrap, unique_name, [(None, "a b c", None)] * 5)
+    args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--until-idle", "120",
+            "--trigger", "0.5", "--option", f"input={unique_name}",
+            "--option", f"output={unique_name}-out"]  # fmt: skip
+    create_topic(bootstrap, f"{unique_name}-out", 1, 1, {})
+    proc = subprocess.Popen([sys.executable, "-m", "clusterctl", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    jvms: list[int] = []
+    try:
+        assert proc.stderr is not None
+        assert proc.stderr.readline().startswith("running word_count")
+        batch = proc.stderr.readline()
+        assert batch.startswith("batch 0: "), batch
+        jvms = [c for c in _children(proc.pid) if b"java" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        assert len(jvms) == 1, jvms
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while Path(f"/proc/{jvms[0]}").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        alive = Path(f"/proc/{jvms[0]}").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not alive, f"the JVM {jvms[0]} of a killed `spark run` still runs 60 s later"
+
+
 _MASTERS = st.one_of(
     st.builds(lambda n: f"local[{n}]", st.one_of(st.integers(-5, 1030), st.sampled_from(["*", "x", "", "1,2", "2,0"]))),
     st.builds(lambda p: f"spark://127.0.0.1:{p}", st.one_of(st.just(free_port()), st.integers(0, 70000))),
