@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,7 +139,14 @@ def release(spec: ClusterSpec, root: Path | None = None, remove: bool = False) -
         # a loop device left attached (an unmount by hand that kept it) goes too
         image = base / f"{point.name}.img"
         for dev in _loops_of(image):
-            _run(["losetup", "-d", dev])
+            try:
+                _run(["losetup", "-d", dev])
+            except ClusterctlError:
+                # the unmount's autoclear detaches the device a moment later: listed above, gone by now
+                time.sleep(0.5)
+                if dev in _loops_of(image):
+                    raise
+                continue
             done.append(f"detached {dev}")
     if remove:
         for image in sorted(base.glob("*.img")):
