@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from clusterctl.chaos.analysis import analyze
 from clusterctl.chaos.timeline import Event, Marker, PartitionSample, Timeline
 
@@ -66,6 +68,38 @@ def test_tansu_metadata_ids_become_the_spec_broker() -> None:
     brokers = [e.value for e in obs.timeline.events if e.kind == "brokers"]
     controllers = [e.value for e in obs.timeline.events if e.kind == "controller"]
     assert brokers == [[1], []] and controllers == [1, -1]
+
+
+def test_a_leader_change_across_a_metadata_gap_is_still_a_leader_event() -> None:
+    """Metadata silent while a killed leader's partition got its new leader (a loaded machine stalls for seconds):
+    after the gap every partition is recorded afresh, and the change across it is still a `leader` event, which
+    the timeline, the console and the drills' leader checks read."""
+    from types import SimpleNamespace as NS
+
+    from clusterctl.chaos.observer import Observer
+    from clusterctl.spec.model import ClusterSpec
+
+    spec = ClusterSpec.model_validate({"name": "dev", "profile": "offline", "kafka_manager": {"enabled": False}})
+    obs = Observer(spec, None, ["t"], watch_zk=False)
+
+    def metadata(leader: int, isr: list[int]) -> Any:
+        parts = {0: NS(leader=leader, replicas=[2, 1, 3], isrs=isr), 1: NS(leader=3, replicas=[3, 2, 1], isrs=isr)}
+        return NS(brokers={1: None, 3: None}, controller_id=3, topics={"t": NS(error=None, partitions=parts)})
+
+    obs._record_metadata(metadata(2, [1, 2, 3]))
+    obs._record_metadata(metadata(-1, [1, 3]))
+    obs._open_gap("metadata request failed")
+    obs._close_gap()
+    obs._record_metadata(metadata(1, [1, 3]))
+    events = [(e.kind, e.subject, e.detail) for e in obs.timeline.events if e.kind in ("partition", "leader", "isr")]
+    assert events[-3:] == [
+        ("partition", "t-0", "leader 1 replicas 2,1,3 isr 1,3"),
+        ("leader", "t-0", "leader -1 -> 1"),
+        ("partition", "t-1", "leader 3 replicas 3,2,1 isr 1,3"),
+    ], events
+    assert ("leader", "t-0", "leader 2 -> -1") in events
+    obs._record_metadata(metadata(1, [1, 3]))  # nothing new once recorded afresh
+    assert len([e for e in obs.timeline.events if e.kind in ("partition", "leader", "isr")]) == len(events)
 
 
 def test_write_gap_is_the_longest_wait_for_an_ack_after_the_fault() -> None:

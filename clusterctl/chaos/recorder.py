@@ -63,6 +63,7 @@ class Recorder:
         self._last_zk_controller: Any = "unset"
         self._metadata_ok: bool | None = None
         self._gap_start: tuple[float, str] | None = None
+        self._after_gap = False  # the next metadata records every partition afresh
         self._paused: set[int] = set()
         self._broker_id = _id_mapper(spec)
 

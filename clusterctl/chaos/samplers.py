@@ -81,7 +81,8 @@ class Samplers(Recorder):
             with self._lock:
                 self.timeline.gaps.append(Gap(t0, now, "metadata", why))
             self.event("metadata", "recovered", "metadata", f"metadata answers again after {now - t0:.1f}s")
-            self._last_part.clear()  # record every partition afresh: the gap hid whatever changed
+            # record every partition afresh (the gap hid when things changed), and still say what changed across it
+            self._after_gap = True
         self._metadata_ok = True
 
     def _record_metadata(self, md: Any) -> None:
@@ -110,6 +111,7 @@ class Samplers(Recorder):
             self._last_controller = controller
         with self._lock:
             topics = list(self.topics)
+        after_gap, self._after_gap = self._after_gap, False
         for name in topics:
             t = md.topics.get(name)
             if t is None or (t.error is not None and not t.partitions):
@@ -118,7 +120,7 @@ class Samplers(Recorder):
                 key = (name, pid)
                 state = (bid(p.leader), tuple(map(bid, p.replicas)), tuple(sorted(map(bid, p.isrs))))
                 prev = self._last_part.get(key)
-                if state == prev:
+                if state == prev and not after_gap:
                     continue
                 self._last_part[key] = state
                 with self._lock:
@@ -126,8 +128,9 @@ class Samplers(Recorder):
                         PartitionSample(now, name, pid, state[0], list(state[1]), list(state[2]))
                     )
                 subject = f"{name}-{pid}"
-                if prev is None:
+                if prev is None or after_gap:
                     self.event("metadata", "partition", subject, _describe(state), _state_dict(state))
+                if prev is None:
                     continue
                 if prev[0] != state[0]:
                     self.event("metadata", "leader", subject, f"leader {prev[0]} -> {state[0]}", state[0])
