@@ -117,6 +117,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             found = ownership.sweep_own()
     except ClusterctlError as exc:  # no Docker engine: nothing of ours can be in it
         found = [f"not checked: {exc.message}"]
+    if not hasattr(config, "workerinput"):  # the workers are gone: Spark drivers' scratch left by a killed one
+        from clusterctl.spark.session import sweep_scratch
+
+        found += sweep_scratch()
     if found:
         print(f"\nclusterctl test run: removed at its end what tests left: {', '.join(found)}", file=sys.stderr)
 

@@ -30,6 +30,7 @@ SPARK_EXTRA = "needs the spark extra (pip install 'clusterctl[spark]'): {} is no
 pytest.importorskip("pyspark", reason=SPARK_EXTRA.format("pyspark"))
 pytest.importorskip("pyarrow", reason=SPARK_EXTRA.format("pyarrow"))
 
+from clusterctl.spark import session  # noqa: E402
 from clusterctl.spark.options import KafkaOptions  # noqa: E402
 from clusterctl.spark.runner import error_line, run_job  # noqa: E402
 from clusterctl.spark.source import cap_offsets  # noqa: E402
@@ -306,6 +307,7 @@ def test_an_interrupted_run_says_one_line_without_py4j_or_java(bootstrap: str, u
         proc.wait()
     assert proc.returncode == 128 + sig, err
     assert [ln for ln in err.splitlines() if not ln.startswith("batch ")] == [f"error: interrupted by {sig.name}"], err
+    assert list(session.scratch_root().glob(f"{proc.pid}-*")) == []  # its scratch directory went with it
     assert "py4j" not in out + err and "at org.apache" not in out + err
 
 
@@ -349,6 +351,10 @@ def test_a_killed_run_takes_its_jvm_with_it(bootstrap: str, unique_name: str) ->
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     assert not alive, f"the JVM {jvms[0]} of a killed `spark run` still runs 60 s later"
+    # the JVM's temporary files went to the run's scratch directory (its shutdown removed Spark's own); the killed
+    # driver could not remove the directory, the next driver's sweep (here called directly) does
+    [left] = session.scratch_root().glob(f"{proc.pid}-*")
+    assert str(left) in session.sweep_scratch() and not left.exists()
 
 
 _MASTERS = st.one_of(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -129,6 +131,54 @@ def _jvm_stderr() -> Iterator[Path]:
         os.close(saved)
 
 
+def scratch_root() -> Path:
+    return Path(tempfile.gettempdir()) / f"clusterctl-spark-{os.getuid()}"
+
+
+_scratch: Path | None = None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_scratch() -> list[str]:
+    """Remove the scratch directories of processes that are gone (a driver killed before its own cleanup)."""
+    removed = []
+    root = scratch_root()
+    for entry in sorted(root.iterdir()) if root.is_dir() else []:
+        pid = entry.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(str(entry))
+    return removed
+
+
+def _remove_scratch() -> None:
+    if _scratch is not None:
+        shutil.rmtree(_scratch, ignore_errors=True)
+
+
+def scratch_dir() -> Path:
+    """This process's Spark scratch directory, the driver JVM's java.io.tmpdir: Spark's spark-*, blockmgr-* and
+    artifacts-* directories and lz4's native library land there instead of straight in /tmp, where a driver that did
+    not stop cleanly left them for good. Removed when this process exits, or by the next driver if it was killed."""
+    global _scratch
+    if _scratch is None:
+        sweep_scratch()
+        root = scratch_root()
+        root.mkdir(mode=0o700, exist_ok=True)
+        _scratch = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+        atexit.register(_remove_scratch)
+    return _scratch
+
+
 # The driver JVM as the lab's brokers run (spec kafka.defaults.jvm_opts): C1 only and the serial collector start a
 # driver in ~30 s where the default JIT and G1 take ~40 s on 2 cores, and a lab job's batches are small. A job that
 # wants C2 passes its own --conf spark.driver.extraJavaOptions (it replaces this line).
@@ -136,8 +186,9 @@ DRIVER_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def driver_java_options() -> str:
-    """spark.driver.extraJavaOptions of clusterctl's drivers: the flags above and the quiet log config."""
-    return f"{DRIVER_JVM_OPTS} -Dlog4j2.configurationFile=file:{_quiet_log_config()}"
+    """spark.driver.extraJavaOptions of clusterctl's drivers: the flags above, the quiet log config and the scratch
+    directory."""
+    return f"{DRIVER_JVM_OPTS} -Dlog4j2.configurationFile=file:{_quiet_log_config()} -Djava.io.tmpdir={scratch_dir()}"
 
 
 def register(spark: Any) -> None:
