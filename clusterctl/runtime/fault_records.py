@@ -35,7 +35,7 @@ class FaultRecord:
 
     @property
     def owner_alive(self) -> bool:
-        return _alive(self.pid)
+        return process_alive(self.pid)
 
     def line(self) -> str:
         what = "paused" if self.kind == "pause" else "cut off its network"
@@ -112,7 +112,8 @@ def forget_all(spec: ClusterSpec, keep: set[str] | None = None) -> list[FaultRec
     return gone
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` runs (this one does; a zombie does not)."""
     if pid == os.getpid():
         return True
     try:

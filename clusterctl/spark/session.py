@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import ClusterctlError, UsageError
+from clusterctl.runtime.fault_records import process_alive
 from clusterctl.spark import classarchive
 from clusterctl.spec import validate
 
@@ -138,23 +139,13 @@ def scratch_root() -> Path:
 _scratch: Path | None = None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_scratch() -> list[str]:
     """Remove the scratch directories of processes that are gone (a driver killed before its own cleanup)."""
     removed = []
     root = scratch_root()
     for entry in sorted(root.iterdir()) if root.is_dir() else []:
         pid = entry.name.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(str(entry))
     return removed
