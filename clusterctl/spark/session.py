@@ -145,7 +145,7 @@ def sweep_scratch() -> list[str]:
     root = scratch_root()
     for entry in sorted(root.iterdir()) if root.is_dir() else []:
         pid = entry.name.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):  # this process counts as alive
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(str(entry))
     return removed
