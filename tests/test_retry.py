@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -86,30 +87,60 @@ def test_a_partial_answer_is_raised_once_the_timeout_is_spent() -> None:
     assert 2 <= client.asked <= 4
 
 
-def _timed_out_then(answer: object) -> Any:
-    calls = itertools.count()
+@pytest.mark.parametrize("code", ["_TIMED_OUT", "_DESTROY_BROKER"])
+def test_a_create_whose_answer_was_lost_is_asked_again_and_the_topic_found_is_its_own(
+    monkeypatch: pytest.MonkeyPatch, pauses: list[float], code: str
+) -> None:
+    from clusterctl.kafka import admin
 
-    def once(*_args: object) -> object:
-        if next(calls) == 0:  # the controller took the request and did not answer within REQUEST_TIMEOUT_S
-            exc = ClusterctlError("timed out talking to b:9092 after 15s: no answer")
-            exc.kafka_code = "_TIMED_OUT"
+    asked: list[bool] = []
+
+    def once(_b: str, _n: str, _p: int, _rf: int, _c: object, if_not_exists: bool) -> admin.TopicChange:
+        asked.append(if_not_exists)
+        if len(asked) == 1:  # sent; the broker's answer never came (timed out, or librdkafka dropped its handle)
+            exc = ClusterctlError(f"{code}: no answer")
+            exc.kafka_code = code
             raise exc
-        return answer
+        return admin.TopicChange("t", "create", False, note="already exists")  # what the first request created
 
-    return once
+    monkeypatch.setattr(admin, "_create_topic_once", once)
+    change = admin.create_topic("b:9092", "t", 3, 3, wait_served_s=0)
+    assert asked == [False, True]  # the retry accepts the existing topic: the lost request made it
+    assert (change.changed, change.partitions, change.replication_factor) == (True, 3, 3)
+    assert change.note is not None and "answer to the create request was lost" in change.note
+    assert pauses == [0.25]
 
 
-def test_a_timed_out_create_is_asked_again_only_when_an_existing_topic_answers_it(
+def test_a_topic_that_existed_before_is_not_reported_created(
     monkeypatch: pytest.MonkeyPatch, pauses: list[float]
 ) -> None:
     from clusterctl.kafka import admin
 
-    found = admin.TopicChange("t", "create", False, note="already exists")  # what the timed-out request created
-    monkeypatch.setattr(admin, "_create_topic_once", _timed_out_then(found))
-    change = admin.create_topic("b:9092", "t", 3, 3, if_not_exists=True, wait_served_s=0)
-    assert (change.changed, change.partitions, change.replication_factor) == (True, 3, 3)
-    assert pauses == [0.25]
+    def exists(*_args: object) -> admin.TopicChange:
+        raise ClusterctlError("topic 't' already exists")
 
-    monkeypatch.setattr(admin, "_create_topic_once", _timed_out_then(found))
-    with pytest.raises(ClusterctlError, match="timed out talking to b:9092"):  # it may have happened: not asked again
+    monkeypatch.setattr(admin, "_create_topic_once", exists)
+    with pytest.raises(ClusterctlError, match="already exists"):
         admin.create_topic("b:9092", "t", 3, 3, wait_served_s=0)
+    assert pauses == []
+
+
+def test_partitions_whose_answer_was_lost_are_not_asked_for_twice(
+    monkeypatch: pytest.MonkeyPatch, pauses: list[float]
+) -> None:
+    from clusterctl.kafka import admin
+
+    counts = iter([3, 6])  # before the request; after it, looked up when its answer was lost
+    asked: list[int] = []
+
+    class Client:
+        def create_partitions(self, new: list[Any], request_timeout: float) -> dict[str, Any]:
+            asked.append(new[0].new_total_count)
+            answer: Future[None] = Future()
+            answer.set_exception(KafkaException(KafkaError(KafkaError._DESTROY_BROKER, "Broker handle destroyed")))
+            return {"t": answer}
+
+    monkeypatch.setattr(admin, "describe_topic", lambda _b, _n: admin.TopicDescription("t", next(counts), 3, False, []))
+    monkeypatch.setattr(admin, "controller_admin", lambda _b: Client())
+    change = admin.create_partitions("b:9092", "t", 6, wait_served_s=0)
+    assert change.changed and asked == [6] and pauses == [0.25]

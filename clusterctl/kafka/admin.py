@@ -33,8 +33,8 @@ from clusterctl.kafka.connection import (
     fetch_metadata,
 )
 from clusterctl.kafka.retry import (
+    AMBIGUOUS,
     CREATE_RETRIABLE,
-    CREATE_TIMEOUTS,
     DELETE_RETRIABLE,
     controller_admin,
     retrying,
@@ -219,7 +219,8 @@ def create_topic(
 ) -> TopicChange:
     """Create a topic; RF above the live broker count is refused before asking the broker.
 
-    Retriable errors (NOT_CONTROLLER after the controller moved, ...) are retried within RETRY_BUDGET_S.
+    Retriable errors (NOT_CONTROLLER after the controller moved, ...) are retried within RETRY_BUDGET_S. So is a
+    request whose answer was lost (a timeout, the broker's handle dropped): the next attempt first looks for the topic.
     The topic counts as created once every live broker serves its metadata with a leader for every
     partition (brokers learn new topics asynchronously): `wait_served_s` bounds that wait (0: do not wait).
     -1 for partitions or replication factor means the broker's default (num.partitions,
@@ -230,22 +231,21 @@ def create_topic(
     validate.count(
         replication_factor, "--replication-factor", broker_default=True, maximum=validate.MAX_REPLICATION_FACTOR
     )
-    timed_out = False
+    lost = False
 
     def create_once() -> TopicChange:
-        nonlocal timed_out
+        nonlocal lost
         try:
-            return _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists)
+            # after a lost answer, the topic found is the one that request created (it did not exist before it)
+            return _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists or lost)
         except ClusterctlError as exc:
-            timed_out = timed_out or getattr(exc, "kafka_code", None) in CREATE_TIMEOUTS
+            lost = lost or getattr(exc, "kafka_code", None) in AMBIGUOUS
             raise
 
-    # a create that timed out may have happened: asked again only when an existing topic is an answer too
-    # (--if-not-exists, a drill's create step), and then a topic found is the one that request created
-    retriable = CREATE_RETRIABLE | (CREATE_TIMEOUTS if if_not_exists else set())
-    change = retrying(f"create topic {name}", create_once, retriable=retriable)
-    if timed_out and not change.changed:
-        change = TopicChange(name, "create", True, partitions, replication_factor, dict(configs or {}))
+    change = retrying(f"create topic {name}", create_once, retriable=CREATE_RETRIABLE | AMBIGUOUS)
+    if lost and not change.changed:
+        note = "the answer to the create request was lost; the topic it asked for exists"
+        change = TopicChange(name, "create", True, partitions, replication_factor, dict(configs or {}), note=note)
     if change.changed and wait_served_s > 0:
         wait_topic_served(bootstrap, name, partitions, wait_served_s)
     return change
@@ -352,13 +352,23 @@ def create_partitions(bootstrap: str, name: str, total: int, wait_served_s: floa
     if total <= current:
         raise UsageError(f"topic {name!r} already has {current} partitions; --partitions must be more than that")
 
-    def create_once() -> None:
-        client = controller_admin(bootstrap)  # held until the answer: a collected client cancels its requests
-        _result(
-            client.create_partitions([NewPartitions(name, total)], request_timeout=REQUEST_TIMEOUT_S)[name], bootstrap
-        )
+    lost = False
 
-    retrying(f"create partitions of {name}", create_once, retriable=CREATE_RETRIABLE)
+    def create_once() -> None:
+        nonlocal lost
+        if lost and describe_topic(bootstrap, name).partition_count == total:
+            return  # the request whose answer was lost did it
+        client = controller_admin(bootstrap)  # held until the answer: a collected client cancels its requests
+        try:
+            _result(
+                client.create_partitions([NewPartitions(name, total)], request_timeout=REQUEST_TIMEOUT_S)[name],
+                bootstrap,
+            )
+        except ClusterctlError as exc:
+            lost = lost or getattr(exc, "kafka_code", None) in AMBIGUOUS
+            raise
+
+    retrying(f"create partitions of {name}", create_once, retriable=CREATE_RETRIABLE | AMBIGUOUS)
     if wait_served_s > 0:
         wait_topic_served(bootstrap, name, total, wait_served_s, done=f"has {total} partitions")
     return TopicChange(name, "alter", True, partitions=total, note=f"partitions {current} -> {total}")

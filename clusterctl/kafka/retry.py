@@ -34,12 +34,16 @@ RETRIABLE = {
     "FENCED_LEADER_EPOCH",  # a request built on metadata from before a leader change
     "UNKNOWN_LEADER_EPOCH",
     "OFFSET_NOT_AVAILABLE",  # a new leader not yet sure of its high watermark
+    # librdkafka (2.10+) drops the handle of a broker that left the metadata (a fenced KRaft broker, one just
+    # restarted) and fails what was in flight to it
+    "_DESTROY_BROKER",
 }
 RETRY_BUDGET_S = 30.0
 # a create that timed out may have happened: only errors that say "not done, ask again" are retried
 CREATE_RETRIABLE = {"NOT_CONTROLLER", "LEADER_NOT_AVAILABLE", "BROKER_NOT_AVAILABLE"}
-CREATE_TIMEOUTS = {"_TIMED_OUT", "REQUEST_TIMED_OUT"}  # retried only where an existing topic is an answer
-DELETE_RETRIABLE = CREATE_RETRIABLE | {"UNKNOWN", "REQUEST_TIMED_OUT"}
+# the request was sent and its answer lost: it may have happened, so the next attempt checks for that first
+AMBIGUOUS = {"_TIMED_OUT", "REQUEST_TIMED_OUT", "_DESTROY_BROKER"}
+DELETE_RETRIABLE = CREATE_RETRIABLE | {"UNKNOWN", "REQUEST_TIMED_OUT", "_DESTROY_BROKER"}
 ELECT_RETRIABLE = RETRIABLE | {"_TIMED_OUT", "REQUEST_TIMED_OUT"}  # an election asked twice elects once
 
 
