@@ -34,6 +34,7 @@ from clusterctl.errors import ClusterctlError
 from clusterctl.kafka.clients import ConsumedRecord
 from clusterctl.kafka.connection import check_topic, producer_config
 from clusterctl.kafka.readback import read_to_end
+from clusterctl.kafka.settings import DRILL_LINGER_MS
 
 
 @dataclass
@@ -73,6 +74,7 @@ class DrillLoad:
         partitions: int | None = None,
         acks: str = "all",
         idempotence: bool | None = None,
+        linger_ms: int = DRILL_LINGER_MS,
         **producer_overrides: Any,
     ) -> None:
         self.bootstrap = bootstrap
@@ -80,7 +82,7 @@ class DrillLoad:
         self.rate = rate
         self.value_size = value_size
         self.partitions = partitions or check_topic(bootstrap, topic)
-        conf = producer_config(bootstrap, acks, **producer_overrides)
+        conf = producer_config(bootstrap, acks, **{"linger.ms": linger_ms, **producer_overrides})
         self.acks = str(conf["acks"])
         self.idempotence = self.acks in ("all", "-1") if idempotence is None else idempotence
         conf["enable.idempotence"] = self.idempotence

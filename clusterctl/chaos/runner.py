@@ -333,6 +333,7 @@ class Runner(NodeSteps, MigrateSteps):
             partitions=self.created_partitions,
             acks=a.acks,
             idempotence=a.idempotent,
+            linger_ms=a.linger_ms,
         )
         observer = self.observer
         if observer is not None:  # acked/s on the console's live dashboard, as the load goes

@@ -53,6 +53,7 @@ from clusterctl.chaos.scenario_checks import KRAFT_CONDITIONS as KRAFT_CONDITION
 from clusterctl.chaos.scenario_checks import check_references
 from clusterctl.chaos.spark_steps import SparkCommitted, SparkJob, VerifySpark
 from clusterctl.errors import SpecError, SpecNotFoundError
+from clusterctl.kafka.settings import DRILL_LINGER_MS
 from clusterctl.spec import validate, yamlfile
 
 SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "scenarios"
@@ -204,6 +205,12 @@ class StartLoad(_M):
     value_size: int = Field(default=64, ge=8, le=validate.MAX_RECORD_BYTES - 5)
     acks: Acks = Field(default="all", description="all: every ISR member has it; 1: the leader alone; 0: none")
     idempotence: bool | None = Field(default=None, description="enable.idempotence (default: on with acks=all)")
+    linger_ms: int = Field(
+        default=DRILL_LINGER_MS,
+        ge=0,
+        le=1000,
+        description="linger.ms: how long the producer batches records (less: more requests and CPU)",
+    )
 
     @field_validator("acks", mode="before")
     @classmethod
