@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from clusterctl import cli
 from clusterctl.errors import NotFoundError
 from clusterctl.kafka import clients, groups
+from clusterctl.signals import STOP_SIGNALS
 from clusterctl.testing.tansu import TansuBroker
 
 pytestmark = pytest.mark.tansu
@@ -374,7 +375,6 @@ def test_fuzz_argv(work: Path, tansu_broker: TansuBroker, tokens: list[str]) -> 
 
 # ---------------------------------------------------------------- issue 32: signals, broken streams, user data
 
-STOP_SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 # values a user's topic may hold: controls, ESC sequences, markup, emoji codes, non-ASCII, invalid UTF-8
 USER_DATA = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=12),

@@ -9,15 +9,14 @@ scenario and summarizes the runs.
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from clusterctl import signals
 from clusterctl.chaos.conditions import Conditions
 from clusterctl.chaos.migrate_run import MigrateSteps
 from clusterctl.chaos.node_run import NodeSteps
@@ -202,7 +201,7 @@ class Runner(NodeSteps, MigrateSteps):
             error, interrupted = (f"interrupted after step {i}" if i else "interrupted before step 1"), True
         finally:
             # a second stop signal must not cut the healing short: held until the run's result exists, then noted
-            with _signals_held() as late:
+            with signals.held(catch_late=True) as late:
                 cleanup = self._cleanup()
                 timeline = self.observer.stop(self.load_summary.intervals if self.load_summary else None)
         if late and not interrupted and error is None:
@@ -480,27 +479,6 @@ class Runner(NodeSteps, MigrateSteps):
         if not got:
             raise StepFailed(f"assertion {c.name} does not hold: {self.cond.last_seen}")
         return got
-
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[list[bool]]:
-    """Hold SIGINT/SIGTERM/SIGHUP while the block runs (the run's cleanup: stop the load, heal, wait until healed);
-    one that came meanwhile is raised by its handler when released, caught here, and noted in the list."""
-    late: list[bool] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield late
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield late
-    finally:
-        try:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # a pending signal's handler runs here
-        except KeyboardInterrupt:
-            late.append(True)
 
 
 def failover_bounds(spec: ClusterSpec) -> dict[str, str]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from clusterctl import signals
 from clusterctl.env import DEFAULT_SPEC_PATH, SPEC_ENV
 from clusterctl.errors import UsageError
 from clusterctl.spec import validate
@@ -208,8 +209,6 @@ def group_option(value: str | None) -> str | None:
         raise typer.BadParameter(exc.message) from None
 
 
-# The signals that stop a command: Ctrl-C, what CI runners and `timeout` send, a closed terminal.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _received: list[signal.Signals] = []
 
 
@@ -231,19 +230,19 @@ def signals_interrupt(final: bool = False) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    saved = {sig: signal.getsignal(sig) for sig in signals.STOP_SIGNALS}
     for sig, previous in saved.items():
         if previous is not signal.SIG_IGN:
             signal.signal(sig, _stop)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_BLOCK, signals.STOP_SIGNALS)
         try:
             for sig, previous in saved.items():
                 signal.signal(sig, signal.SIG_IGN if final else previous)
         finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, signals.STOP_SIGNALS)
 
 
 def stopped_by() -> signal.Signals:
@@ -251,16 +250,10 @@ def stopped_by() -> signal.Signals:
     return _received[0] if _received else signal.SIGINT
 
 
-@contextlib.contextmanager
-def uninterrupted() -> Iterator[None]:
+def uninterrupted() -> contextlib.AbstractContextManager[list[bool]]:
     """Hold the stop signals until the block is done (they are raised right after), so a pair of steps such as
     "print a record, then acknowledge it" cannot be cut between the two."""
-    blocked = set(STOP_SIGNALS)
-    signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, blocked)
+    return signals.held()
 
 
 _skip_teardown = False

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from clusterctl.errors import TimeoutError_
+from clusterctl.signals import STOP_SIGNALS
 from clusterctl.wait import wait_until
 
 GRACEFUL_STOP_S = 60.0
 #: Ctrl-C, SIGTERM (CI runners, `timeout`), a closed terminal: each lets the running micro-batch finish
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def parse_ts(value: str) -> float:
