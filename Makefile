@@ -32,7 +32,9 @@ test: setup  ## the whole suite against real containers, every real-Kafka test o
 	fi; \
 	exit $$rc
 
-demo: setup  ## init → render → up → status → zk tree → topics/produce/consume → down --volumes
+# The demo's setup installs the package with compose v2 only: no Spark, no test tools (`make test` adds them).
+demo:  ## setup (what the demo needs), then init → render → up → status → zk tree → topics/produce/consume → drills → down --volumes
+	CLUSTERCTL_EXTRAS=compose bash scripts/setup.sh
 	bash scripts/demo.sh
 
 lint:  ## ruff (lint + format), mypy and the layer contract (docs/architecture.md)

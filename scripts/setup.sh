@@ -6,6 +6,8 @@
 #   CLUSTERCTL_KAFKA_DIST=kafka_2.13-3.9.2.tgz scripts/setup.sh   # the Kafka image from a distribution, not Maven
 #   CLUSTERCTL_SKIP_IMAGES=1 scripts/setup.sh                     # skip the image builds
 #   CLUSTERCTL_SKIP_SPARK_ARCHIVE=1 scripts/setup.sh              # skip recording the Spark driver class archive
+#   CLUSTERCTL_EXTRAS=compose scripts/setup.sh                    # the package with only these extras (`make demo`:
+#                                                                 # no Spark, no test tools); default dev,spark,netfaults
 # The Kafka image carries Apache Kafka 3.9.x resolved from Maven Central with `mvn` (cached in ~/.m2).
 set -euo pipefail
 
@@ -61,12 +63,25 @@ if [[ ! -x "$VENV/bin/python" ]]; then
     say "creating $VENV"
     python3 -m venv "$VENV"
 fi
+# The stamp holds pyproject.toml's hash and the extras installed: a run that wants an extra not installed yet
+# (`make test` after `make demo`) installs again; one that wants fewer (`make demo` after `make test`) does not.
+extras="${CLUSTERCTL_EXTRAS:-dev,spark,netfaults}"
 stamp="$VENV/.clusterctl-install-stamp"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]] || ! "$VENV/bin/python" -c 'import clusterctl' 2>/dev/null; then
-    say "pip install -e '.[dev,spark,netfaults]'"
-    "$VENV/bin/python" -m pip install -q -e '.[dev,spark,netfaults]'
-    echo "$want" >"$stamp"
+read -r have_sha have_extras 2>/dev/null <"$stamp" || true
+install=""
+[[ "${have_sha:-}" == "$want" ]] || install=1
+for extra in ${extras//,/ }; do
+    [[ ",${have_extras:-}," == *",$extra,"* ]] || install=1
+done
+"$VENV/bin/python" -c 'import clusterctl' 2>/dev/null || install=1
+if [[ -n "$install" ]]; then
+    # a re-install keeps what the venv had: extras asked for now, plus those installed before with the same hash
+    [[ "${have_sha:-}" == "$want" && -n "${have_extras:-}" ]] && extras="$have_extras,$extras"
+    extras="$(tr ',' '\n' <<<"$extras" | sort -u | paste -sd, -)"
+    say "pip install -e '.[$extras]'"
+    "$VENV/bin/python" -m pip install -q -e ".[$extras]"
+    echo "$want $extras" >"$stamp"
 else
     say "venv up to date"
 fi
@@ -85,7 +100,7 @@ fi
 # ---- the Spark driver's class archive (AppCDS): local Spark drivers start about twice as fast; recorded once per
 # venv, beside the image builds (one JVM each; they take different locks) ----
 prepare=""
-if [[ -z "${CLUSTERCTL_SKIP_SPARK_ARCHIVE:-}" ]]; then
+if [[ -z "${CLUSTERCTL_SKIP_SPARK_ARCHIVE:-}" ]] && "$VENV/bin/python" -c 'import pyspark' 2>/dev/null; then
     "$VENV/bin/clusterctl" spark prepare >/dev/null &
     prepare=$!
     trap '[[ -z "$prepare" ]] || kill -TERM "$prepare" 2>/dev/null || true' EXIT
