@@ -167,6 +167,29 @@ def test_target_spec_keeps_the_cluster_and_drops_zookeeper() -> None:
     assert target.topology.bootstrap_servers == spec.topology.bootstrap_servers
 
 
+@pytest.mark.parametrize(
+    ("built", "extra", "expected"),
+    [
+        (["3.9.2", "4.4.0"], {}, "clusterctl/kafka:3.9.2"),  # unpinned: KRaft alone would resolve to 4.4.0
+        (["3.8.1", "3.9.2", "4.4.0"], {"kafka": {"version": "3.8.1"}}, "clusterctl/kafka:3.8.1"),
+        (["3.9.2", "4.4.0"], {"images": {"kafka": "clusterctl/kafka:3.7.0"}}, "clusterctl/kafka:3.7.0"),
+    ],
+)
+def test_target_runs_the_kafka_the_brokers_run(
+    monkeypatch: pytest.MonkeyPatch, built: list[str], extra: dict[str, Any], expected: str
+) -> None:
+    """The controllers and the KRaft brokers run the ZooKeeper-mode brokers' Kafka, however the spec names it
+    (a 4.x controller beside 3.9 brokers never took the cluster over: phase 2 timed out)."""
+    from clusterctl.spec import kafkadist
+
+    monkeypatch.delenv(kafkadist.KAFKA_DIST_ENV, raising=False)
+    monkeypatch.setattr(kafkadist, "built_versions", lambda: built)
+    spec = parse_spec({k: v for k, v in ZK_SPEC.items() if k != "images"} | extra)
+    assert spec.broker_image == expected
+    target = phases.kraft_target(spec)
+    assert target.kraft_mode and target.broker_image == expected
+
+
 def test_phase_render_writes_zookeepers_cluster_id(tmp_path: Path) -> None:
     out = tmp_path / "compose" / "mig"
     out.mkdir(parents=True)

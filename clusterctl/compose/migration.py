@@ -126,6 +126,10 @@ def kraft_target(spec: ClusterSpec, kraft: KRaftSpec | None = None) -> ClusterSp
     data.pop("zookeeper", None)
     kafka = dict(data.get("kafka") or {})
     kafka["mode"] = "kraft"
+    if _resolved_offline(spec):
+        # pinned to the Kafka the ZooKeeper-mode brokers run: unpinned, KRaft mode resolves to the newest built
+        # image (a 4.x one has no migration support: its controllers never took the cluster over)
+        kafka["version"] = spec.broker_image.rpartition(":")[2]
     defaults = dict(kafka.get("defaults") or {})
     defaults.pop("zookeeper_session_timeout_ms", None)  # its twin in kraft mode is kraft.broker_session_timeout_ms
     kafka["defaults"] = defaults
@@ -137,6 +141,19 @@ def kraft_target(spec: ClusterSpec, kraft: KRaftSpec | None = None) -> ClusterSp
     if kraft is not None:
         data["kraft"] = kraft.model_dump(mode="json", exclude_defaults=True)
     return parse_spec(data, source=f"{spec.name} as kraft")
+
+
+def _resolved_offline(spec: ClusterSpec) -> bool:
+    """The brokers run the offline Kafka image the spec leaves unpinned (the newest built one)."""
+    from clusterctl.spec import kafkadist
+
+    return (
+        spec.profile == "offline"
+        and spec.kafka.engine == "kafka"
+        and not spec.images.kafka
+        and spec.kafka.version is None
+        and spec.broker_image != kafkadist.offline_image(kafkadist.UNBUILT_TAG)
+    )
 
 
 def ibp(version: tuple[int, int]) -> str:
