@@ -29,9 +29,9 @@ def new_leader_bound_s(real_kafka: RealKafka) -> float:
 
 
 def run_drill(real_kafka: RealKafka, report_dir: Path, scenario: str) -> dict[str, Any]:
-    """`scenario run NAME --repeat 1 --json`: exit 0, a passing verdict, and a ledger that saw writes acknowledged."""
-    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--repeat", "1", "--report-dir", str(report_dir),
-              "--json", timeout=900)  # fmt: skip
+    """`scenario run NAME --json`: exit 0, a passing verdict, and a ledger that saw writes acknowledged."""
+    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--report-dir", str(report_dir), "--json",
+              timeout=900)  # fmt: skip
     assert res.returncode == 0, f"{scenario}: {res.stdout[-2000:]} / {res.stderr[-2000:]}"
     data: dict[str, Any] = json.loads(res.stdout)
     assert data["ok"] is True and data["scenario"] == scenario and all(s["ok"] for s in data["steps"])
@@ -86,8 +86,8 @@ def test_negative_control_loses_acknowledged_writes(
     real_kafka: RealKafka, tmp_path: Path, scenario: str, setting: str
 ) -> None:
     """The verifier catches a real loss: the run passes only because lost > 0, and says which setting allowed it."""
-    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--repeat", "1", "--report-dir", str(tmp_path),
-              "--json", timeout=900)  # fmt: skip
+    res = cli(real_kafka.spec_path, "scenario", "run", scenario, "--report-dir", str(tmp_path), "--json",
+              timeout=900)  # fmt: skip
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     v = data["verify"]

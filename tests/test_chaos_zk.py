@@ -192,6 +192,8 @@ def test_scenario_repeat_summarizes_the_runs(cluster: Path, tmp_path: Path) -> N
     assert (tmp_path / "run-01" / "report.html").is_file() and (tmp_path / "run-02" / "report.json").is_file()
     human = cli(cluster, "scenario", "run", "short-pause", "--repeat", "1", "--report-dir", str(tmp_path / "one"))
     assert human.returncode == 0, human.stderr
+    assert "scenario short-pause x1 of 1: 1/1 passed" in human.stdout, human.stdout  # a series of one
+    assert (tmp_path / "one" / "summary.html").is_file() and (tmp_path / "one" / "run-01" / "report.json").is_file()
 
 
 def test_failed_repeat_is_one_json_document(cluster: Path, tmp_path: Path) -> None:

@@ -129,7 +129,7 @@ def test_console_quorum_page_names_every_node(kraft_cluster: Path, browser: Any,
 
 def _scenario(spec_path: Path, name: str) -> dict[str, Any]:
     report_dir = str(spec_path.parent / name)
-    res = cli(spec_path, "scenario", "run", name, "--repeat", "1", "--json", "--report-dir", report_dir, timeout=600)
+    res = cli(spec_path, "scenario", "run", name, "--json", "--report-dir", report_dir, timeout=600)
     out = json.loads(res.stdout)
     assert res.returncode == 0, f"{name}: {out.get('error')} / {res.stderr[-2000:]}"
     return dict(out)

@@ -51,8 +51,14 @@ def cmd_scenario_run(
         typer.Option("--report-dir", help="where report.json/report.html/ledger go (default reports/<run>)"),
     ] = None,
     repeat: Annotated[
-        int, typer.Option("--repeat", min=1, help="run it N times (1 to 100); per-run numbers and their median/p95/max")
-    ] = 1,
+        int | None,
+        typer.Option(
+            "--repeat",
+            min=1,
+            help="run it as a series of N (1 to 100): per-run numbers, their median/p95/max and the series' summary "
+            "(its shape also for N=1)",
+        ),
+    ] = None,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -70,10 +76,11 @@ def cmd_scenario_run(
     sc = load_scenario(file)
     if report_dir is not None:  # checked before the drill, not when its report is written
         validate.output_dir(report_dir, "--report-dir")
-    validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
+    if repeat is not None:
+        validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     spec = get_spec()
     bootstrap = bootstrap_servers(bootstrap_server)
-    if repeat > 1:
+    if repeat is not None:
         _run_repeated(sc, spec, bootstrap, str(file), repeat, report_dir, as_json)
         return
     runner = Runner(spec, sc, bootstrap, report_dir, progress=info, file=str(file), spec_path=state.spec_path)
