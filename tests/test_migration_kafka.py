@@ -51,8 +51,28 @@ def zk_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def _json(spec_path: Path, *args: str) -> Any:
     res = cli(spec_path, *args, "--json", timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 0, res.stderr[-3000:] + _broker_log_clues(spec_path)
     return json.loads(res.stdout)
+
+
+def _broker_log_clues(spec_path: Path) -> str:
+    """A failed step's clues: each broker's and controller's last ISR, AlterPartition, WARN and ERROR lines."""
+    topology = load_spec(spec_path).topology
+    services = [topology.broker_service(b) for b in topology.broker_ids] + ["controller1", "controller2", "controller3"]
+    names = [topology.container_name(s) for s in services]  # the migration's controllers, where it started them
+    clues = []
+    for name in names:
+        container = dk.find_container(name)
+        if container is None:
+            continue
+        lines = container.logs(tail=4000).decode("utf-8", "replace").splitlines()
+        hits = [
+            ln
+            for ln in lines
+            if any(k in ln for k in ("ISR", "AlterPartition", "WARN", "ERROR")) and "could not be established" not in ln
+        ]
+        clues.append(f"\n--- {name}\n" + "\n".join(ln[:400] for ln in hits[-25:]))
+    return "".join(clues)
 
 
 def _container_id(spec_path: Path, service: str) -> str | None:

@@ -61,14 +61,18 @@ def wait_full_isr(bootstrap: str, timeout: float) -> None:
     def behind() -> list[str]:
         described = describe_topics(bootstrap, None, include_internal=True, timeout=5.0)
         return [
-            f"{p.topic}-{p.partition}"
+            f"{p.topic}-{p.partition} leader {p.leader} isr {_ids(p.isr)} of {_ids(p.replicas)}"
             for t in described
             for p in t.partitions
             if p.leader < 0 or set(p.isr) != set(p.replicas)
         ]
 
     wait_until(behind, timeout=timeout, what="every partition fully in sync", interval=1.0, done=lambda b: not b,
-               seen=lambda b: f"{len(b)} partitions behind (e.g. {', '.join(b[:3])})", retry_on=_retry)  # fmt: skip
+               seen=lambda b: f"{len(b)} partitions behind (e.g. {'; '.join(b[:3])})", retry_on=_retry)  # fmt: skip
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(map(str, ids))
 
 
 def wait_quorum(target: ClusterSpec, timeout: float, node_id: int | None = None) -> str:
