@@ -194,7 +194,7 @@ def _missing_for_heal(spec: ClusterSpec) -> tuple[list[str], list[int]]:
 
 
 def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
-    from clusterctl.kafka.brokers import metadata_per_broker
+    from clusterctl.kafka.brokers import metadata_gaps
     from clusterctl.zookeeper import client as zk
 
     if not have_quorum:
@@ -205,15 +205,7 @@ def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
     except ClusterctlError as exc:
         return [f"ZooKeeper session ({exc.message})"]
     out = [f"broker {b} in /brokers/ids" for b in spec.topology.broker_ids if b not in registered]
-    addresses = {
-        b: f"{spec.topology.broker_host(b)}:{spec.topology.broker_host_port(b)}" for b in spec.topology.broker_ids
-    }
-    for b, view in metadata_per_broker(addresses, timeout=2.0).items():
-        if isinstance(view, str):
-            out.append(f"broker {b} answering metadata ({view})")
-        elif unknown := sorted(set(spec.topology.broker_ids) - view.brokers):
-            out.append(f"broker(s) {','.join(map(str, unknown))} in broker {b}'s metadata")
-    return out
+    return out + metadata_gaps(spec.topology.broker_addresses(), set(spec.topology.broker_ids))
 
 
 # ---------------------------------------------------------------- rolling restart

@@ -25,10 +25,7 @@ class Samplers(Recorder):
         assert self.bootstrap is not None
         spec = self.spec
         if spec is not None and self.bootstrap == spec.topology.bootstrap_servers:
-            return {
-                b: f"{spec.topology.broker_host(b)}:{spec.topology.broker_host_port(b)}"
-                for b in spec.topology.broker_ids
-            }
+            return spec.topology.broker_addresses()
         return {-1: self.bootstrap}
 
     def _metadata_loop(self) -> None:

@@ -55,6 +55,21 @@ def metadata_per_broker(
         return dict(pool.map(one, sorted(addresses.items())))
 
 
+def metadata_gaps(addresses: dict[int, str], expected: set[int], timeout: float = 2.0) -> list[str]:
+    """Each broker, asked on its own address, lists every broker of `expected`; what falls short, a line each.
+
+    In ZooKeeper mode a broker knows the others only from the controller's UpdateMetadata: one just started (or
+    back) can list itself alone while every registration is in ZooKeeper already.
+    """
+    out: list[str] = []
+    for b, view in metadata_per_broker(addresses, timeout=timeout).items():
+        if isinstance(view, str):
+            out.append(f"broker {b} answering metadata ({view})")
+        elif unknown := sorted(expected - view.brokers):
+            out.append(f"broker(s) {','.join(map(str, unknown))} in broker {b}'s metadata")
+    return out
+
+
 def unknown_topic(t: Any) -> bool:
     """True when a metadata answer's topic entry says the topic does not exist."""
     return t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART

@@ -1,4 +1,5 @@
-"""Real health: ZooKeeper quorum with one leader, brokers registered and a controller (or tansu answering).
+"""Real health: ZooKeeper quorum with one leader, brokers registered, a controller, and every broker's own metadata
+listing every broker (or tansu answering).
 
 KRaft mode (kraft.py): a controller quorum with a leader, every broker registered and unfenced, and a
 metadata round trip.
@@ -87,6 +88,10 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
             report.missing.append(f"broker {b} in /brokers/ids")
     if report.controller is None:
         report.missing.append("/controller")
+    if not report.missing:  # registered is not yet known to the others: each broker asked on its own address
+        from clusterctl.kafka.brokers import metadata_gaps
+
+        report.missing += metadata_gaps(spec.topology.broker_addresses(), set(spec.topology.broker_ids))
     return report
 
 

@@ -170,6 +170,10 @@ class Topology:
     def broker_host(self, broker_id: int) -> str:
         return self.rack_address(self.broker_rack(broker_id))
 
+    def broker_addresses(self) -> dict[int, str]:
+        """Each broker's own host address (its rack's host and its published port), by broker id."""
+        return {b: f"{self.broker_host(b)}:{self.broker_host_port(b)}" for b in self.broker_ids}
+
     def zk_host(self, zk_id: int) -> str:
         return self.rack_address(self.zk_rack(zk_id))
 
