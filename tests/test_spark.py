@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -321,9 +322,14 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def test_a_killed_run_takes_its_jvm_with_it(bootstrap: str, unique_name: str) -> None:
+def test_a_killed_run_takes_its_jvm_with_it(
+    bootstrap: str, unique_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SIGKILL to `clusterctl spark run` (the OOM killer, `kill -9`, a CI runner's hard stop) cannot run a cleanup;
     its PySpark JVM must still end (it watches its stdin, a pipe from the driver process) instead of running on."""
+    # a scratch root of its own: any other driver on the machine sweeps the shared one, and would take the killed
+    # run's directory before this test looks for it
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     create_topic(bootstrap, unique_name, 1, 1, {})
     produce(bootstrap, unique_name, [(None, "a b c", None)] * 5)
     args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--until-idle", "120",
@@ -331,7 +337,8 @@ def test_a_killed_run_takes_its_jvm_with_it(bootstrap: str, unique_name: str) ->
             "--option", f"output={unique_name}-out"]  # fmt: skip
     create_topic(bootstrap, f"{unique_name}-out", 1, 1, {})
     proc = subprocess.Popen([sys.executable, "-m", "clusterctl", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})  # fmt: skip
     jvms: list[int] = []
     try:
         assert proc.stderr is not None

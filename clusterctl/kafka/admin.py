@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka.brokers import metadata_per_broker, unknown_topic
+from clusterctl.kafka.brokers import BrokerView, metadata_per_broker, unknown_topic
 from clusterctl.kafka.configs import ConfigValue, config_values, topic_overrides
 from clusterctl.kafka.connection import (
     METADATA_TIMEOUT_S,
@@ -251,6 +251,21 @@ def create_topic(
     return change
 
 
+def not_serving(views: dict[int, BrokerView | str], partitions: int) -> list[str]:
+    """The brokers (a line each) whose view lacks the topic asked for, a partition of it or a leader; and any broker
+    another one lists that was not asked (one just back, which the first metadata answer did not list yet)."""
+    behind = [
+        f"broker {b}: {v}" if isinstance(v, str) else f"broker {b}"
+        for b, v in views.items()
+        if isinstance(v, str)
+        or v.leaders is None
+        or len(v.leaders) < partitions
+        or any(leader < 0 for leader in v.leaders.values())
+    ]
+    listed = set().union(*(v.brokers for v in views.values() if not isinstance(v, str)))
+    return behind + [f"broker {b} (not asked yet)" for b in sorted(listed - set(views))]
+
+
 def wait_topic_served(
     bootstrap: str, name: str, partitions: int, timeout: float = 30.0, done: str = "was created"
 ) -> float:
@@ -260,14 +275,7 @@ def wait_topic_served(
     def lagging() -> list[str]:
         md = fetch_metadata(bootstrap, timeout=min(5.0, timeout))
         addresses = {b.id: f"{b.host}:{b.port}" for b in md.brokers.values()}
-        return [
-            f"broker {b}: {v}" if isinstance(v, str) else f"broker {b}"
-            for b, v in metadata_per_broker(addresses, timeout=2.0, topic=name).items()
-            if isinstance(v, str)
-            or v.leaders is None
-            or len(v.leaders) < partitions
-            or any(leader < 0 for leader in v.leaders.values())
-        ]
+        return not_serving(metadata_per_broker(addresses, timeout=2.0, topic=name), partitions)
 
     wait_until(
         lagging,
