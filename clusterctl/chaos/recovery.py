@@ -25,6 +25,7 @@ from clusterctl.chaos.faults import (
     unpause,
 )
 from clusterctl.errors import ClusterctlError
+from clusterctl.kafka.admin import wait_full_isr
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
 
@@ -174,7 +175,12 @@ def _missing_for_heal(spec: ClusterSpec) -> tuple[list[str], list[int]]:
 
         missing += kraft.check(spec).missing  # quorum leader, voters, brokers unfenced, metadata
     elif spec.kafka.engine == "kafka":
-        missing += _brokers_missing(spec, have_quorum=zk.summarize(statuses).has_quorum)
+        from clusterctl.runtime import health
+
+        if zk.summarize(statuses).has_quorum:
+            missing += health.zk_broker_gaps(spec)[0]
+        else:
+            missing.append("broker registrations (no ZooKeeper quorum)")
     else:
         from clusterctl.kafka.brokers import metadata_brokers
 
@@ -193,21 +199,6 @@ def _missing_for_heal(spec: ClusterSpec) -> tuple[list[str], list[int]]:
     return missing, serving
 
 
-def _brokers_missing(spec: ClusterSpec, have_quorum: bool) -> list[str]:
-    from clusterctl.kafka.brokers import metadata_gaps
-    from clusterctl.zookeeper import client as zk
-
-    if not have_quorum:
-        return ["broker registrations (no ZooKeeper quorum)"]
-    try:
-        with zk.zk_client(spec.topology.zk_connect, timeout=3.0) as client:
-            registered = set(zk.registered_brokers(client))
-    except ClusterctlError as exc:
-        return [f"ZooKeeper session ({exc.message})"]
-    out = [f"broker {b} in /brokers/ids" for b in spec.topology.broker_ids if b not in registered]
-    return out + metadata_gaps(spec.topology.broker_addresses(), set(spec.topology.broker_ids))
-
-
 # ---------------------------------------------------------------- rolling restart
 
 
@@ -216,33 +207,6 @@ class RollingStep:
     broker: int
     restart: FaultResult
     isr_full_after_s: float
-
-
-def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5, topics: list[str] | None = None) -> float:
-    """Wait until every partition (of `topics`, default all) has its full replica set in sync; seconds waited."""
-    from clusterctl.kafka.admin import describe_topics
-
-    t0 = time.monotonic()
-
-    def not_in_sync() -> list[str]:
-        described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
-        return [
-            f"{p.topic}-{p.partition}"
-            for t in described
-            for p in t.partitions
-            if p.leader < 0 or set(p.isr) != set(p.replicas)
-        ]
-
-    wait_until(
-        not_in_sync,
-        timeout=timeout,
-        what="full ISR",
-        interval=poll,
-        done=lambda bad: not bad,
-        seen=lambda bad: f"{len(bad)} partitions not fully in sync (e.g. {', '.join(bad[:3])})",
-        retry_on=lambda exc: isinstance(exc, ClusterctlError),
-    )
-    return round(time.monotonic() - t0, 3)
 
 
 def rolling_restart(

@@ -291,6 +291,37 @@ def wait_topic_served(
     return round(time.monotonic() - started, 3)
 
 
+def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5, topics: list[str] | None = None) -> float:
+    """Wait until every partition (of `topics`, default all, internal ones too) is led and has its full replica set
+    in sync: the next broker may go down without a partition losing its ISR. Seconds waited."""
+    started = time.monotonic()
+
+    def behind() -> list[str]:
+        described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
+        return [
+            f"{p.topic}-{p.partition} leader {p.leader} isr {_ids(p.isr)} of {_ids(p.replicas)}"
+            for t in described
+            for p in t.partitions
+            if p.leader < 0 or set(p.isr) != set(p.replicas)
+        ]
+
+    wait_until(
+        behind,
+        timeout=timeout,
+        what="every partition fully in sync",
+        interval=poll,
+        done=lambda b: not b,
+        seen=lambda b: f"{len(b)} partitions behind (e.g. {'; '.join(b[:3])})",
+        retry_on=lambda exc: isinstance(exc, ClusterctlError),
+        started=started,
+    )
+    return round(time.monotonic() - started, 3)
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(map(str, ids))
+
+
 def _create_topic_once(
     bootstrap: str,
     name: str,

@@ -76,23 +76,31 @@ def check(spec: ClusterSpec, zk_timeout: float = 1.5) -> HealthReport:
     if not summary.has_quorum:
         report.missing.append(f"broker registrations (ZooKeeper has no quorum: {summary.serving}/{summary.nodes})")
         return report
+    gaps, report.brokers_registered, report.controller = zk_broker_gaps(spec, ask_brokers=not report.missing)
+    report.missing += gaps
+    return report
+
+
+def zk_broker_gaps(spec: ClusterSpec, ask_brokers: bool = True) -> tuple[list[str], list[int], int | None]:
+    """ZooKeeper mode, with a quorum: what the brokers lack (a line each), the registered brokers and the controller.
+
+    A broker counts once it is in /brokers/ids, there is a /controller and (`ask_brokers`) every broker, asked on its
+    own address, lists every broker: a registration is not yet known to the others (the controller's UpdateMetadata).
+    """
     try:
         with zk.zk_client(spec.topology.zk_connect, timeout=3.0) as client:
-            report.brokers_registered = zk.registered_brokers(client)
-            report.controller = zk.controller_id(client)
+            registered = zk.registered_brokers(client)
+            controller = zk.controller_id(client)
     except ClusterctlError as exc:
-        report.missing.append(f"ZooKeeper session ({exc.message})")
-        return report
-    for b in spec.topology.broker_ids:
-        if b not in report.brokers_registered:
-            report.missing.append(f"broker {b} in /brokers/ids")
-    if report.controller is None:
-        report.missing.append("/controller")
-    if not report.missing:  # registered is not yet known to the others: each broker asked on its own address
+        return [f"ZooKeeper session ({exc.message})"], [], None
+    gaps = [f"broker {b} in /brokers/ids" for b in spec.topology.broker_ids if b not in registered]
+    if controller is None:
+        gaps.append("/controller")
+    if not gaps and ask_brokers:
         from clusterctl.kafka.brokers import metadata_gaps
 
-        report.missing += metadata_gaps(spec.topology.broker_addresses(), set(spec.topology.broker_ids))
-    return report
+        gaps += metadata_gaps(spec.topology.broker_addresses(), set(spec.topology.broker_ids))
+    return gaps, registered, controller
 
 
 def _check_kraft(spec: ClusterSpec) -> HealthReport:

@@ -19,6 +19,7 @@ import yaml
 from clusterctl.compose import migration as phases
 from clusterctl.compose.render import PhaseRender, render
 from clusterctl.errors import NotFoundError
+from clusterctl.kafka.admin import wait_full_isr
 from clusterctl.kafka.kraft import migration as plan
 from clusterctl.runtime import compose, volumes
 from clusterctl.runtime import docker as dk
@@ -95,12 +96,12 @@ class _Run:
         bootstrap = self.spec.topology.bootstrap_servers
         done: list[str] = []
         for b in self.spec.topology.broker_ids:
-            checks.wait_full_isr(bootstrap, self.timeout)
+            wait_full_isr(bootstrap, self.timeout, poll=1.0)
             service = self.spec.topology.broker_service(b)
             self.progress(f"restarting {service} (if its configuration changed)")
             done += self.up(service)
             checks.wait_broker_back(self.spec, b, self.timeout, in_zookeeper)
-        checks.wait_full_isr(bootstrap, self.timeout)
+        wait_full_isr(bootstrap, self.timeout, poll=1.0)
         return done
 
 

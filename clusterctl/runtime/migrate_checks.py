@@ -54,27 +54,6 @@ def wait_broker_back(spec: ClusterSpec, broker_id: int, timeout: float, in_zooke
                seen=lambda s: s, retry_on=_retry)  # fmt: skip
 
 
-def wait_full_isr(bootstrap: str, timeout: float) -> None:
-    """Every partition led and fully in sync: the next broker may go down without a partition losing its ISR."""
-    from clusterctl.kafka.admin import describe_topics
-
-    def behind() -> list[str]:
-        described = describe_topics(bootstrap, None, include_internal=True, timeout=5.0)
-        return [
-            f"{p.topic}-{p.partition} leader {p.leader} isr {_ids(p.isr)} of {_ids(p.replicas)}"
-            for t in described
-            for p in t.partitions
-            if p.leader < 0 or set(p.isr) != set(p.replicas)
-        ]
-
-    wait_until(behind, timeout=timeout, what="every partition fully in sync", interval=1.0, done=lambda b: not b,
-               seen=lambda b: f"{len(b)} partitions behind (e.g. {'; '.join(b[:3])})", retry_on=_retry)  # fmt: skip
-
-
-def _ids(ids: list[int]) -> str:
-    return ",".join(map(str, ids))
-
-
 def wait_quorum(target: ClusterSpec, timeout: float, node_id: int | None = None) -> str:
     """The controller quorum has a leader and every voter (and `node_id` has fetched); what it reported."""
 

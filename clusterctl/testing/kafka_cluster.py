@@ -304,8 +304,7 @@ class KafkaCluster:
         timeout: float = 60.0,
     ) -> str:
         """Create a topic (default: a unique name, the spec's RF and min.insync.replicas); wait for full ISR."""
-        from clusterctl.chaos.recovery import wait_full_isr
-        from clusterctl.kafka.admin import create_topic
+        from clusterctl.kafka.admin import create_topic, wait_full_isr
 
         spec = self._spec
         name = name or f"topic-{uuid.uuid4().hex[:10]}"
@@ -388,6 +387,7 @@ class KafkaCluster:
     def heal(self, wait: bool = True, timeout: float | None = None) -> list[FaultResult]:
         """Reconnect, unpause and start every node; with `wait`, until healthy and (Kafka) every ISR is full."""
         from clusterctl.chaos import recovery
+        from clusterctl.kafka.admin import wait_full_isr
 
         spec = self._spec
         results = recovery.heal_all(spec, self._detached)
@@ -397,7 +397,7 @@ class KafkaCluster:
             recovery.wait_healed(spec, limit)
             self.cluster.wait_healthy(limit)
             if spec.kafka.engine == "kafka":
-                recovery.wait_full_isr(self.bootstrap_servers, limit)
+                wait_full_isr(self.bootstrap_servers, limit)
         self.faulted = False
         return results
 
@@ -405,7 +405,7 @@ class KafkaCluster:
 
     def wait_isr_full(self, topic: str, timeout: float = 120.0) -> float:
         """Wait until every partition of `topic` has all its replicas in sync; seconds waited."""
-        from clusterctl.chaos.recovery import wait_full_isr
+        from clusterctl.kafka.admin import wait_full_isr
 
         return wait_full_isr(self.bootstrap_servers, timeout, topics=[topic])
 
