@@ -399,3 +399,47 @@ def test_phase_5_rewrites_the_spec_as_kraft_and_keeps_the_old_one(tmp_path: Path
     assert rewritten.topology.broker_ip(1) == SPEC.topology.broker_ip(1)
     assert write_kraft_spec(spec_path, TARGET) == kept and kept.read_text() == original  # again: the first copy stays
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.yaml", "lab.zookeeper.yaml"]
+
+
+class _Roll:
+    """What a migration's in-sync wait did: the waits asked for, the containers restarted."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, stuck: bool) -> None:
+        from clusterctl.kafka.admin import PartitionState
+        from clusterctl.runtime import migrate
+
+        self.waits: list[float] = []
+        self.restarted: list[str] = []
+        self.progress: list[str] = []
+
+        def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5) -> float:
+            self.waits.append(timeout)
+            if stuck and len(self.waits) == 1:
+                raise migrate.TimeoutError_("timed out waiting for every partition fully in sync")
+            return 1.0
+
+        rows = [("t", 0, 1, [1, 3, 2]), ("t", 1, 1, [1, 2, 3]), ("u", 0, 2, [2, 3, 1])]  # broker 3 out of each ISR
+        behind = [PartitionState(t, n, lead, rs, [lead, 1 if lead == 2 else 2], False, True) for t, n, lead, rs in rows]
+        monkeypatch.setattr(migrate, "wait_full_isr", wait_full_isr)
+        monkeypatch.setattr(migrate, "partitions_behind", lambda bootstrap: behind)
+        monkeypatch.setattr(migrate.dk, "get_container", lambda name: name)
+        monkeypatch.setattr(migrate.dk, "restart", self.restarted.append)
+        monkeypatch.setattr(migrate.checks, "wait_broker_back", lambda *a: None)
+        self.run = migrate._Run(SPEC, TARGET, plan.MigrationState(SPEC.name, "3.9", 3), Path("x.yaml"), None, 300.0,
+                                self.progress.append)  # fmt: skip
+
+
+@pytest.mark.parametrize("stuck", [False, True])
+def test_leaders_of_partitions_stuck_behind_after_a_roll_are_restarted_once(
+    monkeypatch: pytest.MonkeyPatch, stuck: bool
+) -> None:
+    from clusterctl.runtime.migrate import STUCK_ISR_S
+
+    roll = _Roll(monkeypatch, stuck)
+    roll.run.wait_in_sync("b:9092", in_zookeeper=True)
+    if not stuck:  # a healthy roll: one bounded wait, nothing restarted
+        assert (roll.waits, roll.restarted) == ([STUCK_ISR_S], [])
+        return
+    names = [SPEC.topology.container_name(SPEC.topology.broker_service(b)) for b in (1, 2)]
+    assert (roll.waits, roll.restarted) == ([STUCK_ISR_S, 300.0], names)
+    assert roll.progress[0].startswith("2 partitions led by broker 1 still behind after 60s (e.g. t-0 leader 1 isr 1,2")

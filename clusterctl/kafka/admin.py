@@ -291,22 +291,22 @@ def wait_topic_served(
     return round(time.monotonic() - started, 3)
 
 
+def partitions_behind(bootstrap: str, topics: list[str] | None = None, timeout: float = 5.0) -> list[PartitionState]:
+    """The partitions (of `topics`, default all, internal ones too) without a leader or with a replica out of sync."""
+    described = describe_topics(bootstrap, topics, include_internal=True, timeout=timeout)
+    return [p for t in described for p in t.partitions if p.leader < 0 or set(p.isr) != set(p.replicas)]
+
+
+def behind_line(p: PartitionState) -> str:
+    return f"{p.topic}-{p.partition} leader {p.leader} isr {_ids(p.isr)} of {_ids(p.replicas)}"
+
+
 def wait_full_isr(bootstrap: str, timeout: float, poll: float = 0.5, topics: list[str] | None = None) -> float:
     """Wait until every partition (of `topics`, default all, internal ones too) is led and has its full replica set
     in sync: the next broker may go down without a partition losing its ISR. Seconds waited."""
     started = time.monotonic()
-
-    def behind() -> list[str]:
-        described = describe_topics(bootstrap, topics, include_internal=True, timeout=min(5.0, timeout))
-        return [
-            f"{p.topic}-{p.partition} leader {p.leader} isr {_ids(p.isr)} of {_ids(p.replicas)}"
-            for t in described
-            for p in t.partitions
-            if p.leader < 0 or set(p.isr) != set(p.replicas)
-        ]
-
     wait_until(
-        behind,
+        lambda: [behind_line(p) for p in partitions_behind(bootstrap, topics, timeout=min(5.0, timeout))],
         timeout=timeout,
         what="every partition fully in sync",
         interval=poll,
