@@ -18,7 +18,7 @@ import yaml
 
 from clusterctl.compose import migration as phases
 from clusterctl.compose.render import PhaseRender, render
-from clusterctl.errors import NotFoundError, TimeoutError_
+from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_
 from clusterctl.kafka.admin import behind_line, partitions_behind, wait_full_isr
 from clusterctl.kafka.kraft import migration as plan
 from clusterctl.runtime import compose, volumes
@@ -118,7 +118,10 @@ class _Run:
             wait_full_isr(bootstrap, STUCK_ISR_S, poll=1.0)
             return
         except TimeoutError_:
-            behind = partitions_behind(bootstrap)
+            try:
+                behind = partitions_behind(bootstrap)
+            except ClusterctlError:  # no answer now: the wait below says what stays behind
+                behind = []
         for leader in sorted({p.leader for p in behind if p.leader in self.spec.topology.broker_ids}):
             lines = [behind_line(p) for p in behind if p.leader == leader]
             service = self.spec.topology.broker_service(leader)
