@@ -196,7 +196,17 @@ def _argv(command: str, t: Target, pairs: list[str]) -> tuple[list[str], str]:
     bs = ["-b", t.bootstrap]
     if command == "spark run":  # a missing input topic: kept maps end with exit 3 before Spark starts
         opts = [x for kv in pairs for x in ("--option", f"kafka.{kv}")]
-        return ["spark", "run", "word_count", "--option", "input=fzp-missing", *opts, *bs], "--option"
+        return [
+            "spark",
+            "run",
+            "word_count",
+            "--connector",
+            "clusterctl",
+            "--option",
+            "input=fzp-missing",
+            *opts,
+            *bs,
+        ], "--option"
     option = "--consumer-prop" if ROLE_OF[command] == "consumer" else "--producer-prop"
     opts = [x for kv in pairs for x in (option, kv)]
     if command == "perf produce":

@@ -86,14 +86,25 @@ def test_word_count_resumes_from_checkpoint_exactly(spark: Any, bootstrap: str, 
     opts = {"input": src, "output": out, "maxOffsetsPerTrigger": "400"}
     cp = tmp_path / "checkpoint"
 
-    run1 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, available_now=True, options=opts)
+    run1 = run_job(
+        "word_count", bootstrap, spark=spark, connector="clusterctl", checkpoint=cp, available_now=True, options=opts
+    )
     assert run1.input_rows == 600 and run1.stopped == "caught up"
     assert run1.batches >= 2 and max(p.input_rows for p in run1.progress) <= 400  # maxOffsetsPerTrigger held
     assert last_per_key(read_all(spark, bootstrap, out)) == word_totals(first)
 
     second = [f"spark late{i % 5}" for i in range(250)]
     produce(bootstrap, src, [(None, line, None) for line in second])
-    run2 = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, until_idle_s=2, trigger_s=0.5, options=opts)
+    run2 = run_job(
+        "word_count",
+        bootstrap,
+        spark=spark,
+        connector="clusterctl",
+        checkpoint=cp,
+        until_idle_s=2,
+        trigger_s=0.5,
+        options=opts,
+    )
     # the restarted query read exactly the new records: none twice, none skipped
     assert run2.input_rows == 250 and run2.stopped == "idle"
     assert last_per_key(read_all(spark, bootstrap, out)) == word_totals(first + second)
@@ -108,7 +119,12 @@ def test_windowed_counts_match_reference(spark: Any, bootstrap: str, unique_name
     produce(bootstrap, src, events)
 
     result = run_job(
-        "windowed_counts", bootstrap, spark=spark, available_now=True, options={"input": src, "output": out}
+        "windowed_counts",
+        bootstrap,
+        spark=spark,
+        connector="clusterctl",
+        available_now=True,
+        options={"input": src, "output": out},
     )
     assert result.input_rows == len(events) and result.stopped == "caught up"
 
@@ -241,17 +257,33 @@ def test_verify_drill_catches_a_lost_acknowledged_write(spark: Any, bootstrap: s
         for e in [*acked, ghost]:
             w.append(e)
 
-    clean = run_job("verify_drill", bootstrap, spark=spark, options={"ledger": str(good)}).result
+    clean = run_job(
+        "verify_drill", bootstrap, spark=spark, connector="clusterctl", options={"ledger": str(good)}
+    ).result
     assert clean is not None
     assert (clean["ok"], clean["acked"], clean["consumed"], clean["lost"]) == (True, 200, 200, 0)
 
-    lost = run_job("verify_drill", bootstrap, spark=spark, options={"ledger": str(lossy)}).result
+    lost = run_job(
+        "verify_drill", bootstrap, spark=spark, connector="clusterctl", options={"ledger": str(lossy)}
+    ).result
     assert lost is not None
     assert (lost["ok"], lost["acked"], lost["consumed"], lost["lost"]) == (False, 201, 200, 1)
     assert lost["first_lost"] == [f"{topic}-1@100 key=p1 seq=200"]
 
     # end to end through the CLI: a loss is exit code 6 with one line naming it
-    proc = cli("spark", "run", "verify_drill", "-b", bootstrap, "--option", f"ledger={lossy}", "--master", "local[1]")
+    proc = cli(
+        "spark",
+        "run",
+        "verify_drill",
+        "-b",
+        bootstrap,
+        "--option",
+        f"ledger={lossy}",
+        "--master",
+        "local[1]",
+        "--connector",
+        "clusterctl",
+    )
     assert proc.returncode == 6, proc.stderr
     assert "lost 1" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -285,7 +317,8 @@ def test_an_interrupted_run_says_one_line_without_py4j_or_java(bootstrap: str, u
     create_topic(bootstrap, unique_name, 2, 1, {})
     create_topic(bootstrap, f"{unique_name}-out", 1, 1, {})
     produce(bootstrap, unique_name, [(None, "a b c", None)] * 20)
-    args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--until-idle", "120",
+    args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--connector", "clusterctl",
+            "--until-idle", "120",
             "--trigger", "0.5", "--option", f"input={unique_name}",
             "--option", f"output={unique_name}-out"]  # fmt: skip
     # a group of its own: whatever happens here, the CLI and its JVM end with the test
@@ -332,7 +365,8 @@ def test_a_killed_run_takes_its_jvm_with_it(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     create_topic(bootstrap, unique_name, 1, 1, {})
     produce(bootstrap, unique_name, [(None, "a b c", None)] * 5)
-    args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--until-idle", "120",
+    args = ["spark", "run", "word_count", "-b", bootstrap, "--master", "local[1]", "--connector", "clusterctl",
+            "--until-idle", "120",
             "--trigger", "0.5", "--option", f"input={unique_name}",
             "--option", f"output={unique_name}-out"]  # fmt: skip
     create_topic(bootstrap, f"{unique_name}-out", 1, 1, {})

@@ -39,7 +39,20 @@ def topics(bootstrap: str, unique_name: str) -> Iterator[tuple[str, str]]:
 
 
 def spark_run(bootstrap: str, *args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "clusterctl", "spark", "run", "word_count", "-b", bootstrap, "--available-now", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "clusterctl",
+        "spark",
+        "run",
+        "word_count",
+        "-b",
+        bootstrap,
+        "--available-now",
+        "--connector",
+        "clusterctl",
+    ]
+    cmd += args
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
 
 
@@ -88,19 +101,38 @@ def test_own_checkpoint_resumes_and_a_changed_output_is_refused(
     src, out = topics
     cp = tmp_path / "cp"
     opts = {"input": src, "output": out}
-    first = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, available_now=True, options=opts)
+    first = run_job(
+        "word_count", bootstrap, spark=spark, connector="clusterctl", checkpoint=cp, available_now=True, options=opts
+    )
     assert first.input_rows == 50
     assert json.loads((cp / checkpoints.MARKER).read_text()) == {
         "job": "word_count",
         "inputs": [src],
         "outputs": [out],
-        "connector": "python",
+        "connector": "clusterctl",
     }
     written = log_end_offsets(bootstrap, [(out, 0)])
-    again = run_job("word_count", bootstrap, spark=spark, checkpoint=cp, available_now=True, options=opts, resume=True)
+    again = run_job(
+        "word_count",
+        bootstrap,
+        spark=spark,
+        connector="clusterctl",
+        checkpoint=cp,
+        available_now=True,
+        options=opts,
+        resume=True,
+    )
     assert (again.input_rows, again.stopped) == (0, "caught up")
     with pytest.raises(CheckpointError, match=f"belongs to job word_count reading {src} writing {out}"):
-        run_job("word_count", bootstrap, spark=spark, checkpoint=cp, resume=True, options={**opts, "output": src})
+        run_job(
+            "word_count",
+            bootstrap,
+            spark=spark,
+            connector="clusterctl",
+            checkpoint=cp,
+            resume=True,
+            options={**opts, "output": src},
+        )
     assert log_end_offsets(bootstrap, [(out, 0)]) == written
 
 

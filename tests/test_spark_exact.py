@@ -152,7 +152,7 @@ def produce(bootstrap: str, topic: str, start: int, count: int) -> None:
 
 
 def drill(bootstrap: str, name: str, job: str, work: Path) -> tuple[Runner, list[Step]]:
-    """A drill runner on tansu with the steps start, kill, start again (resume), verify_spark, stop of `job`."""
+    """A drill runner on tansu (clusterctl's connector): start, kill, start again (resume), verify_spark, stop `job`."""
     topic = f"{name}-in"
     create_topic(bootstrap, topic, 2, 1)
     doc = f"""
@@ -160,9 +160,9 @@ name: spark-exact
 requires: any
 topic: {{name: {topic}, partitions: 2, replication_factor: 1, min_insync_replicas: 1}}
 steps:
-  - spark_job: {{job: {job}, trigger: 0.5, options: {{maxOffsetsPerTrigger: "40"}}}}
+  - spark_job: {{job: {job}, trigger: 0.5, connector: clusterctl, options: {{maxOffsetsPerTrigger: "40"}}}}
   - spark_job: {{job: {job}, action: kill}}
-  - spark_job: {{job: {job}}}
+  - spark_job: {{job: {job}, connector: clusterctl}}
   - verify_spark: {{job: {job}, timeout: 240}}
   - spark_job: {{job: {job}, action: stop}}
 """

@@ -129,6 +129,7 @@ class JobRun:
     trigger: float
     master: str
     conf: dict[str, str] = field(default_factory=dict)
+    connector: str = "kafka"
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
     log: Path | None = None
@@ -171,6 +172,7 @@ class SparkJobs:
         trigger: float = 1.0,
         master: str = "local[2]",
         conf: dict[str, str] | None = None,
+        connector: str = "kafka",
     ) -> str:
         """Start `job`'s driver; a job started before resumes from its checkpoint (a driver restart)."""
         from clusterctl.spark.runner import load_job
@@ -181,7 +183,9 @@ class SparkJobs:
         if run is None:
             load_job(job)  # an unknown job fails here, before anything starts
             cp = self._checkpoint(job, master)
-            run = JobRun(job, input_topic, output_topic, cp, dict(options or {}), trigger, master, dict(conf or {}))
+            run = JobRun(
+                job, input_topic, output_topic, cp, dict(options or {}), trigger, master, dict(conf or {}), connector
+            )
             self.jobs[job] = run
         resume = run.checkpoint.is_dir() and any(run.checkpoint.iterdir())
         run.starts += 1
@@ -193,6 +197,7 @@ class SparkJobs:
         cmd += ["spark", "run", job, "--json", "-b", self.bootstrap]
         cmd += ["--master", run.master, "--checkpoint", str(run.checkpoint), "--trigger", f"{run.trigger:g}"]
         cmd += ["--resume"] if resume else []
+        cmd += ["--connector", run.connector]
         for k, v in {"input": run.input_topic, "output": run.output_topic, **run.options}.items():
             cmd += ["-o", f"{k}={v}"]
         for k, v in run.conf.items():
@@ -203,7 +208,8 @@ class SparkJobs:
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
             )
         how = "resumed from its checkpoint" if resume else "started"
-        return f"{job} {how} ({run.master}, pid {run.process.pid}): {run.input_topic} -> {run.output_topic}"
+        where = f"{run.master}, {run.connector} connector, pid {run.process.pid}"
+        return f"{job} {how} ({where}): {run.input_topic} -> {run.output_topic}"
 
     def _run(self, job: str) -> JobRun:
         run = self.jobs.get(job)

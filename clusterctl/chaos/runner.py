@@ -446,7 +446,14 @@ class Runner(NodeSteps, MigrateSteps):
         t = self.sc.topic
         create_topic(self.bootstrap, output, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
         started = self.spark_jobs.start(
-            a.job, self.topic, output, options=a.options, trigger=a.trigger, master=a.master, conf=a.conf
+            a.job,
+            self.topic,
+            output,
+            options=a.options,
+            trigger=a.trigger,
+            master=a.master,
+            conf=a.conf,
+            connector=a.connector,
         )
         return str(started)
 

@@ -35,6 +35,9 @@ class SparkJob(_M):
         description="local mode, or cluster: the spec's Spark standalone master (executors in its workers)",
     )
     timeout: float = Field(default=60.0, gt=0, le=validate.MAX_SECONDS, description="stop: wait for the driver")
+    connector: Literal["kafka", "clusterctl"] = Field(
+        default="kafka", description="Spark's own Kafka connector (spark-sql-kafka) or clusterctl's Python one"
+    )
 
 
 class VerifySpark(_M):

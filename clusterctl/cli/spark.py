@@ -76,7 +76,16 @@ StreamTimeoutOpt = Annotated[float | None, timeout_option("stop a streaming job 
 
 @spark_app.command("run")
 def cmd_spark_run(
-    job: Annotated[str, typer.Argument(help="job name (see: clusterctl spark list)")],
+    job: Annotated[
+        str,
+        typer.Argument(
+            help="job name (see: clusterctl spark list), or a PySpark script of yours (path/to/script.py), run "
+            "unchanged with Spark's Kafka connector and KAFKA_BOOTSTRAP_SERVERS set to the cluster's"
+        ),
+    ],
+    script_args: Annotated[
+        list[str] | None, typer.Argument(help="a script's own arguments (after --)", show_default=False)
+    ] = None,
     master: Annotated[
         str,
         typer.Option(
@@ -106,8 +115,13 @@ def cmd_spark_run(
         ),
     ] = False,
     connector: Annotated[
-        str, typer.Option("--connector", help="python (built in, offline) or builtin (Spark's spark-sql-kafka)")
-    ] = "python",
+        str,
+        typer.Option(
+            "--connector",
+            help="kafka: Spark's own (spark-sql-kafka-0-10 from Maven Central, cached after the first run); "
+            "clusterctl: clusterctl's Python connector (no jar needed)",
+        ),
+    ] = "kafka",
     option: Annotated[
         list[str] | None,
         typer.Option("--option", "-o", help="job or connector option k=v (repeatable; e.g. input=words)"),
@@ -116,8 +130,29 @@ def cmd_spark_run(
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a Spark job on the cluster's topics (streaming jobs run until idle, --timeout or Ctrl-C)."""
+    """Run a Spark job on the cluster's topics (streaming jobs run until idle, --timeout or Ctrl-C), or your own
+    PySpark script as spark-submit would (its exit status is the command's)."""
     runner = _runner()
+    from clusterctl.spark import script
+
+    if script.is_script(job):
+        given = {
+            "--checkpoint": checkpoint is not None,
+            "--resume": resume,
+            "--available-now": available_now,
+            "--until-idle": until_idle is not None,
+            "--timeout": timeout is not None,
+            "--option": bool(option),
+            "--json": as_json,
+            "--connector clusterctl": runner.connector_name(connector) != "kafka",
+        }
+        for flag, used in given.items():
+            if used:
+                raise UsageError(f"spark run {job}: {flag} is for jobs of spark_jobs/, not for a script")
+        _run_script(script.check_script(job), script_args or [], master, conf, bootstrap)
+        return
+    if script_args:
+        raise UsageError(f"job {job} takes no arguments ({script_args[0]!r}); its options go in --option k=v")
     if trigger < 0:
         raise UsageError(f"--trigger must be >= 0, got {trigger}")
     if until_idle is not None and until_idle <= 0:
@@ -125,6 +160,7 @@ def cmd_spark_run(
     from clusterctl.kafka import clientprops
     from clusterctl.spark import session
 
+    connector = runner.connector_name(connector)
     runner.load_job(job)  # a bad name fails here, before any cluster or Spark work
     session.check_master(master)
     spark_conf = session.check_conf(parse_kv(conf, "--conf"))
@@ -132,7 +168,7 @@ def cmd_spark_run(
     client = {
         k: v for k, v in options.items() if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers"
     }
-    if connector == "python":  # its client is librdkafka (the builtin connector's kafka.* are Java client properties)
+    if connector == "clusterctl":  # its client is librdkafka (Spark's connector's kafka.* are Java client properties)
         clientprops.check(client, "client", "--option", prefix="kafka.")
     master, servers, checkpoint_root, cluster_conf = _target(master, bootstrap, checkpoint)
     spark_conf = {**cluster_conf, **spark_conf}
@@ -171,18 +207,46 @@ def cmd_spark_prepare(
     force: Annotated[bool, typer.Option("--force", help="record it again even if it exists")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Record the Spark driver's class archive once (AppCDS): later local drivers start about twice as fast."""
+    """Record the Spark driver's class archive once (AppCDS: later local drivers start about twice as fast) and
+    have Spark resolve its Kafka connector into the cache (later runs need no network)."""
     _runner()  # without PySpark: one line
-    from clusterctl.spark import classarchive, session
+    from clusterctl.spark import classarchive, packages, session
 
     path, recorded = classarchive.prepare(session.DRIVER_JVM_OPTS, info, force=force)
-    row = {"archive": str(path), "recorded": recorded, "bytes": path.stat().st_size}
+    jar, resolved = packages.resolve(info, force=force)
+    row = {
+        "archive": str(path),
+        "recorded": recorded,
+        "bytes": path.stat().st_size,
+        "connector": packages.connector_package(),
+        "connector_jar": str(jar),
+        "resolved": resolved,
+    }
     emit(
         row,
         as_json=as_json,
-        title="Spark driver class archive",
-        kv=[Column("Archive", "archive"), Column("Recorded now", "recorded"), Column("Bytes", "bytes")],
+        title="Spark driver class archive and Kafka connector",
+        kv=[
+            Column("Archive", "archive"),
+            Column("Recorded now", "recorded"),
+            Column("Bytes", "bytes"),
+            Column("Kafka connector", "connector"),
+            Column("Connector jar", "connector_jar"),
+            Column("Resolved now", "resolved"),
+        ],
     )
+
+
+def _run_script(path: Path, args: list[str], master: str, conf: list[str] | None, bootstrap: str | None) -> None:
+    from clusterctl.spark import script, session
+
+    session.check_master(master)
+    spark_conf = session.check_conf(parse_kv(conf, "--conf"))
+    master, servers, _root, cluster_conf = _target(master, bootstrap, None)
+    info(f"running {path.name} on {servers} (Spark {master}, Spark's Kafka connector)")
+    rc = script.run_script(path, args, master, servers, {**cluster_conf, **spark_conf})
+    if rc != 0:
+        raise typer.Exit(rc)
 
 
 def _target(

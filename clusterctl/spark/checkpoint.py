@@ -91,9 +91,10 @@ def check(path: Path, owner: CheckpointOwner, *, resume: bool) -> None:
     if marker.is_file():
         try:
             raw = json.loads(marker.read_text())
-            recorded = CheckpointOwner(
-                str(raw["job"]), tuple(raw["inputs"]), tuple(raw["outputs"]), str(raw["connector"])
-            )
+            connector = str(raw["connector"])
+            # the names of earlier releases: python is clusterctl's connector, builtin Spark's own
+            connector = {"python": "clusterctl", "builtin": "kafka"}.get(connector, connector)
+            recorded = CheckpointOwner(str(raw["job"]), tuple(raw["inputs"]), tuple(raw["outputs"]), connector)
         except (ValueError, KeyError, TypeError):
             raise CheckpointError(f"checkpoint {path}: unreadable {MARKER}") from None
         if recorded != owner:

@@ -9,8 +9,9 @@ A job is a module `spark_jobs/<name>.py` with:
 - streaming: `build(ctx: JobContext) -> DataStreamWriter` (not started; the runner sets checkpoint and trigger);
 - batch: `run(ctx: JobContext) -> dict` (the job's result, printed by the CLI).
 
-Jobs read and write through `ctx`, so the same job runs on the Python connector (`clusterctl-kafka`)
-or on Spark's own (`kafka`) where spark-sql-kafka is on the classpath.
+Jobs read and write through `ctx`, so the same job runs on Spark's own Kafka connector (`kafka`,
+spark-sql-kafka-0-10 from Maven Central through `spark.jars.packages`: the default) or on clusterctl's Python one
+(`clusterctl-kafka`, where the connector's jar cannot be had).
 """
 
 from __future__ import annotations
@@ -29,17 +30,29 @@ from types import ModuleType
 from typing import Any, Literal
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
+from clusterctl.spark.changelog import BATCH_HEADER
 from clusterctl.spark.options import FORMAT
 from clusterctl.spark.progress import BatchProgress, QueryWatch
 from clusterctl.spark.session import DEFAULT_MASTER, get_session, has_builtin_kafka
 
-Connector = Literal["python", "builtin"]
-CONNECTORS: tuple[str, ...] = ("python", "builtin")
+Connector = Literal["kafka", "clusterctl"]
+CONNECTORS: tuple[str, ...] = ("kafka", "clusterctl")
+DEFAULT_CONNECTOR = "kafka"
+#: the names of earlier releases
+ALIASES = {"builtin": "kafka", "python": "clusterctl"}
 BUILTIN_FORMAT = "kafka"
 BUILTIN_HINT = (
-    "add it with --conf spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>, "
-    "or use --connector python"
+    "Spark resolves it from Maven Central once (spark.jars.packages, cached under ~/.cache/clusterctl/spark/ivy); "
+    "where it cannot, use --connector clusterctl"
 )
+
+
+def connector_name(name: str) -> Connector:
+    """`kafka` or `clusterctl` (the old names `builtin` and `python` accepted); anything else is exit 2."""
+    name = ALIASES.get(name, name)
+    if name not in CONNECTORS:
+        raise UsageError(f"--connector must be kafka (Spark's own) or clusterctl, got {name!r}")
+    return name  # type: ignore[return-value]
 
 
 def jobs_dir() -> Path:
@@ -110,7 +123,7 @@ class JobContext:
 
     @property
     def format(self) -> str:
-        return FORMAT if self.connector == "python" else BUILTIN_FORMAT
+        return FORMAT if self.connector == "clusterctl" else BUILTIN_FORMAT
 
     def option(self, name: str) -> str:
         return self.options[name]
@@ -135,18 +148,28 @@ class JobContext:
     def write_stream(self, df: Any, topic: str, mode: str = "append") -> Any:
         """An unstarted DataStreamWriter producing `df`'s key/value columns to `topic`.
 
-        Spark's Python data sources take append and complete mode only; update mode goes through
-        foreachBatch, writing each micro-batch with the batch writer (same producer, same guarantees), each
-        record carrying its batch id (spark/changelog.py reads the newest value per key back).
+        Update mode goes through foreachBatch (Spark's Python data sources take append and complete only), each
+        micro-batch written by the batch writer of the same connector (same producer, same guarantees), every
+        record carrying its batch id in the `clusterctl.batch` header: spark/changelog.py keeps the newest batch's
+        value per key, so a replayed batch's re-writes are told from new values.
         """
         kafka = {k: v for k, v in self._passthrough().items() if k.lower().startswith("kafka.")}
-        if self.connector == "python" and mode == "update":
-            fmt, bootstrap = self.format, self.bootstrap
+        if mode == "update":
+            fmt, bootstrap, connector = self.format, self.bootstrap, self.connector
 
             def write_batch(batch: Any, batch_id: int) -> None:
-                # the batch id in each record lets a reader tell a replayed batch's re-write from a new value
-                w = batch.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-                w.options(**kafka).option("batchId", str(batch_id)).mode("append").save()
+                w = batch
+                if connector == "kafka":  # Spark's sink writes a `headers` column: array<struct<key, value>>
+                    from pyspark.sql import functions as F
+
+                    batch_bytes = F.lit(str(batch_id)).cast("binary")
+                    header = F.struct(F.lit(BATCH_HEADER).alias("key"), batch_bytes.alias("value"))
+                    w = batch.withColumn("headers", F.array(header))
+                w = w.write.format(fmt).option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+                w = w.options(**kafka)
+                if connector == "clusterctl":
+                    w = w.option("batchId", str(batch_id))
+                w.mode("append").save()
 
             return df.writeStream.outputMode("update").foreachBatch(write_batch)
         writer = df.writeStream.format(self.format).outputMode(mode)
@@ -222,7 +245,7 @@ def run_job(
     until_idle_s: float | None = None,
     timeout_s: float | None = None,
     available_now: bool = False,
-    connector: str = "python",
+    connector: str = DEFAULT_CONNECTOR,
     options: dict[str, str] | None = None,
     spark_conf: dict[str, str] | None = None,
     spark: Any = None,
@@ -238,8 +261,7 @@ def run_job(
     (default: the system temp dir); executors on other machines need one they can see. A given checkpoint
     must be this job's, on these topics, and exist when `resume` (CheckpointError otherwise, before Spark).
     """
-    if connector not in CONNECTORS:
-        raise UsageError(f"--connector must be python or builtin, got {connector!r}")
+    connector = connector_name(connector)
     job = load_job(name)
     opts = _job_options(name, job, options)
     owner = _check_checkpoint(name, job, opts, connector, checkpoint, resume)
@@ -253,14 +275,18 @@ def run_job(
 
     own_session = spark is None
     if spark is None:
+        if connector == "kafka":
+            from clusterctl.spark.packages import connector_conf
+
+            spark_conf = connector_conf(spark_conf)
         spark = get_session(master, app_name=f"clusterctl-{name}", conf=spark_conf)
-    if connector == "builtin" and not has_builtin_kafka(spark):
+    if connector == "kafka" and not has_builtin_kafka(spark):
         if own_session:
             spark.stop()
         raise UsageError(
             "Spark's Kafka connector (spark-sql-kafka-0-10) is not on this Spark's classpath", hint=BUILTIN_HINT
         )
-    ctx = JobContext(spark, bootstrap, connector, opts)  # type: ignore[arg-type]
+    ctx = JobContext(spark, bootstrap, connector, opts)
     start = time.monotonic()
     try:
         if job.KIND == "batch":

@@ -16,11 +16,10 @@ from typing import Any
 
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.runtime.fault_records import process_alive
-from clusterctl.spark import classarchive
+from clusterctl.spark import classarchive, packages
 from clusterctl.spec import validate
 
 DEFAULT_MASTER = "local[*]"
-BUILTIN_KAFKA_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 # Spark logs every failed task with a Java stack trace; clusterctl reports one line per failure instead
 QUIET_LOG4J2 = """\
 rootLogger.level = fatal
@@ -112,24 +111,28 @@ def jvm_log_path() -> Path:
 
 @contextlib.contextmanager
 def _jvm_stderr() -> Iterator[Path]:
-    """While a JVM may be launched, descriptor 2 is the JVM log: the JVM keeps it for its life, so its noise
-    (and a Java trace on an interrupt) never reaches the user's terminal; this process's stderr is restored."""
+    """While a JVM may be launched, descriptors 1 and 2 are the JVM log: the JVM keeps them for its life, so its
+    noise (Ivy's resolution report on stdout, a Java trace on an interrupt) never reaches the user's terminal or
+    a `--json` document; this process's stdout and stderr are restored."""
     path = jvm_log_path()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        saved = os.dup(2)
+        saved = {n: os.dup(n) for n in (1, 2)}
     except OSError:
         yield path
         return
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        sys.stderr.flush()
-    os.dup2(fd, 2)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    for n in saved:
+        os.dup2(fd, n)
     os.close(fd)
     try:
         yield path
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for n, old in saved.items():
+            os.dup2(old, n)
+            os.close(old)
 
 
 def scratch_root() -> Path:
@@ -219,10 +222,21 @@ def get_session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     try:
+        before = jvm_log_path().stat().st_size
+    except OSError:
+        before = 0
+    try:
         with _jvm_stderr() as log:
             spark = builder.getOrCreate()
     except Exception as exc:  # JVM missing or failing to start
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        unresolved = _unresolved_packages(log, before, (conf or {}).get("spark.jars.packages"))
+        if unresolved:
+            raise ClusterctlError(
+                f"Spark could not resolve {unresolved} from {packages.repository()} (spark.jars.packages)",
+                hint=f"Maven Central must be reachable once (later runs use the cache); the JVM's output is in {log}; "
+                "--connector clusterctl needs no jar",
+            ) from None
         hint = f"PySpark needs Java 17+; the JVM's own output is in {log}"
         if conf:
             hint += "; check --conf"
@@ -230,6 +244,22 @@ def get_session(
     spark.sparkContext.setLogLevel("FATAL")
     register(spark)
     return spark
+
+
+def _unresolved_packages(log: Path, since: int, packages: str | None, most: int = 1 << 20) -> str | None:
+    """`packages` when this start's part of the JVM log (from byte `since`) says spark-submit failed to resolve
+    them (None: not that failure)."""
+    if not packages:
+        return None
+    try:
+        with log.open("rb") as f:
+            f.seek(max(since, log.stat().st_size - most))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    if "unresolved dependency" in text or "download failed" in text or "MavenUtils" in text:
+        return packages
+    return None
 
 
 def _default_shuffle(master: str) -> int:
@@ -241,7 +271,7 @@ def has_builtin_kafka(spark: Any) -> bool:
     """True when Spark's own Kafka connector (spark-sql-kafka) is on the classpath."""
     try:
         loader = spark.sparkContext._jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        spark.sparkContext._jvm.java.lang.Class.forName(BUILTIN_KAFKA_CLASS, False, loader)
+        spark.sparkContext._jvm.java.lang.Class.forName(packages.CONNECTOR_CLASS, False, loader)
         return True
     except Exception:
         return False

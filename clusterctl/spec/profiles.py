@@ -27,7 +27,7 @@ CONSOLE_IMAGE = "clusterctl/console:0.1.0"
 ManagerKind = Literal["cmak", "console"]
 # Spark master/worker images must run the driver's Spark version: the PySpark installed with clusterctl
 # (tests/test_images.py checks these tags against it).
-SPARK_VERSION = "4.3.0"
+SPARK_VERSION = "4.2.0"
 OFFLINE_SPARK_IMAGE = f"clusterctl/spark:{SPARK_VERSION}"
 PUBLISHED_SPARK_IMAGE = f"apache/spark:{SPARK_VERSION}-python3"
 
