@@ -120,7 +120,7 @@ def resolve(progress: Callable[[str], None], force: bool = False) -> tuple[Path,
         return jar, False
     progress(f"resolving {connector_package()} from {repository()} into {ivy_dir()} (once)")
     proc = subprocess.run(
-        [sys.executable, "-m", "clusterctl.spark.packages"],
+        [sys.executable, "-m", "clusterctl.spark.resolve_connector"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -131,21 +131,3 @@ def resolve(progress: Callable[[str], None], force: bool = False) -> tuple[Path,
         last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise ClusterctlError(f"resolving Spark's Kafka connector failed: {last[:300]}")
     return jar, True
-
-
-def _resolve_here() -> None:
-    from clusterctl.spark import session
-
-    spark = session.get_session("local[1]", "clusterctl-resolve-connector", connector_conf())
-    try:
-        if not session.has_builtin_kafka(spark):
-            raise SystemExit(f"{CONNECTOR_CLASS} did not load after resolving {connector_package()}")
-    finally:
-        spark.stop()
-
-
-if __name__ == "__main__":
-    try:
-        _resolve_here()
-    except ClusterctlError as exc:
-        raise SystemExit(str(exc)) from None
