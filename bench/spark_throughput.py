@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Benchmark: the Spark Kafka source (`clusterctl-kafka`) against `clusterctl perf consume`, on one topic, in one run.
+"""Benchmark: Spark's Kafka connectors (Spark's own `kafka`, clusterctl's `clusterctl-kafka`) against `clusterctl
+perf consume`, on the same topics, in one run.
 
-Fills a 3-partition topic with 200,000 text lines (5 words each), then, alternately for `--runs` rounds:
+For each `--rows` size, fills a 3-partition topic with that many text lines (5 words each), then, alternately for
+`--runs` rounds, for each `--connector`:
 
 - **source**: a streaming query over the whole topic (Trigger.AvailableNow, no maxOffsetsPerTrigger) into
   Spark's `noop` sink;
 - **word_count**: `spark_jobs/word_count.py` through the runner (`spark run word_count --available-now`), its
   output to a second topic;
-- **perf consume**: `clusterctl perf consume TOPIC -n 200000 --no-group --json` (a fresh process): its
-  records/s overall and while fetching.
+
+and **perf consume**: `clusterctl perf consume TOPIC -n ROWS --no-group --json` (a fresh process): its records/s
+overall and while fetching, the ceiling.
 
 Two rates for each Spark query: **busy**, rows over query start to the end of its last micro-batch (what
 `spark run` reports: it includes Spark starting the query's Python source process, ~1-1.5 s here), and
@@ -47,6 +50,7 @@ from clusterctl.testing.tansu import start_tansu  # noqa: E402
 
 ROWS = 200_000
 PARTITIONS = 3
+CONNECTORS = ("kafka", "clusterctl")
 WORDS = [f"w{i}" for i in range(1000)]
 
 
@@ -81,12 +85,13 @@ def fill(bootstrap: str, topic: str, rows: int) -> None:
         raise SystemExit(f"filling {topic}: not every record was acknowledged")
 
 
-def source_alone(spark: Any, bootstrap: str, topic: str, expect: int = ROWS) -> tuple[float, float]:
+def source_alone(spark: Any, bootstrap: str, topic: str, expect: int, connector: str) -> tuple[float, float]:
     """(busy, processing) rows/s of a noop-sink streaming query over the whole topic."""
     from clusterctl.spark.options import FORMAT
     from clusterctl.spark.progress import BatchProgress, parse_ts
 
-    df = spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+    df = spark.readStream.format(FORMAT if connector == "clusterctl" else "kafka")
+    df = df.option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
     df = df.option("startingOffsets", "earliest").load()
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as cp:
         start = time.time()
@@ -103,24 +108,25 @@ def source_alone(spark: Any, bootstrap: str, topic: str, expect: int = ROWS) -> 
     return rows / (end - start), rows * 1000 / sum(b.duration_ms for b in batches)
 
 
-def word_count(spark: Any, bootstrap: str, topic: str) -> tuple[float, float]:
+def word_count(spark: Any, bootstrap: str, topic: str, rows: int, connector: str) -> tuple[float, float]:
     """(busy, processing) rows/s of `spark run word_count --available-now`."""
     from clusterctl.spark.runner import run_job
 
     out = f"{topic}-counts-{uuid.uuid4().hex[:6]}"
     admin.create_topic(bootstrap, out, PARTITIONS, 1)
+    opts = {"input": topic, "output": out}
     try:
-        r = run_job("word_count", bootstrap, spark=spark, available_now=True, options={"input": topic, "output": out})
+        r = run_job("word_count", bootstrap, spark=spark, connector=connector, available_now=True, options=opts)
     finally:
         admin.delete_topic(bootstrap, out)
-    if r.input_rows != ROWS or not r.records_per_s:
-        raise SystemExit(f"word_count read {r.input_rows} rows, expected {ROWS}")
+    if r.input_rows != rows or not r.records_per_s:
+        raise SystemExit(f"word_count read {r.input_rows} rows, expected {rows}")
     busy_ms = sum(b.duration_ms for b in r.progress if b.input_rows)
     return float(r.records_per_s), r.input_rows * 1000 / busy_ms
 
 
-def perf_consume(bootstrap: str, topic: str) -> tuple[float, float]:
-    cmd = [*clusterctl_cmd(), "perf", "consume", topic, "-n", str(ROWS), "--no-group", "-b", bootstrap, "--json"]
+def perf_consume(bootstrap: str, topic: str, rows: int) -> tuple[float, float]:
+    cmd = [*clusterctl_cmd(), "perf", "consume", topic, "-n", str(rows), "--no-group", "-b", bootstrap, "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"clusterctl perf consume failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
@@ -128,77 +134,114 @@ def perf_consume(bootstrap: str, topic: str) -> tuple[float, float]:
     return float(r["records_per_sec"]), float(r["fetch_records_per_sec"])
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"--rows: comma-separated counts, got {text!r}") from None
+    if not sizes or any(not 1_000 <= n <= 20_000_000 for n in sizes):
+        raise SystemExit("--rows: each count from 1,000 to 20,000,000")
+    return sizes
+
+
+def _connectors(text: str) -> list[str]:
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names or any(n not in CONNECTORS for n in names):
+        raise SystemExit(f"--connector: a comma-separated list of {', '.join(CONNECTORS)}, got {text!r}")
+    return names
+
+
+def measure(spark: Any, bootstrap: str, topic: str, rows: int, connectors: list[str], runs: int) -> list[Row]:
+    """`runs` alternating rounds of every measurement on `topic` (filled with `rows` lines)."""
+    order: list[tuple[str, str | None]] = [("source (noop sink)", c) for c in connectors]
+    order += [("word_count", c) for c in connectors] + [("perf consume --no-group", None)]
+    table = {(what, c): Row(f"{what}, {c} connector" if c else what) for what, c in order}
+    for i in range(runs):
+        for what, c in order if i % 2 == 0 else order[::-1]:
+            if c is None:
+                rate, proc = perf_consume(bootstrap, topic, rows)
+            elif what.startswith("source"):
+                rate, proc = source_alone(spark, bootstrap, topic, rows, c)
+            else:
+                rate, proc = word_count(spark, bootstrap, topic, rows, c)
+            row = table[(what, c)]
+            row.rates.append(round(rate))
+            row.processing.append(round(proc))
+            load = os.getloadavg()[0]
+            info(f"{rows:,} rows, run {i + 1} {row.what}: {rate:,.0f} rows/s, {proc:,.0f} processing (load {load:.1f})")
+    pc = table[("perf consume --no-group", None)]
+    for row in table.values():
+        row.median_rps = round(statistics.median(row.rates))
+        row.median_processing_rps = round(statistics.median(row.processing))
+    for row in table.values():
+        if row is not pc:
+            row.ratio_vs_perf_consume = round(row.median_rps / pc.median_rps, 2)
+            row.processing_ratio_vs_perf_consume = round(row.median_processing_rps / pc.median_processing_rps, 2)
+    return list(table.values())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=3, help="rounds of the three measurements (default 3)")
-    ap.add_argument("--bootstrap", help="a running broker (default: tansu on loopback, started here)")
+    ap.add_argument("--runs", type=int, default=3, help="rounds of the measurements (default 3)")
+    ap.add_argument("--rows", default=str(ROWS), help=f"topic sizes, comma-separated (default {ROWS})")
+    ap.add_argument("--connector", default=",".join(CONNECTORS), help="kafka, clusterctl or both (the default)")
+    ap.add_argument("--bootstrap", help="a running cluster (default: tansu on loopback, started here)")
     ap.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args()
+    sizes, connectors = _sizes(args.rows), _connectors(args.connector)
 
+    from clusterctl.spark.packages import connector_conf
     from clusterctl.spark.session import get_session
 
     broker = None if args.bootstrap else start_tansu()
     bootstrap = args.bootstrap or broker.bootstrap  # type: ignore[union-attr]
-    topic = f"bench-spark-{uuid.uuid4().hex[:6]}"
-    warm = f"{topic}-warmup"
+    base = f"bench-spark-{uuid.uuid4().hex[:6]}"
+    topics = {n: f"{base}-{n}" for n in sizes}
+    warm = f"{base}-warmup"
     spark = None
+    results: dict[int, list[Row]] = {}
     try:
-        fill(bootstrap, topic, ROWS)
+        for n, t in topics.items():
+            fill(bootstrap, t, n)
         fill(bootstrap, warm, 3_000)
-        spark = get_session(args.master, app_name="bench-spark-throughput")
-        source_alone(spark, bootstrap, warm, 3_000)  # the first query also starts Python workers
-        rows = {w: Row(w) for w in ("source (noop sink)", "word_count", "perf consume --no-group")}
-        src, wc, pc = rows.values()
-        for i in range(args.runs):
-            order = [src, wc, pc] if i % 2 == 0 else [pc, wc, src]
-            for row in order:
-                if row is src:
-                    rate, proc = source_alone(spark, bootstrap, topic)
-                elif row is wc:
-                    rate, proc = word_count(spark, bootstrap, topic)
-                else:
-                    rate, proc = perf_consume(bootstrap, topic)
-                row.rates.append(round(rate))
-                row.processing.append(round(proc))
-                load = os.getloadavg()[0]
-                info(f"run {i + 1} {row.what}: {rate:,.0f} rows/s, {proc:,.0f} processing/fetch (load {load:.1f})")
-        for row in rows.values():
-            row.median_rps = round(statistics.median(row.rates))
-            row.median_processing_rps = round(statistics.median(row.processing))
-        for row in (src, wc):
-            row.ratio_vs_perf_consume = round(row.median_rps / pc.median_rps, 2)
-            row.processing_ratio_vs_perf_consume = round(row.median_processing_rps / pc.median_processing_rps, 2)
+        conf = connector_conf() if "kafka" in connectors else None
+        spark = get_session(args.master, app_name="bench-spark-throughput", conf=conf)
+        for c in connectors:  # the first query also starts Python workers and loads the connector's classes
+            source_alone(spark, bootstrap, warm, 3_000, c)
+        for n, t in topics.items():
+            results[n] = measure(spark, bootstrap, t, n, connectors, args.runs)
     finally:
         if spark is not None:
             spark.stop()
-        for t in (topic, warm):
+        for t in (*topics.values(), warm):
             try:
                 admin.delete_topic(bootstrap, t)
             except Exception as exc:  # the broker may be gone; the numbers are what matters
                 info(f"could not delete {t}: {exc}")
         if broker is not None:
             broker.stop()
-    load = os.getloadavg()[0]
+    load = os.getloadavg()
     if args.json:
-        results = [vars(r) for r in rows.values()]
-        print(json.dumps({"rows": ROWS, "load_average_1m": round(load, 2), "results": results}))
+        out = {str(n): [vars(r) for r in rows] for n, rows in results.items()}
+        print(json.dumps({"load_average": [round(x, 2) for x in load], "results": out}))
         return 0
-    emit(
-        list(rows.values()),
-        as_json=False,
-        title=f"{ROWS:,} rows, {PARTITIONS} partitions, Spark {args.master}, broker {bootstrap}",
-        columns=[
-            Column("What", "what"),
-            Column("busy rows/s (perf: overall)", "median_rps"),
-            Column("runs", lambda r: ", ".join(f"{x:,.0f}" for x in r.rates)),
-            Column("ratio", "ratio_vs_perf_consume"),
-            Column("processing rows/s (perf: fetch)", "median_processing_rps"),
-            Column("runs", lambda r: ", ".join(f"{x:,.0f}" for x in r.processing)),
-            Column("ratio", "processing_ratio_vs_perf_consume"),
-        ],
-    )
-    info(f"load average (1 min) at the end: {load:.2f} on {os.cpu_count()} CPUs")
+    for n, rows in results.items():
+        emit(
+            rows,
+            as_json=False,
+            title=f"{n:,} rows, {PARTITIONS} partitions, Spark {args.master}, broker {bootstrap}",
+            columns=[
+                Column("What", "what"),
+                Column("busy rows/s (perf: overall)", "median_rps"),
+                Column("runs", lambda r: ", ".join(f"{x:,.0f}" for x in r.rates)),
+                Column("ratio", "ratio_vs_perf_consume"),
+                Column("processing rows/s (perf: fetch)", "median_processing_rps"),
+                Column("runs", lambda r: ", ".join(f"{x:,.0f}" for x in r.processing)),
+                Column("ratio", "processing_ratio_vs_perf_consume"),
+            ],
+        )
+    info(f"load average (1/5/15 min) at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
     return 0
 
 

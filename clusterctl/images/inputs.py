@@ -105,6 +105,7 @@ def _spark_inputs() -> list[Path]:
 
 def spark_hash_inputs(h: hashlib._Hash) -> None:
     pkg = Path(__file__).resolve().parent.parent
+    h.update(f"{':'.join(SPARK_CONNECTOR)}:{SPARK_VERSION} without {_CONNECTOR_PROVIDED}\0".encode())
     for path in _spark_inputs():
         record = path.name == "RECORD"
         h.update(path.name.encode() if record else str(path.relative_to(pkg)).encode())
@@ -134,6 +135,57 @@ def _copy_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> None:
     shutil.copytree(src, dest, symlinks=True, ignore=_ignore(skip, src), copy_function=link_or_copy)
 
 
+# Spark's Kafka connector in the image's Spark jars (executors load it from there; a driver adds the same version
+# through spark.jars.packages): resolved by Maven from Maven Central like Kafka's jars, without what PySpark ships
+SPARK_CONNECTOR = ("org.apache.spark", "spark-sql-kafka-0-10_2.13")
+_CONNECTOR_PROVIDED = (
+    ("org.apache.hadoop", "hadoop-client-runtime"),
+    ("org.apache.hadoop", "hadoop-client-api"),
+    ("at.yawk.lz4", "lz4-java"),
+    ("org.lz4", "lz4-java"),
+    ("org.xerial.snappy", "snappy-java"),
+    ("org.slf4j", "slf4j-api"),
+    ("com.google.code.findbugs", "jsr305"),
+    ("org.scala-lang.modules", "scala-parallel-collections_2.13"),
+    ("org.scala-lang", "scala-library"),
+    ("org.apache.spark", "spark-tags_2.13"),
+)
+_CONNECTOR_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>clusterctl</groupId><artifactId>spark-kafka-connector</artifactId><version>1</version>
+  <dependencies><dependency>
+    <groupId>{group}</groupId><artifactId>{artifact}</artifactId><version>{version}</version>
+    <exclusions>{exclusions}</exclusions>
+  </dependency></dependencies>
+</project>
+"""
+
+
+def spark_connector_jars(progress: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """The connector's jars for SPARK_VERSION (spark-sql-kafka, its token provider, kafka-clients, commons-pool2),
+    resolved once into the cache (Maven's ~/.m2 serves later resolutions without the network)."""
+    from clusterctl.images import kafka_maven
+
+    root = kafka_maven.CACHE_DIR / "spark-connector" / SPARK_VERSION
+    done = root / ".complete"
+    with kafka_maven.machine_lock(kafka_maven.CACHE_DIR / "spark-connector.lock"):
+        if not done.is_file():
+            shutil.rmtree(root, ignore_errors=True)
+            root.mkdir(parents=True)
+            group, artifact = SPARK_CONNECTOR
+            exclusions = "".join(
+                f"<exclusion><groupId>{g}</groupId><artifactId>{a}</artifactId></exclusion>"
+                for g, a in _CONNECTOR_PROVIDED
+            )
+            pom = root / "pom.xml"
+            pom.write_text(
+                _CONNECTOR_POM.format(group=group, artifact=artifact, version=SPARK_VERSION, exclusions=exclusions)
+            )
+            kafka_maven.run_maven(pom, root / "jars", progress, what="Spark's Kafka connector")
+            done.write_text(SPARK_VERSION)
+    return sorted((root / "jars").glob("*.jar"))
+
+
 def spark_context(ctx: Path) -> None:
     root = _site_packages()
     site = ctx / "site-packages"
@@ -145,6 +197,8 @@ def spark_context(ctx: Path) -> None:
         libs = root / f"{module}.libs"  # auditwheel-vendored shared libraries
         if libs.is_dir():
             _copy_tree(libs, site / libs.name)
+    for jar in spark_connector_jars():
+        shutil.copy2(jar, site / "pyspark" / "jars" / jar.name)
     pkg = Path(__file__).resolve().parent.parent
     for name in SPARK_CLUSTERCTL_FILES:
         dest = site / "clusterctl" / name

@@ -180,11 +180,12 @@ def _pom(kafka_version: str, major: int) -> str:
     )
 
 
-def _run_maven(pom: Path, libs: Path, progress: Progress) -> None:
+def run_maven(pom: Path, libs: Path, progress: Progress, what: str = "Kafka's artifacts") -> None:
+    """`mvn dependency:copy-dependencies` of `pom` (runtime scope) into `libs`: online, then offline from ~/.m2."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ClusterctlError(
-            "Maven (mvn) not found: Kafka's jars come from Maven Central",
+            f"Maven (mvn) not found: {what} come from Maven Central",
             hint="apt-get install maven (scripts/setup.sh does)",
         )
     base = [mvn, "-B", "-f", str(pom), "dependency:copy-dependencies", f"-DoutputDirectory={libs}"]
@@ -203,7 +204,7 @@ def _run_maven(pom: Path, libs: Path, progress: Progress) -> None:
         if proc.wait() == 0:
             return
     raise ClusterctlError(
-        f"Maven could not resolve Kafka's artifacts: {last_error[:200]}",
+        f"Maven could not resolve {what}: {last_error[:200]}",
         hint="Maven Central (or the mirror in ~/.m2/settings.xml) must be reachable once; later builds use ~/.m2",
     )
 
@@ -294,7 +295,7 @@ def assemble(requested: str = DEFAULT_KAFKA_VERSION, progress: Progress = lambda
             pom.write_text(_pom(spec, int(requested.strip().split(".")[0])))
             progress(f"kafka: resolving org.apache.kafka:kafka_2.13:{spec} with Maven")
             root = staging / "kafka"
-            _run_maven(pom, root / "libs", progress)
+            run_maven(pom, root / "libs", progress)
             version = _jar_version(root / "libs")
             if not in_request(version, requested):
                 raise ClusterctlError(f"Maven resolved Kafka {version} for {requested!r}")
