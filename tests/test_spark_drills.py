@@ -1,6 +1,7 @@
-"""The Spark drills on a real cluster: ZooKeeper + tansu + a Spark standalone master and 2 workers x 1 core.
+"""The Spark drills on a real cluster: ZooKeeper + one Apache Kafka broker + a Spark standalone master and 2 workers
+x 1 core, the job on Spark's own Kafka connector (the default; executors load it from the image's Spark jars).
 
-Test-only spec: a free subnet and free host ports (ZooKeeper, tansu, Spark master,
+Test-only spec: a free subnet and free host ports (ZooKeeper, the broker, Spark master,
 its UI). The drill runs through the real `clusterctl scenario run`:
 
 - `spark-kill-worker`: key_counts on the standalone cluster (`master: cluster`), a worker container SIGKILLed
@@ -34,12 +35,13 @@ from typing import Any
 import pytest
 import yaml
 from _runtime_helpers import cli, release, render, write_spec
+from conftest import kafka_dist
 
 from clusterctl.images import build as images
 from clusterctl.runtime import allocate
 from clusterctl.spark.progress import parse_ts
 
-pytestmark = [pytest.mark.docker, pytest.mark.spark]
+pytestmark = [pytest.mark.docker, pytest.mark.spark, pytest.mark.real_kafka]
 
 # free host ports (runtime/allocate.py; no Docker needed to pick them), a free subnet when the cluster is made
 SUBNET = None
@@ -50,10 +52,17 @@ APP = "clusterctl-key_counts"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    images.build_images(["zookeeper", "tansu", "spark"])
+    images.build_images(["zookeeper", "kafka", "spark"], kafka_dist=kafka_dist())
     work = tmp_path_factory.mktemp("spark-drills")
     spec_path = write_spec(
-        work, f"ctlsdrill-{uuid.uuid4().hex[:6]}", SUBNET, zk_port=ZK_PORT, broker_port=BROKER_PORT, zk_nodes=1
+        work,
+        f"ctlsdrill-{uuid.uuid4().hex[:6]}",
+        SUBNET,
+        zk_port=ZK_PORT,
+        broker_port=BROKER_PORT,
+        zk_nodes=1,
+        engine="kafka",
+        brokers=1,
     )
     shared = work / "shared"
     data = yaml.safe_load(spec_path.read_text())

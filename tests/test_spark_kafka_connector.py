@@ -125,3 +125,62 @@ def test_script_and_connector_refusals_are_one_line_exit_2(args: list[str], line
     assert res.returncode == 2, (res.returncode, res.stderr)
     errors = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(errors) == 1 and errors[0].startswith("error: ") and line in errors[0], res.stderr
+
+
+@pytest.mark.parametrize(
+    ("requested", "engine", "chosen"),
+    [
+        (None, "kafka", "kafka"),
+        (None, None, "kafka"),  # no spec: Spark's own
+        (None, "tansu", "clusterctl"),  # Spark's Java client misreads tansu's offsets
+        ("clusterctl", "tansu", "clusterctl"),
+        ("python", "kafka", "clusterctl"),  # the names of earlier releases
+        ("builtin", "kafka", "kafka"),
+        ("kafka", "kafka", "kafka"),
+        ("kafka", "tansu", None),
+        ("java", None, None),
+    ],
+)
+def test_the_connector_is_spark_own_unless_asked_or_on_tansu(
+    requested: str | None, engine: str | None, chosen: str | None
+) -> None:
+    from clusterctl.errors import UsageError
+    from clusterctl.spark.runner import choose_connector
+
+    if chosen is None:
+        with pytest.raises(UsageError, match="--connector"):
+            choose_connector(requested, engine)
+    else:
+        assert choose_connector(requested, engine) == chosen
+
+
+def test_the_connector_conf_keeps_the_users_packages_and_adds_spark_own() -> None:
+    from clusterctl.spark import packages
+
+    conf = packages.connector_conf({"spark.jars.packages": "org.example:lib:1.0", "spark.jars.excludes": "a:b"})
+    listed = conf["spark.jars.packages"].split(",")
+    assert listed == ["org.example:lib:1.0", packages.connector_package()]
+    assert packages.connector_package().endswith(f"_2.13:{packages.spark_version()}")
+    excludes = conf["spark.jars.excludes"].split(",")
+    assert excludes[0] == "a:b" and "org.apache.hadoop:hadoop-client-runtime" in excludes
+    # a connector the user names (another version, say) is kept, not doubled
+    own = packages.connector_conf({"spark.jars.packages": "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"})
+    assert own["spark.jars.packages"] == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
+    settings = Path(conf["spark.jars.ivySettings"]).read_text()
+    assert f'root="{packages.repository()}"' in settings and "local-m2" not in settings
+
+
+def test_a_scenario_asking_spark_own_connector_on_tansu_is_refused_before_anything_runs() -> None:
+    from clusterctl.chaos.pipeline import job_connectors
+    from clusterctl.chaos.scenario import parse_scenario
+    from clusterctl.errors import UsageError
+    from clusterctl.spec.model import parse_spec
+
+    doc = "name: x\ntopic: {name: t}\nsteps:\n  - spark_job: {job: key_counts, connector: %s}\n"
+    tansu = parse_spec(
+        {"name": "lab", "profile": "offline", "kafka": {"engine": "tansu", "brokers": 1,
+         "defaults": {"replication_factor": 1, "min_insync_replicas": 1}}, "kafka_manager": {"enabled": False}}
+    )  # fmt: skip
+    with pytest.raises(UsageError, match=r"^step spark_job job=key_counts .*misreads tansu"):
+        job_connectors(tansu, parse_scenario(doc % "kafka", "<s>").parsed_steps())
+    assert job_connectors(tansu, parse_scenario(doc % "null", "<s>").parsed_steps()) == {0: "clusterctl"}

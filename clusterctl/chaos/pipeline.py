@@ -82,6 +82,23 @@ class SparkVerifyResult:
         return f"{self.job}: NOT exact, {what} ({batches}): {', '.join(parts)} ({detail}){behind}{replay}"
 
 
+def job_connectors(spec: ClusterSpec, steps: list[Any]) -> dict[int, str]:
+    """Each spark_job start's connector by step index (the spec's engine picks the default), checked before
+    anything runs: Spark's own connector on tansu is refused."""
+    starts = [(i, s) for i, s in enumerate(steps) if s.kind == "spark_job" and s.args.action == "start"]
+    if not starts:
+        return {}
+    from clusterctl.spark.runner import choose_connector
+
+    out: dict[int, str] = {}
+    for i, s in starts:
+        try:
+            out[i] = choose_connector(s.args.connector, spec.kafka.engine)
+        except UsageError as exc:
+            raise UsageError(f"step {s.describe()}: {exc}") from None
+    return out
+
+
 def standalone_containers(spec: ClusterSpec, steps: list[Any]) -> list[str]:
     """The Spark standalone containers a drill's steps use (a cluster master, a Spark worker fault); a spec without
     the standalone cluster is refused before anything runs."""

@@ -116,9 +116,10 @@ class Runner(NodeSteps, MigrateSteps):
         if self.spec.swarm:
             self._swarm_preflight()
             return
-        from clusterctl.chaos.pipeline import standalone_containers
+        from clusterctl.chaos.pipeline import job_connectors, standalone_containers
         from clusterctl.runtime.docker import find_container
 
+        job_connectors(self.spec, self.sc.parsed_steps())
         missing = [
             n
             for n in [self.spec.topology.zk_container(i) for i in self.spec.topology.zk_ids]
@@ -430,6 +431,7 @@ class Runner(NodeSteps, MigrateSteps):
     def _step_spark_job(self, a: SparkJob) -> str:
         from clusterctl.chaos.pipeline import SparkJobs
         from clusterctl.kafka.admin import create_topic
+        from clusterctl.spark.runner import choose_connector
 
         if self.spark_jobs is None:
             spark = self.spec.spark.enabled
@@ -453,7 +455,7 @@ class Runner(NodeSteps, MigrateSteps):
             trigger=a.trigger,
             master=a.master,
             conf=a.conf,
-            connector=a.connector,
+            connector=choose_connector(a.connector, self.spec.kafka.engine),
         )
         return str(started)
 

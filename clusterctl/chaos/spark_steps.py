@@ -35,8 +35,10 @@ class SparkJob(_M):
         description="local mode, or cluster: the spec's Spark standalone master (executors in its workers)",
     )
     timeout: float = Field(default=60.0, gt=0, le=validate.MAX_SECONDS, description="stop: wait for the driver")
-    connector: Literal["kafka", "clusterctl"] = Field(
-        default="kafka", description="Spark's own Kafka connector (spark-sql-kafka) or clusterctl's Python one"
+    connector: Literal["kafka", "clusterctl"] | None = Field(
+        default=None,
+        description="Spark's own Kafka connector (spark-sql-kafka) or clusterctl's Python one (default: kafka; "
+        "clusterctl on a tansu cluster, which Spark's connector misreads)",
     )
 
 

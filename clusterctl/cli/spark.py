@@ -115,13 +115,15 @@ def cmd_spark_run(
         ),
     ] = False,
     connector: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--connector",
             help="kafka: Spark's own (spark-sql-kafka-0-10 from Maven Central, cached after the first run); "
-            "clusterctl: clusterctl's Python connector (no jar needed)",
+            "clusterctl: clusterctl's Python connector (no jar needed). Default: kafka, or clusterctl when the "
+            "spec's kafka.engine is tansu",
+            show_default=False,
         ),
-    ] = "kafka",
+    ] = None,
     option: Annotated[
         list[str] | None,
         typer.Option("--option", "-o", help="job or connector option k=v (repeatable; e.g. input=words)"),
@@ -144,7 +146,7 @@ def cmd_spark_run(
             "--timeout": timeout is not None,
             "--option": bool(option),
             "--json": as_json,
-            "--connector clusterctl": runner.connector_name(connector) != "kafka",
+            "--connector clusterctl": connector is not None and runner.connector_name(connector) != "kafka",
         }
         for flag, used in given.items():
             if used:
@@ -160,7 +162,7 @@ def cmd_spark_run(
     from clusterctl.kafka import clientprops
     from clusterctl.spark import session
 
-    connector = runner.connector_name(connector)
+    chosen = runner.choose_connector(connector, _engine(connector))
     runner.load_job(job)  # a bad name fails here, before any cluster or Spark work
     session.check_master(master)
     spark_conf = session.check_conf(parse_kv(conf, "--conf"))
@@ -168,7 +170,7 @@ def cmd_spark_run(
     client = {
         k: v for k, v in options.items() if k.lower().startswith("kafka.") and k.lower() != "kafka.bootstrap.servers"
     }
-    if connector == "clusterctl":  # its client is librdkafka (Spark's connector's kafka.* are Java client properties)
+    if chosen == "clusterctl":  # its client is librdkafka (Spark's connector's kafka.* are Java client properties)
         clientprops.check(client, "client", "--option", prefix="kafka.")
     master, servers, checkpoint_root, cluster_conf = _target(master, bootstrap, checkpoint)
     spark_conf = {**cluster_conf, **spark_conf}
@@ -191,13 +193,13 @@ def cmd_spark_run(
             until_idle_s=until_idle,
             timeout_s=timeout,
             available_now=available_now,
-            connector=connector,
+            connector=chosen,
             options=options,
             spark_conf=spark_conf,
             checkpoint_root=checkpoint_root,
             resume=resume,
             on_progress=progress,
-            on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {connector})"),
+            on_start=lambda: info(f"running {job} on {servers} (Spark {master}, connector {chosen})"),
         )
     _emit_result(job, result, as_json)
 
@@ -235,6 +237,16 @@ def cmd_spark_prepare(
             Column("Resolved now", "resolved"),
         ],
     )
+
+
+def _engine(connector: str | None) -> str | None:
+    """The spec's kafka.engine when there is a spec to read (the connector's choice depends on it), else None."""
+    if connector is not None and connector not in ("kafka", "builtin"):
+        return None  # clusterctl's connector runs on every engine
+    try:
+        return get_spec().kafka.engine
+    except ClusterctlError:
+        return None
 
 
 def _run_script(path: Path, args: list[str], master: str, conf: list[str] | None, bootstrap: str | None) -> None:
