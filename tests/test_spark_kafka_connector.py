@@ -87,7 +87,14 @@ def test_a_plain_pyspark_script_runs_unchanged_with_the_cluster_bootstrap(
 @pytest.mark.real_kafka
 @pytest.mark.docker
 @pytest.mark.spark
-def test_word_count_on_spark_connector_writes_the_batch_header(real_kafka: RealKafka, unique_name: str) -> None:
+def test_word_count_on_spark_connector_writes_the_batch_header_and_resolves_offline(
+    real_kafka: RealKafka, unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from clusterctl.spark import packages
+
+    packages.resolve(lambda _line: None)  # the first run's resolution (scripts/setup.sh does it)
+    # then no repository answers (a closed port on loopback): the driver resolves from the cache alone
+    monkeypatch.setenv("CLUSTERCTL_MAVEN_REPOSITORY", "http://127.0.0.1:9/maven2/")
     src, out = f"{unique_name}-in", f"{unique_name}-out"
     for t in (src, out):
         create_topic(real_kafka.bootstrap, t, 3, 3)
