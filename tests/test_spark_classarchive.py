@@ -65,10 +65,14 @@ def test_prepare_records_once_and_drivers_map_it(tmp_path: Path) -> None:
     path = Path(got["archive"])
     assert got["recorded"] is True and path.is_file() and got["bytes"] == path.stat().st_size > 10 << 20
     assert "recording the Spark driver's class archive" in first.stderr
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, ".prepare.lock"])  # no partial
+    # no partial archive; beside it, the cache of Spark's Kafka connector, resolved by the same command
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, ".prepare.lock", "ivy"])
+    assert got["resolved"] is True and Path(got["connector_jar"]).is_file(), got
+    assert Path(got["connector_jar"]).is_relative_to(path.parent / "ivy")
 
     again = run_group(env_cmd, timeout=120)
-    assert again.returncode == 0 and json.loads(again.stdout)["recorded"] is False, again.stderr
+    assert again.returncode == 0, again.stderr
+    assert (json.loads(again.stdout)["recorded"], json.loads(again.stdout)["resolved"]) == (False, False)
 
     # clusterctl's drivers get the archive; -Xshare:on makes a JVM that cannot map it fail, so this one mapped it
     assert session_in(cache) == (10, f"-XX:SharedArchiveFile={path}")
