@@ -37,9 +37,14 @@ from clusterctl.spark.session import DEFAULT_MASTER, get_session, has_builtin_ka
 
 Connector = Literal["kafka", "clusterctl"]
 CONNECTORS: tuple[str, ...] = ("kafka", "clusterctl")
-DEFAULT_CONNECTOR = "kafka"
-#: the names of earlier releases
-ALIASES = {"builtin": "kafka", "python": "clusterctl"}
+DEFAULT_CONNECTOR: Connector = "kafka"
+#: every accepted name, the names of earlier releases (builtin, python) included
+_NAMES: dict[str, Connector] = {
+    "kafka": "kafka",
+    "clusterctl": "clusterctl",
+    "builtin": "kafka",
+    "python": "clusterctl",
+}
 BUILTIN_FORMAT = "kafka"
 BUILTIN_HINT = (
     "Spark resolves it from Maven Central once (spark.jars.packages, cached under ~/.cache/clusterctl/spark/ivy); "
@@ -51,7 +56,7 @@ def choose_connector(requested: str | None, engine: str | None) -> Connector:
     """The connector of a run: the one asked for, else Spark's own, except on tansu (the spec's kafka.engine),
     whose answers mislead Spark's Java client (word_count read 2 of 5,000 records there): clusterctl's."""
     if requested is None:
-        return "clusterctl" if engine == "tansu" else DEFAULT_CONNECTOR  # type: ignore[return-value]
+        return "clusterctl" if engine == "tansu" else DEFAULT_CONNECTOR
     name = connector_name(requested)
     if name == "kafka" and engine == "tansu":
         raise UsageError(
@@ -63,10 +68,9 @@ def choose_connector(requested: str | None, engine: str | None) -> Connector:
 
 def connector_name(name: str) -> Connector:
     """`kafka` or `clusterctl` (the old names `builtin` and `python` accepted); anything else is exit 2."""
-    name = ALIASES.get(name, name)
-    if name not in CONNECTORS:
+    if name not in _NAMES:
         raise UsageError(f"--connector must be kafka (Spark's own) or clusterctl, got {name!r}")
-    return name  # type: ignore[return-value]
+    return _NAMES[name]
 
 
 def jobs_dir() -> Path:
