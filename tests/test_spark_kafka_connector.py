@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import pytest
 from _runtime_helpers import cli
@@ -40,10 +41,10 @@ def _produce(bootstrap: str, topic: str, lines: list[str]) -> None:
     assert p.flush(60) == 0
 
 
-def _read(bootstrap: str, topic: str, partitions: int) -> list[tuple[str, str, list[tuple[str, bytes]]]]:
+def _read(bootstrap: str, topic: str, partitions: int) -> list[tuple[str, str, dict[str, bytes]]]:
     """Every record of `topic` (key, value, headers), partition by partition up to the end offsets."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
-    out = []
+    out: list[tuple[str, str, dict[str, bytes]]] = []
     try:
         for p in range(partitions):
             _low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
@@ -53,7 +54,10 @@ def _read(bootstrap: str, topic: str, partitions: int) -> list[tuple[str, str, l
                 m = c.poll(30)
                 assert m is not None, f"{topic}-{p}: no record at offset {got} of {high}"
                 assert m.error() is None, m.error()
-                out.append((m.key().decode(), m.value().decode(), list(m.headers() or [])))
+                key, value = m.key(), m.value()
+                assert key is not None and value is not None, f"{topic}-{p}@{got}: a record without key or value"
+                headers = dict(cast("list[tuple[str, bytes]]", m.headers() or []))
+                out.append((bytes(key).decode(), bytes(value).decode(), headers))
                 got += 1
     finally:
         c.close()
@@ -105,7 +109,7 @@ def test_word_count_on_spark_connector_writes_the_batch_header_and_resolves_offl
     assert res.returncode == 0, res.stderr[-3000:]
     assert '"connector": "kafka"' in res.stdout and '"input_rows": 2000' in res.stdout, res.stdout
     records = _read(real_kafka.bootstrap, out, 3)
-    batches = {int(dict(h)[BATCH_HEADER]) for _k, _v, h in records}
+    batches = {int(h[BATCH_HEADER]) for _k, _v, h in records}
     assert batches == {0, 1, 2}, batches  # 2000 rows in batches of at most 700, each record carrying its batch
     assert {k: v for k, v, _h in records} == _totals(lines)
 
