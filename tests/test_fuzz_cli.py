@@ -324,7 +324,22 @@ def test_fuzz_addresses(work: Path, command: list[str], address: str, timeout: s
 @given(
     output=st.one_of(
         args_text,
-        st.sampled_from(["", ".", "..", "/proc/x", "spec.yaml", "spec.yaml/sub", "a/b/c", "[bold]d[/bold]", "\udcff"]),
+        st.sampled_from(
+            [
+                "",
+                ".",
+                "..",
+                "/proc/x",
+                "spec.yaml",
+                "spec.yaml/sub",
+                "a/b/c",
+                "[bold]d[/bold]",
+                "\udcff",
+                "/sys/fz-out",
+                "n" * 256,
+                "a/" + "n" * 300 + "/b",
+            ]
+        ),
     ),
     command=st.sampled_from(["render", "init"]),
     as_json=st.booleans(),
