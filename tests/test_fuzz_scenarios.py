@@ -415,6 +415,47 @@ def test_report_dir_is_checked_before_any_work(shape: list[str], tmp_path_factor
                 q.chmod(0o755)
 
 
+# ---------------------------------------------------------------- ids the spec lacks, found by `scenario validate`
+
+ID_FAULTS = [("pause-broker", "broker", {"for": 1}), ("kill-broker", "broker", {}), ("kill-zk", "zk", {}),
+             ("partition-node", "node", {"for": 1})]  # fmt: skip
+
+
+@FUZZ
+@given(fault=st.sampled_from(ID_FAULTS), ident=st.integers(-3, 12), brokers=st.integers(1, 5),
+       zk=st.sampled_from([1, 3, 5]), with_spec=st.booleans())  # fmt: skip
+def test_validate_refuses_an_id_the_spec_lacks(
+    fault: tuple[str, str, dict[str, Any]], ident: int, brokers: int, zk: int, with_spec: bool, tmp_path_factory: Any
+) -> None:
+    """With a spec at hand, `scenario validate` refuses a broker, ZooKeeper node or node the spec lacks (exit 2, the
+    step named), as `scenario run` does when it starts; without one it checks the file alone. The adversarial tour
+    of issue 51 found `validate` accepting `broker: 99` beside a 3-broker spec."""
+    with CASES.case():
+        action, key, extra = fault
+        d = tmp_path_factory.mktemp("ids")
+        rf = min(3, brokers)
+        spec = {**BASE_SPEC, "kafka": {"brokers": brokers, "defaults": {"replication_factor": rf,
+                                                                        "min_insync_replicas": max(1, rf - 1)}},
+                "zookeeper": {"nodes": zk}}  # fmt: skip
+        parse_spec(spec, "clusterctl.yaml")  # a valid spec: only the scenario's id is wrong
+        (d / "clusterctl.yaml").write_text(yaml.safe_dump(spec))
+        value: Any = f"kafka{ident}" if key == "node" else ident
+        doc = {"name": "ids", "requires": "kafka", "topic": {"replication_factor": 1},
+               "steps": [{"create_topic": {}}, {"fault": {"action": action, key: value, **extra}}]}  # fmt: skip
+        (d / "s.yaml").write_text(yaml.safe_dump(doc))
+        known = range(1, (zk if key == "zk" else brokers) + 1)
+        args = ["-s", str(d / "clusterctl.yaml")] if with_spec else ["-s", str(d / "none.yaml")]
+        code, err = run_cli([*args, "scenario", "validate", str(d / "s.yaml")])
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        if not with_spec:  # the file alone: an id is judged only against a spec
+            assert code in (0, 2) and len(lines) == (code != 0), (code, err)
+        elif ident in known:
+            assert code == 0, (code, err)
+        else:
+            assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
+            assert (ident < 1 and key != "node") or "step 2 (" in lines[0], lines
+
+
 @FUZZ
 @given(
     root=st.sampled_from(["/sys", "/proc", "/sys/kernel", "/proc/sys"]),
