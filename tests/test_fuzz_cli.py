@@ -535,6 +535,42 @@ def test_a_reader_that_left_is_exit_74_with_one_line(args: list[str], tmp_path: 
         assert (tmp_path / "spec.yaml").is_file() and "did its work" in errors[0], errors
 
 
+@settings(FUZZ, max_examples=int(12 * SCALE))
+@given(sig=st.sampled_from(STOP_SIGNALS), delay=st.floats(0, 0.25), as_json=st.booleans(), how=st.booleans())
+def test_fuzz_a_stop_signal_while_the_command_starts(
+    work: Path, sig: signal.Signals, delay: float, as_json: bool, how: bool
+) -> None:
+    """A stop signal once clusterctl's code runs but before the command's own handlers are in place (Python still
+    importing it): 128 + N and the one line, `--json` its error object; no KeyboardInterrupt traceback (SIGINT) and
+    no death without a word (SIGTERM, SIGHUP), as the adversarial tour of issue 51 found."""
+    args = ["consume", "fz-start", "-b", "127.0.0.1:9", "--timeout", "60", *(["--json"] if as_json else [])]
+    cmd = [str(CLUSTERCTL), *args] if how else [sys.executable, "-m", "clusterctl", *args]
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    deadline = time.monotonic() + 10
+    while proc.poll() is None and not _handlers_installed(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    CASES.add(started)
+    shown = f"{cmd} {sig.name} after {delay:.3f}s: {proc.returncode}\n{err.decode()}"
+    assert proc.returncode == 128 + sig, shown
+    assert err.decode().splitlines() == [f"error: interrupted by {sig.name}"], shown
+    if as_json:
+        assert json.loads(out.decode().strip().splitlines()[-1]) == {
+            "error": f"interrupted by {sig.name}", "exit_code": 128 + sig
+        }, shown  # fmt: skip
+
+
+def test_importing_clusterctl_keeps_the_importers_signals() -> None:
+    """Only the clusterctl command takes the stop signals while it starts: a program importing the package (a test
+    runner, tests/_forkcli.py) keeps its own."""
+    code = "import signal, clusterctl; print([signal.getsignal(s) is signal.SIG_DFL for s in (15, 1)])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    assert out.stdout.strip() == "[True, True]", out
+
+
 STREAM_COMMANDS = [
     ["topic", "list"],
     ["topic", "describe", "{data}"],
@@ -589,7 +625,7 @@ def test_fuzz_broken_streams_and_encodings(
                 if how == "closed":
                     os.close(fd)
 
-        proc = subprocess.run([str(CLUSTERCTL), *args], input=b"fz\n", env=env, timeout=60, preexec_fn=close_fds, **fds)  # type: ignore[call-overload]
+        proc = subprocess.run([str(CLUSTERCTL), *args], input=b"fz\n", env=env, timeout=60, preexec_fn=close_fds, **fds)
     CASES.add(started)
     res = Outcome(proc.returncode, (proc.stdout or b"").decode("utf-8", "replace"), (proc.stderr or b"").decode())
     shown = f"{args} stdout={stdout} stderr={stderr} encoding={encoding}: {res.code}\n{res.out[-500:]}\n{res.err}"
