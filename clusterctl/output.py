@@ -329,8 +329,9 @@ class Lost:
 class _Guarded:
     """sys.stdout / sys.stderr while a command runs. A failed stdout write is an OutputError (the command stops
     there, before acknowledging what it could not show); a failed stderr write (progress, the error line) is
-    noted and the work goes on. A closed stream (None) fails every write. A reader that left (EPIPE) on stdout
-    stays a BrokenPipeError."""
+    noted and the work goes on. A closed stream (None) fails every write; a pipe whose reader left (EPIPE,
+    `| head -c0`) fails like any other: stdout's is an OutputError too (exit 74 and its one line, never a silent
+    exit 1)."""
 
     def __init__(self, raw: Any, name: str, lost: Lost) -> None:
         self._raw, self._name, self._lost = raw, name, lost
@@ -340,10 +341,6 @@ class _Guarded:
             if self._raw is None:
                 raise OSError(errno.EBADF, f"{self._name} is closed")
             return getattr(self._raw, op)(*args)
-        except BrokenPipeError:
-            if self._name == "stdout":
-                raise
-            self._lost.streams[self._name] = "the reader left"
         except (OSError, ValueError, UnicodeEncodeError) as exc:
             reason = _reason(exc)
             self._lost.streams.setdefault(self._name, reason)
@@ -366,6 +363,8 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, UnicodeEncodeError):
         bad = exc.object[exc.start : exc.end]
         return f"its encoding {exc.encoding} cannot carry {bad!r}; set PYTHONIOENCODING=utf-8"
+    if isinstance(exc, BrokenPipeError):
+        return "its reader left: a broken pipe"
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
     return str(exc)  # ValueError: I/O operation on closed file

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _fuzz import Tally, report_fixture
@@ -323,7 +324,22 @@ def test_fuzz_addresses(work: Path, command: list[str], address: str, timeout: s
 @given(
     output=st.one_of(
         args_text,
-        st.sampled_from(["", ".", "..", "/proc/x", "spec.yaml", "spec.yaml/sub", "a/b/c", "[bold]d[/bold]", "\udcff"]),
+        st.sampled_from(
+            [
+                "",
+                ".",
+                "..",
+                "/proc/x",
+                "spec.yaml",
+                "spec.yaml/sub",
+                "a/b/c",
+                "[bold]d[/bold]",
+                "\udcff",
+                "/sys/fz-out",
+                "n" * 256,
+                "a/" + "n" * 300 + "/b",
+            ]
+        ),
     ),
     command=st.sampled_from(["render", "init"]),
     as_json=st.booleans(),
@@ -494,6 +510,67 @@ def test_fuzz_stop_signals_at_random_moments(
             assert "partial result" in res.out or "Topic" not in res.out, res.out
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["scenario", "list"], ["scenario", "list", "--json"], ["scenario", "validate", "scenarios/short-pause.yaml"],
+     ["--version"], ["topic", "--help"], ["init", "--profile", "offline", "--engine", "tansu", "-o", "{out}"]],
+)  # fmt: skip
+def test_a_reader_that_left_is_exit_74_with_one_line(args: list[str], tmp_path: Path) -> None:
+    """`clusterctl ... | head -c0`: the pipe's reader is gone before the first write. Exit 74 and one line saying
+    what was done (the adversarial tour of issue 51 found a silent exit 1 for every command)."""
+    args = [a.format(out=tmp_path / "spec.yaml") for a in args]
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([str(CLUSTERCTL), *args], stdout=w, stderr=subprocess.PIPE, text=True, timeout=60,
+                              cwd=Path(__file__).resolve().parent.parent, env=_env())  # fmt: skip
+    finally:
+        os.close(w)
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert proc.returncode == 74, proc.stderr
+    assert len(errors) == 1 and proc.stderr.splitlines()[-1] == errors[0], proc.stderr
+    assert "stdout could not be written (its reader left: a broken pipe)" in errors[0], errors
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    if args[0] == "init":  # the work was done, and the line says so: a retry need not repeat it
+        assert (tmp_path / "spec.yaml").is_file() and "did its work" in errors[0], errors
+
+
+@settings(FUZZ, max_examples=int(12 * SCALE))
+@given(sig=st.sampled_from(STOP_SIGNALS), delay=st.floats(0, 0.25), as_json=st.booleans(), how=st.booleans())
+def test_fuzz_a_stop_signal_while_the_command_starts(
+    work: Path, sig: signal.Signals, delay: float, as_json: bool, how: bool
+) -> None:
+    """A stop signal once clusterctl's code runs but before the command's own handlers are in place (Python still
+    importing it): 128 + N and the one line, `--json` its error object; no KeyboardInterrupt traceback (SIGINT) and
+    no death without a word (SIGTERM, SIGHUP), as the adversarial tour of issue 51 found."""
+    args = ["consume", "fz-start", "-b", "127.0.0.1:9", "--timeout", "60", *(["--json"] if as_json else [])]
+    cmd = [str(CLUSTERCTL), *args] if how else [sys.executable, "-m", "clusterctl", *args]
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    deadline = time.monotonic() + 10
+    while proc.poll() is None and not _handlers_installed(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    CASES.add(started)
+    shown = f"{cmd} {sig.name} after {delay:.3f}s: {proc.returncode}\n{err.decode()}"
+    assert proc.returncode == 128 + sig, shown
+    assert err.decode().splitlines() == [f"error: interrupted by {sig.name}"], shown
+    if as_json:
+        assert json.loads(out.decode().strip().splitlines()[-1]) == {
+            "error": f"interrupted by {sig.name}", "exit_code": 128 + sig
+        }, shown  # fmt: skip
+
+
+def test_importing_clusterctl_keeps_the_importers_signals() -> None:
+    """Only the clusterctl command takes the stop signals while it starts: a program importing the package (a test
+    runner, tests/_forkcli.py) keeps its own."""
+    code = "import signal, clusterctl; print([signal.getsignal(s) is signal.SIG_DFL for s in (15, 1)])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_env())
+    assert out.stdout.strip() == "[True, True]", out
+
+
 STREAM_COMMANDS = [
     ["topic", "list"],
     ["topic", "describe", "{data}"],
@@ -510,8 +587,8 @@ STREAM_COMMANDS = [
 
 @settings(FUZZ, max_examples=int(24 * SCALE))
 @given(
-    stdout=st.sampled_from(["pipe", "closed", "/dev/full"]),
-    stderr=st.sampled_from(["pipe", "closed", "/dev/full"]),
+    stdout=st.sampled_from(["pipe", "closed", "/dev/full", "reader-left"]),
+    stderr=st.sampled_from(["pipe", "closed", "/dev/full", "reader-left"]),
     encoding=st.sampled_from([None, "ascii", "latin-1", "utf-8"]),
     command=st.sampled_from(STREAM_COMMANDS),
     as_json=st.booleans(),
@@ -520,8 +597,10 @@ def test_fuzz_broken_streams_and_encodings(
     work: Path, tansu_broker: TansuBroker, stdout: str, stderr: str, encoding: str | None, command: list[str],
     as_json: bool,
 ) -> None:  # fmt: skip
-    """stdout/stderr closed or full, any encoding: no traceback, never exit 70; a command whose stdout failed does
-    not exit 0 (74, or its own failure); with a group, nothing is committed that was not printed."""
+    """stdout/stderr closed, full or a pipe whose reader left (`| head -c0`), any encoding: no traceback, never exit
+    70; a command whose stdout failed does not exit 0 (74, or its own failure) and says so in one line (a reader
+    that left was a silent exit 1 until the adversarial tour of issue 51); with a group, nothing is committed that
+    was not printed."""
     bs = tansu_broker.bootstrap
     group = f"fzb-{uuid.uuid4().hex[:8]}"
     fill = {"data": _data_topic(tansu_broker), "topic": _topic(tansu_broker), "group": group}
@@ -531,17 +610,22 @@ def test_fuzz_broken_streams_and_encodings(
     env = _env() | ({"PYTHONIOENCODING": encoding} if encoding else {})
     started = time.monotonic()
     with contextlib.ExitStack() as stack:
-        fds = {
-            name: subprocess.PIPE if how in ("pipe", "closed") else stack.enter_context(open(how, "wb"))
-            for name, how in (("stdout", stdout), ("stderr", stderr))
-        }
+        fds: dict[str, Any] = {}
+        for name, how in (("stdout", stdout), ("stderr", stderr)):
+            if how == "reader-left":  # the pipe's read end is closed before the command writes a byte
+                r, w = os.pipe()
+                os.close(r)
+                stack.callback(os.close, w)
+                fds[name] = w
+            else:
+                fds[name] = subprocess.PIPE if how in ("pipe", "closed") else stack.enter_context(open(how, "wb"))
 
         def close_fds() -> None:
             for fd, how in ((1, stdout), (2, stderr)):
                 if how == "closed":
                     os.close(fd)
 
-        proc = subprocess.run([str(CLUSTERCTL), *args], input=b"fz\n", env=env, timeout=60, preexec_fn=close_fds, **fds)  # type: ignore[call-overload]
+        proc = subprocess.run([str(CLUSTERCTL), *args], input=b"fz\n", env=env, timeout=60, preexec_fn=close_fds, **fds)
     CASES.add(started)
     res = Outcome(proc.returncode, (proc.stdout or b"").decode("utf-8", "replace"), (proc.stderr or b"").decode())
     shown = f"{args} stdout={stdout} stderr={stderr} encoding={encoding}: {res.code}\n{res.out[-500:]}\n{res.err}"
@@ -554,6 +638,8 @@ def test_fuzz_broken_streams_and_encodings(
         assert res.code != 0, shown  # every command here prints a result: losing it is never success
         if res.code == 74 and stderr == "pipe":
             assert "but stdout could not be written" in res.err or "the command stopped there" in res.err, shown
+        if stdout == "reader-left" and stderr == "pipe" and res.code == 74:
+            assert "its reader left" in res.err, shown
     elif as_json and res.code in (0, 74):
         _json_docs(res.out, shown)
     if stderr != "pipe" and stdout == "pipe" and args[0] == "consume":

@@ -413,3 +413,85 @@ def test_report_dir_is_checked_before_any_work(shape: list[str], tmp_path_factor
         for q in [base, *base.rglob("*")]:
             if q.is_dir():
                 q.chmod(0o755)
+
+
+# ---------------------------------------------------------------- ids the spec lacks, found by `scenario validate`
+
+ID_FAULTS = [("pause-broker", "broker", {"for": 1}), ("kill-broker", "broker", {}), ("kill-zk", "zk", {}),
+             ("partition-node", "node", {"for": 1})]  # fmt: skip
+
+
+@FUZZ
+@given(fault=st.sampled_from(ID_FAULTS), ident=st.integers(-3, 12), brokers=st.integers(1, 5),
+       zk=st.sampled_from([1, 3, 5]), with_spec=st.booleans())  # fmt: skip
+def test_validate_refuses_an_id_the_spec_lacks(
+    fault: tuple[str, str, dict[str, Any]], ident: int, brokers: int, zk: int, with_spec: bool, tmp_path_factory: Any
+) -> None:
+    """With a spec at hand, `scenario validate` refuses a broker, ZooKeeper node or node the spec lacks (exit 2, the
+    step named), as `scenario run` does when it starts; without one it checks the file alone. The adversarial tour
+    of issue 51 found `validate` accepting `broker: 99` beside a 3-broker spec."""
+    with CASES.case():
+        action, key, extra = fault
+        d = tmp_path_factory.mktemp("ids")
+        rf = min(3, brokers)
+        spec = {**BASE_SPEC, "kafka": {"brokers": brokers, "defaults": {"replication_factor": rf,
+                                                                        "min_insync_replicas": max(1, rf - 1)}},
+                "zookeeper": {"nodes": zk}}  # fmt: skip
+        parse_spec(spec, "clusterctl.yaml")  # a valid spec: only the scenario's id is wrong
+        (d / "clusterctl.yaml").write_text(yaml.safe_dump(spec))
+        value: Any = f"kafka{ident}" if key == "node" else ident
+        doc = {"name": "ids", "requires": "kafka", "topic": {"replication_factor": 1},
+               "steps": [{"create_topic": {}}, {"fault": {"action": action, key: value, **extra}}]}  # fmt: skip
+        (d / "s.yaml").write_text(yaml.safe_dump(doc))
+        known = range(1, (zk if key == "zk" else brokers) + 1)
+        args = ["-s", str(d / "clusterctl.yaml")] if with_spec else ["-s", str(d / "none.yaml")]
+        code, err = run_cli([*args, "scenario", "validate", str(d / "s.yaml")])
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        if not with_spec:  # the file alone: an id is judged only against a spec
+            assert code in (0, 2) and len(lines) == (code != 0), (code, err)
+        elif ident in known:
+            assert code == 0, (code, err)
+        else:
+            assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), (code, err)
+            assert (ident < 1 and key != "node") or "step 2 (" in lines[0], lines
+
+
+@FUZZ
+@given(
+    root=st.sampled_from(["/sys", "/proc", "/sys/kernel", "/proc/sys"]),
+    parts=st.lists(st.text(alphabet="abcxyz-_", min_size=1, max_size=12), min_size=1, max_size=3),
+    what=st.sampled_from(["--report-dir", "--results"]),
+)
+def test_an_output_path_nothing_can_be_written_to_is_refused_up_front(root: str, parts: list[str], what: str) -> None:
+    """On /sys and /proc nothing can be made, though os.access says yes to root (the adversarial tour of issue 51:
+    `--results /sys/x` passed the check): refused up front with one line, as for any user."""
+    with CASES.case():
+        p = Path(root, *parts)
+        with pytest.raises(UsageError) as exc:
+            validate.output_file(p, what) if what == "--results" else validate.output_dir(p, what)
+        target = p.parent if what == "--results" else p  # a file's check names the directory it goes in
+        assert exc.value.message.startswith(f"{what} {target}") and "\n" not in exc.value.message
+        assert not p.exists()
+
+
+@FUZZ
+@given(n=st.integers(256, 5000), where=st.sampled_from(["leaf", "middle"]), what=st.sampled_from(["init", "render"]))
+def test_a_name_too_long_for_the_filesystem_is_one_line_exit_2(
+    n: int, where: str, what: str, tmp_path_factory: Any
+) -> None:
+    """ENAMETOOLONG from an output path: one line, exit 2, nothing written (was exit 70, an unexpected OSError
+    from Path.exists, for `init -o` and `render --output-dir`)."""
+    with CASES.case():
+        d = tmp_path_factory.mktemp("long")
+        spec = d / "clusterctl.yaml"
+        spec.write_text(yaml.safe_dump(BASE_SPEC))
+        long = d / ("n" * n) if where == "leaf" else d / ("n" * n) / "x"
+        before = sorted(p.name for p in d.iterdir())
+        if what == "init":
+            args = ["init", "--profile", "offline", "-o", str(long)]
+        else:
+            args = ["-s", str(spec), "render", "--output-dir", str(long)]
+        code, err = run_cli(args)
+        lines = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+        assert code == 2 and len(lines) == 1 and "too long" in lines[0], (code, err)
+        assert sorted(p.name for p in d.iterdir()) == before

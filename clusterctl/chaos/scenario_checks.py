@@ -6,8 +6,9 @@ is started before it is stopped, waited for or verified, and a condition about "
 controller_changed) has one: by default the latest fault before it of the kind it is about (for controller_changed:
 one on the controller, else any), or the step its `fault: N` names, which must be an earlier fault.
 
-`check_against_spec` (at the start of `scenario run`, against the cluster's spec): every broker, ZooKeeper node,
-controller, Spark worker and node a step names exists, and every condition and fault fits the cluster's mode.
+`check_against_spec` (at the start of `scenario run`, against the cluster's spec, and by `scenario validate` when a
+spec is at hand and the scenario is for its mode): every broker, ZooKeeper node, controller, Spark worker and node a
+step names exists, and every condition and fault fits the cluster's mode.
 Each problem is one line naming the step; nothing has started.
 """
 

@@ -163,10 +163,11 @@ def _run(args: list[str], final: bool) -> int:
         return fail(f"{exc.format_message()} (see `{where} --help`)", exc.exit_code)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except BrokenPipeError:  # `clusterctl ... | head`: the reader left; not an error worth a line
+    except BrokenPipeError:  # a pipe's reader left under a write that bypassed the guarded streams
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keep interpreter shutdown's flush quiet
-        return 1
+        lost = OutputError("stdout could not be written (its reader left: a broken pipe)")
+        return fail(lost_output_line(lost), lost.exit_code)
     except Exception as exc:
         if debug:
             traceback.print_exc()

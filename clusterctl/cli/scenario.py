@@ -32,6 +32,7 @@ def cmd_scenario_validate(file: FileArg, as_json: JsonOpt = False) -> None:
     from clusterctl.output import Column, emit
 
     sc = load_scenario(file)
+    _check_against_local_spec(sc)
     parsed = sc.parsed_steps()
     plans = planned_from_scratch([(s.kind, s.args) for s in parsed], sc.name)
     steps = [
@@ -41,6 +42,23 @@ def cmd_scenario_validate(file: FileArg, as_json: JsonOpt = False) -> None:
     data = {"name": sc.name, "requires": sc.requires, "expect": sc.expect, "steps": steps} if as_json else steps
     cols = [Column("#", "index", justify="right"), Column("Step", "step")]
     emit(data, as_json=as_json, columns=cols, title=f"{sc.name}: valid")
+
+
+def _check_against_local_spec(sc: Any) -> None:
+    """With a spec at hand (-s, $CLUSTERCTL_SPEC or ./clusterctl.yaml) whose mode the scenario is for, every broker,
+    node and id a step names must exist in it and every condition fit its mode (exit 2), as `scenario run` checks
+    when it starts. No spec, or one that does not load: the file alone is checked."""
+    from clusterctl.chaos.scenario_checks import check_against_spec
+    from clusterctl.errors import SpecError
+
+    try:
+        if not state.spec_path.is_file():
+            return
+        spec = get_spec()
+    except (OSError, SpecError):
+        return
+    if sc.mode in ("any", spec.kafka.mode):
+        check_against_spec(sc, spec)
 
 
 @scenario_app.command("run")

@@ -228,6 +228,12 @@ def render(
     spec's own, with the cluster id it names.
     """
     out_dir = Path(out_dir) if out_dir is not None else spec.topology.compose_dir
+    try:
+        out_dir.stat()  # Path.exists() raises for a name too long (ENAMETOOLONG) or an unsearchable part (EACCES)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputPathError(f"{out_dir} exists and is not a directory")
     text = render_compose(spec, templates_dir, phase.context if phase else None)

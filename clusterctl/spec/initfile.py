@@ -156,6 +156,12 @@ def init_spec(
     """Validate the chosen values, render the commented spec, check it parses back identically, write it."""
     if profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    try:
+        path.stat()  # Path.exists() raises for a name too long (ENAMETOOLONG) or an unsearchable part (EACCES)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     if path.exists() and not path.is_file():

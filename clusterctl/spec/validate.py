@@ -218,7 +218,25 @@ def output_dir(path: Path, what: str) -> Path:
     if not os.access(probe, os.W_OK | os.X_OK):
         where = "" if probe == path else f" ({probe} is not writable)"
         raise UsageError(f"{what} {path} is not writable{where}")
+    _try_writing(probe, path, what)
     return path
+
+
+def _try_writing(probe: Path, path: Path, what: str) -> None:
+    """Make (and remove) a file in `probe`, or a directory where `path` is still to be made: os.access answers yes
+    to root for /sys and /proc, where nothing can be written, and the run would fail only at its end."""
+    import os
+    import tempfile
+
+    try:
+        if probe == path:
+            fd, name = tempfile.mkstemp(prefix=".clusterctl-probe-", dir=probe)
+            os.close(fd)
+            os.unlink(name)
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".clusterctl-probe-", dir=probe))
+    except OSError as exc:
+        raise UsageError(f"{what} {path} is not writable ({probe}: {exc.strerror or exc})") from None
 
 
 def output_file(path: Path, what: str) -> Path:
