@@ -36,6 +36,7 @@ from clusterctl.compose.writer import ENV_FILE, STAGING_PREFIX, OutputPathError,
 from clusterctl.errors import SpecError
 from clusterctl.templating import text_environment
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.spec.validate import can_look_at
 
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
 COMPOSE_FILE = "docker-compose.yml"
@@ -228,12 +229,7 @@ def render(
     spec's own, with the cluster id it names.
     """
     out_dir = Path(out_dir) if out_dir is not None else spec.topology.compose_dir
-    try:
-        out_dir.stat()  # Path.exists() raises for a name too long (ENAMETOOLONG) or an unsearchable part (EACCES)
-    except (FileNotFoundError, NotADirectoryError):
-        pass
-    except OSError as exc:
-        raise OutputPathError(f"cannot write {out_dir}: {exc.strerror or exc}") from None
+    can_look_at(out_dir, OutputPathError)
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputPathError(f"{out_dir} exists and is not a directory")
     text = render_compose(spec, templates_dir, phase.context if phase else None)

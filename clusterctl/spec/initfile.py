@@ -14,7 +14,7 @@ from typing import Any
 
 from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import SpecError, UsageError
-from clusterctl.spec import kafkadist, yamlfile
+from clusterctl.spec import kafkadist, validate, yamlfile
 from clusterctl.spec.model import ClusterSpec, parse_spec
 from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, PROFILES
 from clusterctl.templating import text_environment
@@ -156,12 +156,7 @@ def init_spec(
     """Validate the chosen values, render the commented spec, check it parses back identically, write it."""
     if profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(PROFILES)}, got {profile!r}")
-    try:
-        path.stat()  # Path.exists() raises for a name too long (ENAMETOOLONG) or an unsearchable part (EACCES)
-    except (FileNotFoundError, NotADirectoryError):
-        pass
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    validate.can_look_at(path)
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")
     if path.exists() and not path.is_file():

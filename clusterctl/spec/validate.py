@@ -12,6 +12,7 @@ import ipaddress
 import math
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from clusterctl.errors import SpecError, SpecNotFoundError, UsageError
@@ -220,6 +221,17 @@ def output_dir(path: Path, what: str) -> Path:
         raise UsageError(f"{what} {path} is not writable{where}")
     _try_writing(probe, path, what)
     return path
+
+
+def can_look_at(path: Path, error: Callable[[str], Exception] = UsageError) -> None:
+    """Raise `error("cannot write PATH: why")` when `path` cannot even be looked at (a name too long, ENAMETOOLONG,
+    or an unsearchable part, EACCES: Path.exists() raises for those); a path that is simply absent is fine."""
+    try:
+        path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except OSError as exc:
+        raise error(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _try_writing(probe: Path, path: Path, what: str) -> None:
