@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.errors import NotFoundError, UsageError
-from clusterctl.spec.profiles import SPARK_VERSION
+from clusterctl.spec.profiles import SPARK_CONNECTOR_PROVIDED, SPARK_KAFKA_CONNECTOR, SPARK_VERSION
 
 
 def hash_file(h: hashlib._Hash, path: Path) -> None:
@@ -137,16 +137,10 @@ def _copy_tree(src: Path, dest: Path, skip: tuple[str, ...] = ()) -> None:
 
 # Spark's Kafka connector in the image's Spark jars (executors load it from there; a driver adds the same version
 # through spark.jars.packages): resolved by Maven from Maven Central like Kafka's jars, without what PySpark ships
-SPARK_CONNECTOR = ("org.apache.spark", "spark-sql-kafka-0-10_2.13")
+SPARK_CONNECTOR = SPARK_KAFKA_CONNECTOR
+# Spark's own resolution leaves out what Spark provides (spark-tags, and with it scala-library); Maven must be told
 _CONNECTOR_PROVIDED = (
-    ("org.apache.hadoop", "hadoop-client-runtime"),
-    ("org.apache.hadoop", "hadoop-client-api"),
-    ("at.yawk.lz4", "lz4-java"),
-    ("org.lz4", "lz4-java"),
-    ("org.xerial.snappy", "snappy-java"),
-    ("org.slf4j", "slf4j-api"),
-    ("com.google.code.findbugs", "jsr305"),
-    ("org.scala-lang.modules", "scala-parallel-collections_2.13"),
+    *SPARK_CONNECTOR_PROVIDED,
     ("org.scala-lang", "scala-library"),
     ("org.apache.spark", "spark-tags_2.13"),
 )

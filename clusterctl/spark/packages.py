@@ -22,21 +22,13 @@ from xml.sax.saxutils import quoteattr
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.spark.classarchive import cache_dir
+from clusterctl.spec.profiles import SPARK_CONNECTOR_PROVIDED, SPARK_KAFKA_CONNECTOR
 
 CONNECTOR_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 RESOLVE_TIMEOUT_S = 600.0
 #: spark-sql-kafka's compile dependencies that PySpark's own jars already hold (same versions)
-PROVIDED_BY_PYSPARK = (
-    "org.apache.hadoop:hadoop-client-runtime",
-    "org.apache.hadoop:hadoop-client-api",
-    "at.yawk.lz4:lz4-java",
-    "org.lz4:lz4-java",
-    "org.xerial.snappy:snappy-java",
-    "org.slf4j:slf4j-api",
-    "com.google.code.findbugs:jsr305",
-    "org.scala-lang.modules:scala-parallel-collections_2.13",
-)
+PROVIDED_BY_PYSPARK = tuple(f"{group}:{artifact}" for group, artifact in SPARK_CONNECTOR_PROVIDED)
 
 
 def spark_version() -> str:
@@ -47,7 +39,8 @@ def spark_version() -> str:
 
 def connector_package(version: str | None = None) -> str:
     """The Maven coordinate of Spark's Kafka connector for this PySpark (Scala 2.13, as PySpark 4 is)."""
-    return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version or spark_version()}"
+    group, artifact = SPARK_KAFKA_CONNECTOR
+    return f"{group}:{artifact}:{version or spark_version()}"
 
 
 def repository() -> str:

@@ -29,6 +29,19 @@ ManagerKind = Literal["cmak", "console"]
 # (tests/test_images.py checks these tags against it).
 SPARK_VERSION = "4.2.0"
 OFFLINE_SPARK_IMAGE = f"clusterctl/spark:{SPARK_VERSION}"
+# Spark's Kafka connector (Maven Central) and its compile dependencies that PySpark's own jars already hold (same
+# versions): a driver's spark.jars.packages and the spark image's Maven resolution both leave them out
+SPARK_KAFKA_CONNECTOR = ("org.apache.spark", "spark-sql-kafka-0-10_2.13")
+SPARK_CONNECTOR_PROVIDED = (
+    ("org.apache.hadoop", "hadoop-client-runtime"),
+    ("org.apache.hadoop", "hadoop-client-api"),
+    ("at.yawk.lz4", "lz4-java"),
+    ("org.lz4", "lz4-java"),
+    ("org.xerial.snappy", "snappy-java"),
+    ("org.slf4j", "slf4j-api"),
+    ("com.google.code.findbugs", "jsr305"),
+    ("org.scala-lang.modules", "scala-parallel-collections_2.13"),
+)
 PUBLISHED_SPARK_IMAGE = f"apache/spark:{SPARK_VERSION}-python3"
 
 BASE_IMAGE = "clusterctl/base:bookworm"
