@@ -79,7 +79,9 @@ def connector_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
     conf = dict(conf or {})
     package = connector_package()
     packages = [p for p in conf.get("spark.jars.packages", "").split(",") if p.strip()]
-    if not any(p.strip().startswith("org.apache.spark:spark-sql-kafka-0-10_") for p in packages):
+    group, artifact = SPARK_KAFKA_CONNECTOR
+    named = f"{group}:{artifact.rsplit('_', 1)[0]}_"  # the connector at any Scala and Spark version
+    if not any(p.strip().startswith(named) for p in packages):
         packages.append(package)
     excludes = [e for e in conf.get("spark.jars.excludes", "").split(",") if e.strip()]
     excludes += [e for e in PROVIDED_BY_PYSPARK if e not in excludes]
@@ -100,7 +102,8 @@ def submit_args(conf: dict[str, str]) -> list[str]:
 
 def connector_jar(version: str | None = None) -> Path:
     """Where Spark's resolution puts the connector's jar (spark.jars.ivy/jars)."""
-    return ivy_dir() / "jars" / f"org.apache.spark_spark-sql-kafka-0-10_2.13-{version or spark_version()}.jar"
+    group, artifact = SPARK_KAFKA_CONNECTOR
+    return ivy_dir() / "jars" / f"{group}_{artifact}-{version or spark_version()}.jar"
 
 
 def resolve(progress: Callable[[str], None], force: bool = False) -> tuple[Path, bool]:
