@@ -126,7 +126,7 @@ def cli(spec_path: Path, *args: str, timeout: float = 300) -> subprocess.Complet
 
 
 # the commands that can create containers, networks or volumes (the others only read or remove)
-CREATES = frozenset({"up", "scenario", "migrate", "swarm", "spark", "chaos"})
+CREATES = frozenset({"up", "scenario", "migrate", "upgrade", "swarm", "spark", "chaos"})
 
 
 def own(spec_path: Path) -> None:

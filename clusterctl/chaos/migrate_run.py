@@ -1,7 +1,9 @@
 """The migration steps of a drill run: `migrate` (through runtime.migrate, as `clusterctl migrate` runs it),
-`consume` (a consumer group with committed offsets) and `snapshot` (and its comparison).
+`upgrade` (through runtime.upgrade, as `clusterctl upgrade`), `consume` (a consumer group with committed offsets)
+and `snapshot` (and its comparison).
 
-`MigrateSteps` is a part of the Runner (runner.py): each migration phase is a band on the observer's timeline.
+`MigrateSteps` is a part of the Runner (runner.py): each migration phase, and each node an upgrade rolls, is a band
+on the observer's timeline.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterctl.chaos.conditions import Conditions
-from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, plan_migrations
+from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, Upgrade, plan_migrations
 from clusterctl.errors import ClusterctlError, UsageError, VerificationError
 from clusterctl.spec.model import ClusterSpec
 
@@ -45,6 +47,59 @@ class MigrateSteps:
         state = plan.load_state(plan.state_path(self.spec_path))
         return plan_migrations(migrations, state, self.spec.name)
 
+    def _upgrade_preflight(self, steps: list[Any]) -> list[str]:
+        """Refuse an upgrade drill that cannot run here, before any work; what each `upgrade` step will do.
+
+        On a KRaft cluster the first upgrade must move it: a drill that rolls nothing would pass untested."""
+        from clusterctl.kafka import upgrade_plan as uplan
+        from clusterctl.runtime import upgrade
+        from clusterctl.spec.kafkadist import built_versions
+
+        ups = [(i, s.args) for i, s in enumerate(steps, 1) if s.kind == "upgrade"]
+        if not ups:
+            return []
+        if self.spec_path is None:
+            raise UsageError(f"scenario {self.sc.name} upgrades the cluster: it needs the spec file's path")
+        built = built_versions()
+        out = []
+        running = upgrade.running_version(self.spec, None) if self.spec.kraft_mode else None
+        for i, u in ups:
+            to = self._upgrade_target(u, built)
+            if running is not None:
+                uplan.check_upgrade(self.spec, running, to, built)
+                if to == running:
+                    raise uplan.UpgradeRefused(f"step {i} (upgrade): cluster {self.spec.name} runs {to} already")
+            else:
+                uplan.check_built(to, built)
+            out.append(f"step {i}: roll every node from {running or 'the migrated cluster'} to {to}"
+                       + (", then finalize" if u.finalize else ""))  # fmt: skip
+            running = to
+        return out
+
+    @staticmethod
+    def _upgrade_target(u: Upgrade, built: list[str]) -> str:
+        if u.to != "newest":
+            return u.to
+        if not built:
+            raise UsageError("upgrade to newest: no clusterctl/kafka image is built here (`clusterctl images build`)")
+        return built[-1]
+
+    def _step_upgrade(self, u: Upgrade) -> str:
+        from clusterctl.runtime import upgrade
+        from clusterctl.spec.kafkadist import built_versions
+
+        if self.spec_path is None:
+            raise UsageError("upgrade: the runner was given no spec file")
+        to = self._upgrade_target(u, built_versions())
+        result = upgrade.upgrade(
+            self.spec_path, to, yes=u.finalize, timeout=u.timeout, progress=lambda m: self.progress(f"  {m}"),
+            on_node=lambda service, done: self.observer.phase(f"{service} to {to}", done),
+        )  # fmt: skip
+        self._follow_spec()
+        rolled = ", ".join(f"{r.service} {r.seconds:.1f}s" for r in result.ran if r.restarted)
+        fin = f"; finalized {result.finalized}, metadata.version {result.metadata_level}" if result.finalized else ""
+        return f"{result.from_version} → {to}: {rolled or 'no node restarted'}{fin}"
+
     def _step_migrate(self, m: Migrate) -> str:
         from clusterctl.runtime import migrate
 
@@ -72,12 +127,13 @@ class MigrateSteps:
         return f"phases {ran}" if ran else "nothing to do: the migration was there already"
 
     def _follow_spec(self) -> None:
-        """After phase 5 the spec file is a kraft spec: heal and conditions from here on use it."""
+        """After phase 5 the spec file is a kraft spec, after an upgrade it names the new version: heal and
+        conditions from here on use it."""
         from clusterctl.spec.model import load_spec
 
         assert self.spec_path is not None
         now = load_spec(self.spec_path)
-        if now.kraft_mode and not self.spec.kraft_mode:
+        if (now.kraft_mode and not self.spec.kraft_mode) or now.kafka.version != self.spec.kafka.version:
             self.spec = now
             self.cond.spec = now
 

@@ -5,6 +5,7 @@
     - migrate: {to: kraft, until_phase: 2}         # `migrate kraft --to 2 --yes`; no until_phase: every phase
     - migrate: {to: zookeeper}                     # `migrate rollback`
     - snapshot: {name: after, same_as: before}     # fails on any difference from `before`
+    - upgrade: {to: newest, finalize: true}         # `upgrade --to V --yes`: the rolling upgrade (KRaft)
 
 The steps run through the same calls as `clusterctl migrate kraft` / `migrate rollback` (runtime.migrate);
 migrate_run.py carries them out.
@@ -46,6 +47,12 @@ class Migrate(_Step):
         if self.to == "zookeeper" and self.until_phase is not None:
             raise ValueError("until_phase is for to: kraft (a rollback reverts whatever phase the migration reached)")
         return self
+
+
+class Upgrade(_Step):
+    to: str = Field(pattern=r"^(newest|\d+\.\d+\.\d+)$", description="a Kafka release, or newest: the newest built")
+    finalize: bool = Field(default=True, description="finalize the feature levels after the roll (`--yes`)")
+    timeout: float = Field(default=300.0, gt=0, le=validate.MAX_SECONDS, description="each node's wait")
 
 
 class Consume(_Step):
@@ -94,8 +101,8 @@ def plan_migrations(steps: list[tuple[int, object]], state: plan.MigrationState 
 
 
 def check_steps(steps: list[tuple[str, object]], mode: str, requires: str) -> None:
-    """Checks across steps, one line each: a snapshot compared with one taken earlier, snapshot names once, and
-    `migrate` steps only in a scenario for a ZooKeeper-mode Kafka cluster."""
+    """Checks across steps, one line each: a snapshot compared with one taken earlier, snapshot names once,
+    `migrate` steps only in a scenario for a ZooKeeper-mode Kafka cluster, and `upgrade` only on KRaft."""
     names: list[str] = []
     for index, (kind, args) in enumerate(steps, 1):
         if kind == "snapshot":
@@ -110,6 +117,19 @@ def check_steps(steps: list[tuple[str, object]], mode: str, requires: str) -> No
                 f"step {index} (migrate): a migration drill needs mode: zookeeper and requires: kafka "
                 f"(got mode: {mode}, requires: {requires})"
             )
+        if kind == "upgrade" and not (requires == "kafka" and (mode == "kraft" or _migrated_before(steps, index))):
+            raise ValueError(
+                f"step {index} (upgrade): an upgrade drill needs requires: kafka and mode: kraft, or a "
+                f"`migrate: {{to: kraft}}` of every phase before it (got mode: {mode}, requires: {requires})"
+            )
+
+
+def _migrated_before(steps: list[tuple[str, object]], index: int) -> bool:
+    """A `migrate: {to: kraft}` of every phase (the spec is KRaft after it) before step `index` (1-based)."""
+    return any(
+        kind == "migrate" and isinstance(a, Migrate) and a.to == "kraft" and a.until_phase is None
+        for kind, a in steps[: index - 1]
+    )
 
 
 def planned_from_scratch(steps: list[tuple[str, object]], cluster: str) -> dict[int, str]:

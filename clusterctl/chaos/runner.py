@@ -107,6 +107,8 @@ class Runner(NodeSteps, MigrateSteps):
             )
         for i, line in enumerate(self._migration_preflight(self.sc.parsed_steps()), 1):
             self.progress(f"migrate step {i} will run: {line}")
+        for line in self._upgrade_preflight(self.sc.parsed_steps()):
+            self.progress(f"upgrade {line}")
         fills = [s for s in self.sc.parsed_steps() if getattr(s.args, "action", None) == "fill-disk"]
         if fills and self.spec.storage.bounded_mb is None:
             raise UsageError(

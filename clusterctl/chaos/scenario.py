@@ -20,7 +20,7 @@ A scenario file:
       - verify: {}                       # max_duplicated: 0, max_write_gap: S (longest wait for an ack)
 
 Migration drills (migration_steps.py) add consume {group, max_messages}, snapshot {name, same_as} and
-migrate {to: kraft | zookeeper, until_phase}.
+migrate {to: kraft | zookeeper, until_phase}; upgrade {to: VERSION | newest, finalize} rolls a KRaft cluster.
 Swarm drills (`deploy: swarm`, node_steps.py) add kill_node {rack: NAME | leader | follower, partition} and the
 condition leaders_live {topic}.
 `spark_job: {job: key_counts}` (again: resume; `action: stop | kill`) and `verify_spark: {job: key_counts}`
@@ -47,7 +47,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, check_steps
+from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, Upgrade, check_steps
 from clusterctl.chaos.node_steps import KillNode, check_node_steps
 from clusterctl.chaos.scenario_checks import KRAFT_CONDITIONS as KRAFT_CONDITIONS  # conditions.py asks here
 from clusterctl.chaos.scenario_checks import check_references
@@ -326,6 +326,7 @@ STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "consume": Consume,
     "snapshot": Snapshot,
     "migrate": Migrate,
+    "upgrade": Upgrade,
     "spark_job": SparkJob,
     "verify_spark": VerifySpark,
     "kill_node": KillNode,

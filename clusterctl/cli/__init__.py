@@ -34,6 +34,7 @@ NOUN_MODULES = (
     "spark",
     "ui",
     "migrate",
+    "upgrade",
     "swarm",
 )
 # The module that registers each top-level command: main() imports and builds only the one a command line
@@ -53,6 +54,7 @@ COMMAND_MODULE = {
     "spark": "spark",
     "ui": "ui",
     "migrate": "migrate",
+    "upgrade": "upgrade",
     "swarm": "swarm",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")

@@ -1,0 +1,84 @@
+"""Feature levels (KIP-584): what a broker supports and what the cluster has finalized, from ApiVersions v3.
+
+librdkafka's AdminClient has no DescribeFeatures, and `kafka-features.sh describe` through `docker exec` starts a
+JVM per call; ApiVersions v3 (Kafka 2.7+) carries both in its tagged fields, so it is read here over a socket:
+tag 0 SupportedFeatures (name, min, max), tag 1 FinalizedFeaturesEpoch, tag 2 FinalizedFeatures (name, max, min).
+The response header of ApiVersions is always v0 (no tag section), even for a flexible request.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from clusterctl.errors import UnreachableError
+from clusterctl.kafka.protocol import Reader, compact_str, exchange, frame, header
+
+API_KEY = 18
+API_VERSION = 3
+METADATA_VERSION = "metadata.version"
+
+
+@dataclass
+class Features:
+    """One broker's answer: feature name → (min, max) it supports, and the cluster's finalized levels."""
+
+    supported: dict[str, tuple[int, int]] = field(default_factory=dict)
+    finalized: dict[str, int] = field(default_factory=dict)  # name → finalized max version level
+    finalized_epoch: int = -1
+    answered_by: str = ""
+
+    @property
+    def metadata_level(self) -> int | None:
+        """The finalized metadata.version feature level (None: the broker reported none)."""
+        return self.finalized.get(METADATA_VERSION)
+
+
+def encode_request(correlation_id: int = 1) -> bytes:
+    body = compact_str("clusterctl") + compact_str("1") + b"\x00"
+    return frame(header(API_KEY, API_VERSION, correlation_id, flexible=True) + body)
+
+
+def decode_response(payload: bytes) -> Features:
+    """The features of an ApiVersions v3 answer (ValueError when it is malformed or an error)."""
+    r = Reader(payload, "ApiVersions response")
+    r.int32()  # correlation id: response header v0
+    error = r.int16()
+    if error:
+        raise ValueError(f"ApiVersions error code {error}")
+    for _ in range(r.array_len()):
+        r.int16(), r.int16(), r.int16()
+        r.tags()
+    r.int32()  # throttle time
+    out = Features()
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        data = Reader(r.take(size), f"ApiVersions tag {tag}")
+        if tag == 0:
+            for _ in range(data.array_len()):
+                name = data.compact_str()
+                out.supported[name] = (data.int16(), data.int16())
+                data.tags()
+        elif tag == 1:
+            out.finalized_epoch = data.int64()
+        elif tag == 2:
+            for _ in range(data.array_len()):
+                name = data.compact_str()
+                out.finalized[name] = data.int16()
+                data.int16()  # min version level
+                data.tags()
+    return out
+
+
+def describe_features(addresses: list[tuple[str, int]], timeout: float = 3.0) -> Features:
+    """Ask each address in turn; the first answer. UnreachableError (exit 4) when none answers."""
+    errors: list[str] = []
+    for host, port in addresses:
+        try:
+            found = decode_response(exchange(host, port, encode_request(), timeout))
+        except (OSError, ValueError, struct.error) as exc:
+            errors.append(f"{host}:{port}: {exc}")
+            continue
+        found.answered_by = f"{host}:{port}"
+        return found
+    raise UnreachableError("no broker answered ApiVersions: " + "; ".join(errors[:3]))

@@ -1,0 +1,128 @@
+"""The rolling upgrade on real Kafka from Maven Central: a KRaft cluster on 3.9 (3 controllers + 3 brokers) rolled to
+the newest 4.x built here. `clusterctl upgrade` is stopped with Ctrl-C in the middle of the roll, says where it
+stopped, and the drill `upgrade-to-kafka4` (acks=all idempotent load, a committing group, snapshots) resumes it,
+restarts no node twice, finalizes the feature levels, and loses nothing. Test-only spec: a free subnet and ports.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _runtime_helpers import CLI, cli, release, render, up_json
+
+from clusterctl.images import build as images
+from clusterctl.images import kafka_maven
+from clusterctl.kafka import upgrade_plan as plan
+from clusterctl.runtime import allocate
+from clusterctl.spec.model import load_spec
+
+pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
+FROM = "3.9.2"
+
+
+@pytest.fixture
+def kraft_39(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    built = {r.target: r for r in images.build_images(["kafka"], kafka_version=FROM)}
+    assert built["kafka"].image == f"clusterctl/kafka:{FROM}"
+    newest = {r.target: r for r in images.build_images(["kafka"], kafka_version=kafka_maven.NEWEST_KAFKA_LINE)}
+    to = newest["kafka"].image.rpartition(":")[2]
+    assert to.startswith("4."), to
+    spec = {
+        "name": f"ctlupg-{uuid.uuid4().hex[:6]}",
+        "profile": "offline",
+        "network": {"subnet": allocate.free_subnet()},
+        "kafka": {
+            "mode": "kraft",
+            "version": FROM,
+            "brokers": 3,
+            "host_port": allocate.free_port_block(3),
+            "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"},
+        },
+        "kraft": {"controllers": 3},
+        "kafka_manager": {"enabled": False},
+    }
+    spec_path = tmp_path / "clusterctl.yaml"
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    render(spec_path)
+    try:
+        up_json(spec_path, timeout=300)
+        yield spec_path, to
+    finally:
+        release(spec_path)
+
+
+def _container_starts(spec_path: Path) -> dict[str, str]:
+    spec = load_spec(spec_path)
+    topo = spec.topology
+    names = [topo.controller_container(c) for c in topo.controller_ids] + [
+        topo.broker_container(b) for b in topo.broker_ids
+    ]
+    out = subprocess.run(["docker", "inspect", "-f", "{{.Name}} {{.Id}} {{.Config.Image}}", *names],
+                         capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
+    return {line.split()[0].lstrip("/"): " ".join(line.split()[1:]) for line in out.splitlines()}
+
+
+def _started_since(since: float, names: set[str]) -> list[str]:
+    """Which of the containers `names` the engine started since `since` (one entry per start)."""
+    out = subprocess.run(["docker", "events", "--since", f"{since:.3f}", "--until", f"{time.time():.3f}",
+                          "--filter", "type=container", "--filter", "event=start",
+                          "--format", "{{.Actor.Attributes.name}}"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
+    return [n for n in out.split() if n in names]
+
+
+def test_interrupted_upgrade_resumes_under_load_and_finalizes(kraft_39: tuple[Path, str]) -> None:
+    spec_path, to = kraft_39
+    state_path = plan.state_path(spec_path)
+    since = time.time()
+    before = _container_starts(spec_path)
+    assert all(v.endswith(f"clusterctl/kafka:{FROM}") for v in before.values()), before
+
+    # Ctrl-C once two nodes are rolled and the third has begun
+    proc = subprocess.Popen([CLI, "-s", str(spec_path), "upgrade", "--to", to], cwd=spec_path.parent,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and proc.poll() is None:
+        state = plan.load_state(state_path) if state_path.exists() else None
+        if state is not None and len(state.done) == 2 and state.current is not None:
+            break
+        time.sleep(0.2)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "error: interrupted by SIGINT", err
+    state = plan.load_state(state_path)
+    assert state is not None and len(state.done) == 2 and state.finalized is None
+
+    status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
+    assert (status["from_version"], status["to_version"], status["done"]) == (FROM, to, state.done)
+    assert status["current"] == state.current and status["finalized"] is None
+    assert load_spec(spec_path).kafka.version == to  # the spec names the version the roll is going to
+
+    res = cli(spec_path, "scenario", "run", "upgrade-to-kafka4", "--report-dir", "report", "--json", timeout=1800)
+    assert res.returncode == 0, res.stderr[-4000:]
+    result: dict[str, Any] = json.loads(res.stdout)
+    print("\nupgrade-to-kafka4 (resumed): " + json.dumps(result["phases"], indent=1))
+    assert result["verdict"] == "PASS" and result["verify"]["lost_count"] == 0
+    assert [s["name"] for s in result["snapshots"]] == ["before", "after"]
+
+    after = _container_starts(spec_path)
+    assert all(v.endswith(f"clusterctl/kafka:{to}") for v in after.values()), after
+    final = plan.load_state(state_path)
+    assert final is not None and final.finalized == plan.release(to)
+    # Docker's own record: each node's container started exactly once since the roll began, none twice
+    assert sorted(_started_since(since, set(before))) == sorted(before), final.history
+    rolled_in_drill = [p["phase"] for p in result["phases"]]
+    assert len(rolled_in_drill) == len(before) - 2, rolled_in_drill  # the two rolled before Ctrl-C are not again
+    status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
+    assert status["finalized"] == plan.release(to) and status["pending"] == [] and status["metadata_level"] >= 33
