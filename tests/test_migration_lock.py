@@ -199,3 +199,19 @@ def test_a_lock_beside_a_missing_directory_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ClusterctlError) as err, runowner.own(lock, "upgrade"):
         pytest.fail("taken")
     assert str(err.value) == f"cannot create the lock file {lock}: No such file or directory"
+
+
+def test_during_a_rollback_the_phase_stays_interrupted_and_the_run_is_named(spec_path: Path) -> None:
+    state = plan.MigrationState("mig", "3.7", 3, "cid")
+    state.started(PHASES[0])
+    plan.save_state(plan.state_path(spec_path), state)
+    with runowner.own(plan.lock_path(spec_path), "migrate rollback"):  # as runtime.migrate.rollback takes it
+        summary = plan.summary_beside(spec_path)
+        assert summary is not None and summary.state == "interrupted" and not summary.interrupted
+        assert summary.line.startswith(
+            "migration to KRaft: phase 1 controllers interrupted; `migrate rollback` running;"
+        )
+        data = status_json(spec_path)
+    assert phase_states(data)[0] == "interrupted"
+    running = data["running"]
+    assert isinstance(running, dict) and (running["command"], running["pid"]) == ("migrate rollback", os.getpid())

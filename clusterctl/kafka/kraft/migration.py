@@ -305,7 +305,7 @@ def summarize(state: MigrationState, path: Path, running: Owner | None = None) -
     reached = [p for p in rows if p.state != "pending"]
     last = reached[-1] if reached else None
     what = "not started" if last is None else last.state
-    interrupted = last is not None and last.state == "interrupted"
+    interrupted = last is not None and last.state == "interrupted" and running is None
     where = "" if last is None else f"phase {last.number} {last.name} "
     shown, next_action = what, _next_action(state)
     if running is not None:
