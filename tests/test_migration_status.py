@@ -76,8 +76,7 @@ def test_status_shows_the_phase_and_what_comes_next(
     render_status(result, SPEC)
     lines = [ln for ln in table.readouterr().out.splitlines() if ln.startswith("migration to KRaft")]
     where = f"phase {number} {PHASES[number - 1].name} " if number else ""
-    shown = "begun, not done (running now, or interrupted)" if interrupted else state
-    assert lines == [f"migration to KRaft: {where}{shown}; next: {data['next']}"]
+    assert lines == [f"migration to KRaft: {where}{state}; next: {data['next']}"]
 
 
 def test_no_state_file_no_migration(tmp_path: Path, table: pytest.CaptureFixture[str]) -> None:
@@ -105,5 +104,5 @@ def test_console_cluster_page_shows_the_migration(tmp_path: Path, bootstrap: str
     page = WebConsole(ConsoleTarget(bootstrap, spec_path=spec_path)).render_fragment("cluster")
     assert 'id="migration"' in page and "<h2>Kafka</h2>" in page
     assert '<td id="migration-phase" class="warn">3 kraft-brokers</td>' in page
-    assert "begun, not done (running now, or interrupted)" in page
+    assert '<td id="migration-state">interrupted</td>' in page and 'id="migration-run"' not in page
     assert "`migrate kraft` runs phases 3-5 (again from its start); phase 4 needs --yes" in page

@@ -30,7 +30,11 @@ def _show_status(s: "MigrationStatus", as_json: bool) -> None:
         s, as_json=as_json, rows=s.phases, title=f"migration of {s.cluster} to KRaft ({s.state_file})",
         columns=_phase_columns(Column("State", "state"), Column("Kafka's guide", "section")),
     )  # fmt: skip
-    if s.next_phase and not as_json:
+    if as_json:
+        return
+    if s.running is not None:
+        info(f"`{s.running.command}` is running ({s.running.where}): another `migrate` is refused until it ends")
+    elif s.next_phase:
         info(f"next: phase {s.next_phase}" + ("; `clusterctl migrate rollback` reverts" if s.can_roll_back else ""))
 
 
@@ -53,7 +57,8 @@ def cmd_migrate_kraft(
 ) -> None:
     """Phases: 1 controllers, 2 migration-mode, 3 kraft-brokers, 4 finalize (--yes), 5 remove-zookeeper.
 
-    Each phase is recorded in <spec>.migration.json; a stopped run resumes where it stopped.
+    Each phase is recorded in <spec>.migration.json; a stopped run resumes where it stopped. A run holds
+    <spec>.migration.lock: a second one is refused, and --status tells a running phase from an interrupted one.
     """
     from clusterctl.errors import UsageError
     from clusterctl.output import Column, emit, info

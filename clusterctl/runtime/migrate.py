@@ -3,7 +3,8 @@
 Each phase re-renders the compose file (clusterctl.compose.migration), restarts what it changes one node at a
 time through compose (`up --no-deps SERVICE` recreates a container only when its configuration differs, so a
 repeated phase restarts nothing that is already right), then runs its done-check (runtime.migrate_checks).
-The state file beside the spec (kafka.kraft.migration) records each phase as started and as done.
+The state file beside the spec (kafka.kraft.migration) records each phase as started and as done; a run holds the
+lock beside it (clusterctl.runowner) from before it reads the state until it ends, so a second run is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from clusterctl.compose.render import PhaseRender, render
 from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_
 from clusterctl.kafka.admin import behind_line, partitions_behind, wait_full_isr
 from clusterctl.kafka.kraft import migration as plan
+from clusterctl.runowner import holder, own
 from clusterctl.runtime import compose, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import migrate_checks as checks
@@ -217,7 +219,7 @@ def _start(spec: ClusterSpec, controllers: int, combined: bool) -> plan.Migratio
 
 
 def _open(spec_path: Path, controllers: int, combined: bool) -> tuple[ClusterSpec, plan.MigrationState]:
-    spec = load_spec(spec_path)
+    spec = load_spec(spec_path)  # read again under the lock: a run that just ended may have rewritten it (phase 5)
     state = plan.load_state(plan.state_path(spec_path))
     if state is not None and state.rolled_back:
         state = None  # a rolled-back migration starts again from the beginning
@@ -244,11 +246,29 @@ def migrate(
 ) -> MigrateResult:
     """Run the phases up to `to` (or the single phase `only`) and record each one; resumes where it stopped.
 
-    `on_phase` is told as each phase starts and ends (a drill puts them on its timeline).
+    `on_phase` is told as each phase starts and ends (a drill puts them on its timeline). Refused (one line) while
+    another `migrate kraft` or `migrate rollback` runs on the spec.
     """
     for ref in (to, only):
         if ref is not None:
             phases.phase(ref)  # an unknown phase is refused before anything is read
+    load_spec(spec_path)  # a missing or invalid spec is said as such, before a lock file is made beside it
+    with own(plan.lock_path(spec_path), plan.RUN_COMMAND):
+        return _migrate(spec_path, to, only, yes, controllers, combined, timeout, root, progress, on_phase)
+
+
+def _migrate(
+    spec_path: Path,
+    to: str | None,
+    only: str | None,
+    yes: bool,
+    controllers: int,
+    combined: bool,
+    timeout: float,
+    root: Path | None,
+    progress: Progress | None,
+    on_phase: PhaseHook | None,
+) -> MigrateResult:
     spec, state = _open(spec_path, controllers, combined)
     todo = [plan.check_single(state, only)] if only is not None else plan.plan(state, to, yes)
     if only is not None and todo[0].number == phases.FINALIZE and not yes:
@@ -276,9 +296,10 @@ def migrate(
 
 
 def migration_status(spec_path: Path) -> plan.MigrationStatus:
+    """Where the migration stands, and the `migrate` run holding its lock now, if any."""
     spec = load_spec(spec_path)
     path = plan.state_path(spec_path)
-    return plan.status(plan.load_state(path), spec.name, path)
+    return plan.status(plan.load_state(path), spec.name, path, holder(plan.lock_path(spec_path)))
 
 
 def _remove_controllers(run: _Run) -> None:
@@ -302,7 +323,14 @@ def _clear_znodes(spec: ClusterSpec) -> None:
 def rollback(
     spec_path: Path, timeout: float = 300.0, root: Path | None = None, progress: Progress | None = None
 ) -> RollbackResult:
-    """Follow the migration guide's revert directions for the furthest phase begun; refused after finalize."""
+    """Follow the migration guide's revert directions for the furthest phase begun; refused after finalize, and
+    while another `migrate kraft` or `migrate rollback` runs on the spec."""
+    load_spec(spec_path)  # a missing or invalid spec is said as such, before a lock file is made beside it
+    with own(plan.lock_path(spec_path), "migrate rollback"):
+        return _rollback(spec_path, timeout, root, progress)
+
+
+def _rollback(spec_path: Path, timeout: float, root: Path | None, progress: Progress | None) -> RollbackResult:
     spec = load_spec(spec_path)
     path = plan.state_path(spec_path)
     state = plan.load_state(path)

@@ -4,6 +4,8 @@ The phases themselves (and what each renders) are clusterctl.compose.migration's
 clusterctl.runtime.migrate's. Everything here is plain data and decisions, so it runs without Docker.
 A phase is recorded as started before its first change and as done after its done-check: an interrupted
 phase is run again from the start (every phase is idempotent: it re-renders and restarts only what differs).
+A run holds the lock file beside the state file (clusterctl.runowner): a phase begun while a live process holds it
+is running, one begun while nobody does was interrupted.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from pathlib import Path
 
 from clusterctl.compose.migration import FINALIZE, PHASES, Phase, phase
 from clusterctl.errors import ClusterctlError
+from clusterctl.runowner import Owner, holder
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.spec.profiles import kafka_version_of
 
 MIN_VERSION = (3, 7)  # the first release whose migration the Kafka project and vendors advise for production
 STATE_SUFFIX = ".migration.json"
+LOCK_SUFFIX = ".migration.lock"
+RUN_COMMAND = "migrate kraft"  # the holder's command whose current phase is the one running
 STATE_VERSION = 1
 
 
@@ -81,7 +86,7 @@ class PhaseStatus:
     number: int
     name: str
     section: str
-    state: str  # done | interrupted | pending
+    state: str  # done | running (pid N, since HH:MM:SSZ) | interrupted | rolled back | pending
     settings: list[str]
 
 
@@ -96,11 +101,21 @@ class MigrationStatus:
     next_phase: str | None
     can_roll_back: bool
     kept_spec: str | None = None
+    running: Owner | None = None  # the `migrate kraft` or `migrate rollback` holding the lock now
 
 
 def state_path(spec_path: Path) -> Path:
     """The state file beside the spec: clusterctl.yaml → clusterctl.yaml.migration.json."""
     return spec_path.with_name(spec_path.name + STATE_SUFFIX)
+
+
+def lock_path(spec_path: Path) -> Path:
+    """The lock a run holds beside the spec: clusterctl.yaml → clusterctl.yaml.migration.lock."""
+    return spec_path.with_name(spec_path.name + LOCK_SUFFIX)
+
+
+def running_state(owner: Owner) -> str:
+    return f"running ({owner.where})"
 
 
 def load_state(path: Path) -> MigrationState | None:
@@ -213,11 +228,12 @@ ROLLBACK_STEPS: dict[int, tuple[str, ...]] = {
 }
 
 
-def status(state: MigrationState | None, cluster: str, path: Path) -> MigrationStatus:
-    """Where the migration stands, phase by phase."""
+def status(state: MigrationState | None, cluster: str, path: Path, running: Owner | None = None) -> MigrationStatus:
+    """Where the migration stands, phase by phase; `running`: the lock's holder, if a live process holds it."""
     done = set(state.done) if state and not state.rolled_back else set()
     reverted = set(state.done) | {state.current or ""} if state and state.rolled_back else set()
     current = state.current if state else None
+    begun = running_state(running) if running is not None and running.command == RUN_COMMAND else "interrupted"
     phases = [
         PhaseStatus(
             p.number,
@@ -227,7 +243,7 @@ def status(state: MigrationState | None, cluster: str, path: Path) -> MigrationS
             if p.name in done
             else "rolled back"
             if p.name in reverted
-            else ("interrupted" if p.name == current else "pending"),
+            else (begun if p.name == current else "pending"),
             list(p.settings),
         )
         for p in PHASES
@@ -251,6 +267,7 @@ def status(state: MigrationState | None, cluster: str, path: Path) -> MigrationS
         next_phase=next_phase,
         can_roll_back=can_roll_back,
         kept_spec=state.kept_spec if state else None,
+        running=running,
     )
 
 
@@ -261,11 +278,12 @@ class MigrationSummary:
     state_file: str
     phase: int  # the phase begun and not done, else the furthest one done or rolled back (0: none)
     phase_name: str | None
-    state: str  # as `migrate kraft --status` says: interrupted | done | rolled back (of `phase`), or not started
-    interrupted: bool  # `phase` was begun and is not done: running now, or stopped (the state file cannot tell)
+    state: str  # as `migrate kraft --status` says: running (...) | interrupted | done | rolled back, or not started
+    interrupted: bool  # `phase` was begun and is not done, and no live process holds the lock
     finished: bool
     next: str  # what `migrate kraft` would do
     line: str
+    running: Owner | None = None  # the `migrate kraft` or `migrate rollback` holding the lock now
 
 
 def _next_action(state: MigrationState) -> str:
@@ -281,24 +299,28 @@ def _next_action(state: MigrationState) -> str:
     return f"`migrate kraft` runs {span}{again}{yes}"
 
 
-def summarize(state: MigrationState, path: Path) -> MigrationSummary:
+def summarize(state: MigrationState, path: Path, running: Owner | None = None) -> MigrationSummary:
     """The summary of `status(...)`'s phase rows: the last one not pending, and the plan's next step."""
-    rows = status(state, state.cluster, path).phases
+    rows = status(state, state.cluster, path, running).phases
     reached = [p for p in rows if p.state != "pending"]
     last = reached[-1] if reached else None
     what = "not started" if last is None else last.state
-    interrupted = last is not None and last.state == "interrupted"
+    interrupted = last is not None and last.state == "interrupted" and running is None
     where = "" if last is None else f"phase {last.number} {last.name} "
-    shown = {"interrupted": "begun, not done (running now, or interrupted)"}.get(what, what)
-    next_action = _next_action(state)
+    shown, next_action = what, _next_action(state)
+    if running is not None:
+        next_action = f"none while `{running.command}` runs ({running.where})"
+        if not what.startswith("running"):  # a rollback, or a run before its first phase
+            shown = f"{what}; `{running.command}` running"
     return MigrationSummary(
         str(path), last.number if last else 0, last.name if last else None, what, interrupted, state.finished,
-        next_action, f"migration to KRaft: {where}{shown}; next: {next_action}",
+        next_action, f"migration to KRaft: {where}{shown}; next: {next_action}", running,
     )  # fmt: skip
 
 
 def summary_beside(spec_path: Path) -> MigrationSummary | None:
-    """The summary of the state file beside the spec; None when no migration was ever started there."""
+    """The summary of the state file beside the spec and of the run holding its lock; None when no migration was
+    ever started there."""
     path = state_path(spec_path)
     state = load_state(path)
-    return None if state is None else summarize(state, path)
+    return None if state is None else summarize(state, path, holder(lock_path(spec_path)))
