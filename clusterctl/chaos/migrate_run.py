@@ -62,7 +62,8 @@ class MigrateSteps:
             raise UsageError(f"scenario {self.sc.name} upgrades the cluster: it needs the spec file's path")
         built = built_versions()
         out = []
-        running = upgrade.running_version(self.spec, None) if self.spec.kraft_mode else None
+        recorded = uplan.load_state(uplan.state_path(self.spec_path))
+        running = upgrade.running_version(self.spec, recorded) if self.spec.kraft_mode else None
         for i, u in ups:
             to = self._upgrade_target(u, built)
             if running is not None:

@@ -20,7 +20,8 @@ def _show_status(s: "UpgradeStatus", as_json: bool) -> None:
         info(f"no upgrade of {s.cluster} recorded ({s.state_file}); metadata.version level {s.metadata_level}")
         return
     rows = [{"node": n, "state": "done"} for n in s.done]
-    rows += [{"node": n, "state": "interrupted" if n == s.current else "pending"} for n in s.pending]
+    now = f"running ({s.running.where})" if s.running is not None else "interrupted"
+    rows += [{"node": n, "state": now if n == s.current else "pending"} for n in s.pending]
     emit(rows, as_json=False, title=f"upgrade of {s.cluster}: {s.from_version} → {s.to_version} ({s.state_file})",
          columns=[Column("Node", "node"), Column("State", "state")])  # fmt: skip
     fin = f"finalized at {s.finalized}" if s.finalized else "not finalized (`upgrade --to ... --yes` finalizes)"

@@ -18,10 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from clusterctl.errors import ClusterctlError
+from clusterctl.runowner import Owner
 from clusterctl.spec.kafkadist import EXACT_VERSION, FIRST_VERSION_WITHOUT_ZOOKEEPER, offline_image, version_key
 from clusterctl.spec.model import ClusterSpec
 
 STATE_SUFFIX = ".upgrade.json"
+LOCK_SUFFIX = ".upgrade.lock"
 STATE_VERSION = 1
 FIRST_KRAFT_TO_4 = (3, 3)  # Kafka 4.0's upgrade notes: from 3.3.x through 3.9.x in KRaft mode
 
@@ -72,6 +74,11 @@ class UpgradeState:
 def state_path(spec_path: Path) -> Path:
     """clusterctl.yaml → clusterctl.yaml.upgrade.json."""
     return spec_path.with_name(spec_path.name + STATE_SUFFIX)
+
+
+def lock_path(spec_path: Path) -> Path:
+    """The lock a run holds beside the spec (clusterctl.runowner): clusterctl.yaml → clusterctl.yaml.upgrade.lock."""
+    return spec_path.with_name(spec_path.name + LOCK_SUFFIX)
 
 
 def load_state(path: Path) -> UpgradeState | None:
@@ -190,6 +197,7 @@ class UpgradeStatus:
     pending: list[str]
     finalized: str | None
     metadata_level: int | None  # what the cluster reports now (None: not asked or no answer)
+    running: Owner | None = None  # the `upgrade` holding the lock now; `current` with none was interrupted
 
 
 def status_of(state: UpgradeState | None, order: list[str], path: Path, cluster: str) -> UpgradeStatus:

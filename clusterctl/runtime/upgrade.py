@@ -23,9 +23,12 @@ from clusterctl.kafka import upgrade_plan as plan
 from clusterctl.kafka.admin import wait_full_isr
 from clusterctl.kafka.features import Features, describe_features
 from clusterctl.kafka.kraft import quorum as kraft
+from clusterctl.kafka.kraft.migration import lock_path as migration_lock
+from clusterctl.runowner import holder, own
 from clusterctl.runtime import compose, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import migrate_checks as checks
+from clusterctl.signals import held
 from clusterctl.spec import edit
 from clusterctl.spec.kafkadist import built_versions, offline_image
 from clusterctl.spec.model import ClusterSpec, load_spec
@@ -118,7 +121,8 @@ def _roll(spec: ClusterSpec, service: str, image: str, timeout: float, root: Pat
         return False, f"already on {image}"
     since_ms = int(time.time() * 1000)
     volumes.create(spec, volumes.check(spec, root))
-    compose.run(spec, "up", "-d", "--no-deps", "--pull", "never", service, root=root)
+    with held():  # a stop signal waits for the recreate: never a node left removed and not started again
+        compose.run(spec, "up", "-d", "--no-deps", "--pull", "never", service, root=root)
     if kind == "controller" or spec.kraft.combined:
         detail = _wait_voter_fetching(spec, node_id, since_ms, timeout)
     if kind == "broker":
@@ -201,59 +205,63 @@ def upgrade(
     say = progress or (lambda _m: None)
     spec = load_spec(spec_path)
     plan.check_target(spec, to)
-    path = plan.state_path(spec_path)
-    state = plan.load_state(path)
-    if state is not None and state.cluster != spec.name:
-        raise plan.UpgradeRefused(f"{path} records cluster {state.cluster}, not {spec.name}")
-    running = running_version(spec, state)
-    now = features(spec)
-    plan.check_upgrade(spec, running, to, built_versions(), finalized=state.finalized if state else None,
-                       metadata_level=now.metadata_level,
-                       from_metadata_level=state.from_metadata_level if state else None)  # fmt: skip
-    if state is None or state.to_version != to or state.finalized is not None:
-        carried = state.from_metadata_level if state is not None and state.finalized is None else None
-        state = plan.UpgradeState(spec.name, running, to, carried if carried is not None else now.metadata_level)
-    plan.save_state(path, state)
-    if spec.kafka.version != to:
-        say(f"spec {spec_path.name}: kafka.version {spec.kafka.version} → {to}")
-        edit.write_value(spec_path, "kafka", "version", to)
-        spec = load_spec(spec_path)
-    out = spec.topology.compose_dir if root is None else root / spec.topology.compose_dir
-    render(spec, out, protect=spec_path)
-    image = offline_image(to)
-    try:
-        active: int | None = kraft.describe(spec).leader_id
-    except ClusterctlError:
-        active = None
-    result = UpgradeResult(spec.name, str(path), state.from_version, to)
-    for service in plan.roll_order(spec, active):
-        if service in state.done:
-            continue
-        say(f"{service}: to {image}")
-        started = time.monotonic()
-        state.started(service)
-        plan.save_state(path, state)
-        if on_node is not None:
-            on_node(service, False)
-        restarted, detail = _roll(spec, service, image, timeout, root)
-        state.completed(service, restarted)
-        plan.save_state(path, state)
-        if on_node is not None:
-            on_node(service, True)
-        say(f"{service}: {detail}")
-        result.ran.append(NodeRun(service, round(time.monotonic() - started, 1), restarted, detail))
-    if yes and state.finalized is None:
-        say(f"finalizing: {FEATURE_TOOL} upgrade --release-version {plan.release(to)}")
-        done = finalize(spec, to, timeout)
-        state.finalized = plan.release(to)
-        plan.save_state(path, state)
-        result.metadata_level, result.features = done.metadata_level, dict(done.finalized)
-    else:
+    migrating = holder(migration_lock(spec_path))
+    if migrating is not None:
+        raise plan.UpgradeRefused(f"{migrating.command} is running on this spec ({migrating.where}): upgrade after it")
+    with own(plan.lock_path(spec_path), f"upgrade --to {to}"):
+        path = plan.state_path(spec_path)
+        state = plan.load_state(path)
+        if state is not None and state.cluster != spec.name:
+            raise plan.UpgradeRefused(f"{path} records cluster {state.cluster}, not {spec.name}")
+        running = running_version(spec, state)
         now = features(spec)
-        result.metadata_level, result.features = now.metadata_level, dict(now.finalized)
-    result.finalized = state.finalized
-    result.status = status(spec_path, spec, state)
-    return result
+        plan.check_upgrade(spec, running, to, built_versions(), finalized=state.finalized if state else None,
+                           metadata_level=now.metadata_level,
+                           from_metadata_level=state.from_metadata_level if state else None)  # fmt: skip
+        if state is None or state.to_version != to:
+            carried = state.from_metadata_level if state is not None and state.finalized is None else None
+            state = plan.UpgradeState(spec.name, running, to, carried if carried is not None else now.metadata_level)
+        plan.save_state(path, state)
+        if spec.kafka.version != to:
+            say(f"spec {spec_path.name}: kafka.version {spec.kafka.version} → {to}")
+            edit.write_value(spec_path, "kafka", "version", to)
+            spec = load_spec(spec_path)
+        out = spec.topology.compose_dir if root is None else root / spec.topology.compose_dir
+        render(spec, out, protect=spec_path)
+        image = offline_image(to)
+        try:
+            active: int | None = kraft.describe(spec).leader_id
+        except ClusterctlError:
+            active = None
+        result = UpgradeResult(spec.name, str(path), state.from_version, to)
+        for service in plan.roll_order(spec, active):
+            if service in state.done:
+                continue
+            say(f"{service}: to {image}")
+            started = time.monotonic()
+            state.started(service)
+            plan.save_state(path, state)
+            if on_node is not None:
+                on_node(service, False)
+            restarted, detail = _roll(spec, service, image, timeout, root)
+            state.completed(service, restarted)
+            plan.save_state(path, state)
+            if on_node is not None:
+                on_node(service, True)
+            say(f"{service}: {detail}")
+            result.ran.append(NodeRun(service, round(time.monotonic() - started, 1), restarted, detail))
+        if yes and state.finalized is None:
+            say(f"finalizing: {FEATURE_TOOL} upgrade --release-version {plan.release(to)}")
+            done = finalize(spec, to, timeout)
+            state.finalized = plan.release(to)
+            plan.save_state(path, state)
+            result.metadata_level, result.features = done.metadata_level, dict(done.finalized)
+        else:
+            now = features(spec)
+            result.metadata_level, result.features = now.metadata_level, dict(now.finalized)
+        result.finalized = state.finalized
+        result.status = status(spec_path, spec, state)
+        return result
 
 
 def status(
@@ -264,6 +272,7 @@ def status(
     path = plan.state_path(spec_path)
     state = state if state is not None else plan.load_state(path)
     out = plan.status_of(state, plan.roll_order(spec, None), path, spec.name)
+    out.running = holder(plan.lock_path(spec_path))
     try:
         out.metadata_level = features(spec).metadata_level
     except ClusterctlError:
