@@ -322,7 +322,7 @@ INIT_BAD_VALUES: list[tuple[list[str], str]] = [
     (["Bad Name"], "must be 1-40 chars"),
     (["--mode", "both"], "--mode must be zookeeper or kraft, got 'both'"),
     (["--mode", "kraft", "--zk-nodes", "3"], "--zk-nodes is for ZooKeeper mode"),
-    (["--kafka-version", "4.4.0"], "--kafka-version 4.4.0 has no ZooKeeper mode: add --mode kraft"),
+    (["--kafka-version", "4.4.0"], "which has no ZooKeeper mode (Kafka 4.0 removed it): add --mode kraft; a ZooKeeper"),
     (["--kafka-version", "3.9.x"], "--kafka-version must be an exact version such as 3.9.2, got '3.9.x'"),
     (["--profile", "default", "--kafka-version", "3.9.2"], "--kafka-version names the offline Kafka image"),
     (["--engine", "tansu", "--brokers", "1", "--kafka-version", "3.9.2"], "profile offline, engine tansu"),

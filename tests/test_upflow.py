@@ -349,7 +349,10 @@ def test_kafka_version_requested_is_taken_as_given() -> None:
 def test_kafka_version_4_in_zookeeper_mode_is_one_usage_line() -> None:
     with pytest.raises(UsageError) as info:
         choose_kafka_version("offline", "kafka", "zookeeper", "4.4.0", BUILT)
-    assert str(info.value) == "--kafka-version 4.4.0 has no ZooKeeper mode: add --mode kraft"
+    assert str(info.value) == (
+        "--kafka-version 4.4.0 is Kafka 4.4, which has no ZooKeeper mode (Kafka 4.0 removed it): add --mode kraft; "
+        "a ZooKeeper cluster gets to 4.x by `clusterctl migrate kraft` on Kafka 3.9 first"
+    )
     assert info.value.exit_code == 2
 
 

@@ -1,4 +1,4 @@
-"""The same drill on a ZooKeeper-mode and a KRaft-mode cluster, side by side.
+"""The same drill on a ZooKeeper-mode and a KRaft-mode cluster, or on two Kafka versions in KRaft mode, side by side.
 
 For each mode the spec is used as is (its own mode) or derived (the other mode, cluster `<name>-<mode>`, same
 network and ports, so the two never run at once). A cluster that is not running is rendered, started, and
@@ -8,11 +8,16 @@ row to a JSON-lines results file, so a long series can be split over several inv
 What bounds failure detection differs by mode, and the table names it: in ZooKeeper mode a SIGKILLed broker
 is noticed when its ZooKeeper session expires (zookeeper.session.timeout.ms); in KRaft mode when it misses
 heartbeats to the active controller for broker.session.timeout.ms.
+
+Versions (`--versions 3.9.2,4.4.0`): each is the spec in KRaft mode on the offline image clusterctl/kafka:<version>
+(cluster `<name>-v<digits>`, same network and ports), refused before any work unless every image is built here.
+A row records what it compared (`by`: mode or version), so one results file can hold both kinds of series.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -22,7 +27,8 @@ from typing import Any
 
 from clusterctl.chaos.stats import main_fault
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.spec import validate
+from clusterctl.spec import kafkadist, validate
+from clusterctl.spec.capabilities import kraft_ready
 from clusterctl.spec.model import ClusterSpec, parse_spec
 
 MODES = ("zookeeper", "kraft")
@@ -46,6 +52,8 @@ class CompareRun:
     bounding_ms: int
     report: str | None = None
     error: str | None = None
+    kafka_version: str | None = None  # the offline image's Kafka version (None: not an offline image)
+    by: str = "mode"  # what the series compared: mode | version
 
 
 @dataclass
@@ -73,6 +81,7 @@ class ModeSummary:
     new_leader_s: Spread
     write_gap_s: Spread
     clusters: list[str] = field(default_factory=list)
+    kafka_version: str | None = None  # a version comparison's column (None in a mode comparison)
 
 
 def bounding(spec: ClusterSpec) -> tuple[str, int]:
@@ -112,7 +121,50 @@ def spec_for_mode(spec: ClusterSpec, mode: str) -> ClusterSpec:
     return parse_spec(data, source=f"{spec.name} as {mode}")
 
 
-def run_metrics(result: Any, mode_spec: ClusterSpec) -> CompareRun:
+def parse_versions(text: str, built: list[str] | None) -> list[str]:
+    """The Kafka versions of `--versions` (exact, distinct, KRaft-ready), each built here (`built`: the
+    clusterctl/kafka versions of this machine; None: not checked); one UsageError line otherwise, before any work."""
+    wanted = [v.strip() for v in text.split(",") if v.strip()]
+    if (
+        not wanted
+        or len(set(wanted)) != len(wanted)
+        or any(not re.fullmatch(kafkadist.EXACT_VERSION, v) for v in wanted)
+    ):
+        raise UsageError(
+            f"--versions takes exact Kafka versions, comma-separated, once each (3.9.2,4.4.0), got {text!r}"
+        )
+    for v in wanted:
+        if not kraft_ready(v):
+            raise UsageError(
+                f"--versions: Kafka {v} has no production KRaft mode (3.3+), and versions compare in KRaft"
+            )
+    for v in wanted:
+        if built is not None and v not in built:
+            raise UsageError(
+                f"--versions: image {kafkadist.offline_image(v)} is not built here: "
+                f"`clusterctl images build kafka --kafka-version {v}`"
+            )
+    return wanted
+
+
+def spec_for_version(spec: ClusterSpec, version: str) -> ClusterSpec:
+    """The spec in KRaft mode on clusterctl/kafka:<version>: itself when it is exactly that, else derived
+    (`<name>-v<digits>`, the same network and ports)."""
+    if spec.profile != "offline" or spec.kafka.engine != "kafka" or spec.images.kafka:
+        raise UsageError(
+            f"--versions compares the offline images (clusterctl/kafka:<version>): cluster {spec.name} needs "
+            f"profile offline, engine kafka and no images.kafka"
+        )
+    if spec.kraft_mode and spec.kafka.version == version:
+        return spec
+    kraft = spec_for_mode(spec, "kraft")
+    data: dict[str, Any] = kraft.model_dump(mode="json", exclude_unset=True)
+    data["name"] = f"{spec.name[:32]}-v{version.replace('.', '')}"
+    data["kafka"] = {**(data.get("kafka") or {}), "version": version}
+    return parse_spec(data, source=f"{spec.name} on Kafka {version}")
+
+
+def run_metrics(result: Any, mode_spec: ClusterSpec, by: str = "mode") -> CompareRun:
     """Detection, new-leader time and write gap of the run's main fault (worst partition it led)."""
     setting, ms = bounding(mode_spec)
     fault = main_fault(result)
@@ -134,7 +186,15 @@ def run_metrics(result: Any, mode_spec: ClusterSpec) -> CompareRun:
         bounding_ms=ms,
         report=result.report_html,
         error=result.error,
+        kafka_version=_offline_version(mode_spec),
+        by=by,
     )
+
+
+def _offline_version(spec: ClusterSpec) -> str | None:
+    image = spec.broker_image
+    prefix = kafkadist.OFFLINE_KAFKA_REPO + ":"
+    return image.removeprefix(prefix) if image.startswith(prefix) else None
 
 
 def _spread(values: list[float | None]) -> Spread:
@@ -144,15 +204,21 @@ def _spread(values: list[float | None]) -> Spread:
     return Spread(round(statistics.median(xs), 3), min(xs), max(xs), len(xs))
 
 
-def summarize(runs: list[CompareRun]) -> list[ModeSummary]:
+def summarize(runs: list[CompareRun], versions: list[str] | None = None) -> list[ModeSummary]:
+    """One column per mode (rows of mode comparisons), or per version of `versions` (rows of version comparisons)."""
     out = []
-    for mode in MODES:
-        rs = [r for r in runs if r.mode == mode]
+    groups: list[tuple[str, str | None, list[CompareRun]]]
+    if versions is None:
+        groups = [(m, None, [r for r in runs if r.by == "mode" and r.mode == m]) for m in MODES]
+    else:
+        groups = [("kraft", v, [r for r in runs if r.by == "version" and r.kafka_version == v]) for v in versions]
+    for mode, version, rs in groups:
         if not rs:
             continue
         out.append(
             ModeSummary(
                 mode=mode,
+                kafka_version=version,
                 runs=len(rs),
                 passed=sum(r.ok for r in rs),
                 lost_total=sum(r.lost or 0 for r in rs),
@@ -165,6 +231,21 @@ def summarize(runs: list[CompareRun]) -> list[ModeSummary]:
             )
         )
     return out
+
+
+def side_by_side(summary: list[ModeSummary]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The comparison table: a column label per summary (its mode, or `Kafka <version>`) and a row per metric."""
+    labels = [m.mode if m.kafka_version is None else f"Kafka {m.kafka_version}" for m in summary]
+    cells = list(zip(labels, summary, strict=True))
+    rows: list[dict[str, Any]] = [
+        {"metric": "runs (passed)", **{k: f"{m.runs} ({m.passed})" for k, m in cells}},
+        {"metric": "acknowledged writes lost", **{k: m.lost_total for k, m in cells}},
+        {"metric": "bounding setting", **{k: f"{m.bounding_setting}={m.bounding_ms}" for k, m in cells}},
+        {"metric": "detection s, median (min-max)", **{k: m.detected_s.text() for k, m in cells}},
+        {"metric": "new leader s", **{k: m.new_leader_s.text() for k, m in cells}},
+        {"metric": "write gap s", **{k: m.write_gap_s.text() for k, m in cells}},
+    ]
+    return labels, rows
 
 
 def load_runs(path: Path, scenario: str | None = None) -> list[CompareRun]:
@@ -209,44 +290,56 @@ def compare(
     report_dir: Path,
     progress: Callable[[str], None],
     up_timeout: float = 240.0,
+    versions: list[str] | None = None,
 ) -> list[CompareRun]:
-    """Run `scenario` `repeat` times per mode; every run is appended to `results` as it finishes."""
+    """Run `scenario` `repeat` times per mode (or per Kafka version, in KRaft mode, when `versions` is given:
+    checked by parse_versions first); every run is appended to `results` as it finishes."""
     from clusterctl.chaos.report import write_reports
     from clusterctl.chaos.runner import Runner
     from clusterctl.compose import render
     from clusterctl.runtime import cluster
 
     validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
-    specs = [spec_for_mode(spec, m) for m in modes]
+    by = "mode" if versions is None else "version"
+    specs = (
+        [spec_for_mode(spec, m) for m in modes] if versions is None else [spec_for_version(spec, v) for v in versions]
+    )
+    labels = {
+        id(s): (s.kafka.mode if versions is None else f"Kafka {v}")
+        for s, v in zip(specs, versions or modes, strict=True)
+    }
     for s in specs:
         if scenario.mode not in ("any", s.kafka.mode):
             raise UsageError(f"scenario {scenario.name} is for kafka.mode={scenario.mode} only; it cannot be compared")
     out: list[CompareRun] = []
     for s in specs:
+        label = labels[id(s)]
         others = [o for o in specs if o is not s and _running(o)]
         started_here = not _running(s)
         if started_here and others:
             raise UsageError(
                 f"cluster {others[0].name} is running on the network and ports cluster {s.name} needs",
-                hint=f"`clusterctl -s <its spec> down` first, or compare one mode at a time (--modes {s.kafka.mode})",
+                hint="`clusterctl -s <its spec> down` first, or compare one at a time "
+                f"({'--modes ' + s.kafka.mode if versions is None else '--versions ' + str(s.kafka.version)})",
             )
         try:
             if started_here:
-                progress(f"{s.kafka.mode}: rendering and starting cluster {s.name}")
+                progress(f"{label}: rendering and starting cluster {s.name}")
                 render.render(s)
                 up = cluster.Cluster(s).up(up_timeout)
-                progress(f"{s.kafka.mode}: cluster {s.name} healthy after {up.seconds_to_healthy:.1f}s")
+                progress(f"{label}: cluster {s.name} healthy after {up.seconds_to_healthy:.1f}s")
             for i in range(1, repeat + 1):
-                progress(f"{s.kafka.mode}: run {i}/{repeat} of {scenario.name}")
-                work = report_dir / f"{scenario.name}-{s.kafka.mode}-{int(time.time())}-{i}"
-                runner = Runner(s, scenario, work_dir=work, progress=_prefixed(progress, f"  {s.kafka.mode}: "))
+                progress(f"{label}: run {i}/{repeat} of {scenario.name}")
+                tag = s.kafka.mode if versions is None else f"kafka{s.kafka.version}"
+                work = report_dir / f"{scenario.name}-{tag}-{int(time.time())}-{i}"
+                runner = Runner(s, scenario, work_dir=work, progress=_prefixed(progress, f"  {label}: "))
                 result = runner.run()
                 write_reports(result, work)
-                row = run_metrics(result, s)
+                row = run_metrics(result, s, by)
                 append_run(results, row)
                 out.append(row)
         finally:
             if started_here:
-                progress(f"{s.kafka.mode}: removing cluster {s.name} (with its volumes)")
+                progress(f"{label}: removing cluster {s.name} (with its volumes)")
                 cluster.Cluster(s).down(volumes=True)
     return out

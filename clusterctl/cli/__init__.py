@@ -22,6 +22,7 @@ fastparams.install()  # plain option values without pydantic (typer's adapters c
 
 NOUN_MODULES = (
     "images",
+    "versions",
     "cluster",
     "topic",
     "group",
@@ -43,6 +44,7 @@ NOUN_MODULES = (
 COMMAND_MODULE = {
     **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "cluster", "quorum"), "cluster"),
     "images": "images",
+    "versions": "versions",
     **dict.fromkeys(("topic", "produce", "consume"), "topic"),
     "chaos": "chaos",
     "leader": "leader",

@@ -299,8 +299,20 @@ def _show_repeated(rep: Any, sc: Any, n: int, as_json: bool) -> None:
 @scenario_app.command("compare")
 def cmd_scenario_compare(
     file: FileArg,
-    modes: Annotated[str, typer.Option("--modes", help="comma-separated: zookeeper, kraft")] = "zookeeper,kraft",
-    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode (1 to 100)")] = 3,
+    modes: Annotated[
+        str | None,
+        typer.Option("--modes", help="comma-separated: zookeeper, kraft (default: both; not with --versions)"),
+    ] = None,
+    versions: Annotated[
+        str | None,
+        typer.Option(
+            "--versions",
+            help="comma-separated Kafka versions (3.9.2,4.4.0), each on its offline image built here, all in KRaft "
+            "mode, instead of --modes",
+            show_default=False,
+        ),
+    ] = None,
+    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode or version (1 to 100)")] = 3,
     results: Annotated[
         Path, typer.Option("--results", help="JSON-lines file each run is appended to; the table covers all its rows")
     ] = Path("reports/compare.jsonl"),
@@ -310,39 +322,51 @@ def cmd_scenario_compare(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the same drill on a ZooKeeper-mode and a KRaft-mode cluster; print failover times side by side."""
+    """Run the same drill on a ZooKeeper-mode and a KRaft-mode cluster (--modes), or on two Kafka versions in KRaft
+    mode (--versions); print failover times side by side."""
     from clusterctl.chaos import compare as cmp
     from clusterctl.chaos.scenario import load_scenario
     from clusterctl.errors import UsageError
     from clusterctl.output import Column, emit, info
+    from clusterctl.spec import kafkadist
 
+    if modes is not None and versions is not None:
+        raise UsageError(
+            "--modes and --versions are mutually exclusive: --versions compares Kafka versions in KRaft mode"
+        )
     sc = load_scenario(file)
-    wanted = [m.strip() for m in modes.split(",") if m.strip()]
-    if not wanted or len(set(wanted)) != len(wanted) or any(m not in cmp.MODES for m in wanted):
-        raise UsageError(f"--modes takes zookeeper and/or kraft (comma-separated, once each), got {modes!r}")
     validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     validate.output_file(results, "--results")
-    if not summary_only:
-        validate.output_dir(report_dir, "--report-dir")
-        cmp.compare(get_spec(), sc, wanted, repeat, results, report_dir, progress=info)
-    runs = [r for r in cmp.load_runs(results, sc.name) if r.mode in wanted]
-    summary = cmp.summarize(runs)
+    if versions is not None:
+        # checked against what is built only when something is to run: --summary-only reads the results file alone
+        wanted = cmp.parse_versions(versions, None if summary_only else kafkadist.built_versions())
+        if not summary_only:
+            validate.output_dir(report_dir, "--report-dir")
+            cmp.compare(get_spec(), sc, ["kraft"], repeat, results, report_dir, progress=info, versions=wanted)
+        summary = cmp.summarize(cmp.load_runs(results, sc.name), versions=wanted)
+        runs = [r for r in cmp.load_runs(results, sc.name) if r.by == "version" and r.kafka_version in wanted]
+        title = f"{sc.name}: Kafka {' vs '.join(wanted)}, KRaft ({results})"
+        key = "versions"
+    else:
+        modes = "zookeeper,kraft" if modes is None else modes
+        wanted = [m.strip() for m in modes.split(",") if m.strip()]
+        if not wanted or len(set(wanted)) != len(wanted) or any(m not in cmp.MODES for m in wanted):
+            raise UsageError(f"--modes takes zookeeper and/or kraft (comma-separated, once each), got {modes!r}")
+        if not summary_only:
+            validate.output_dir(report_dir, "--report-dir")
+            cmp.compare(get_spec(), sc, wanted, repeat, results, report_dir, progress=info)
+        runs = [r for r in cmp.load_runs(results, sc.name) if r.by == "mode" and r.mode in wanted]
+        summary = cmp.summarize(runs)
+        title = f"{sc.name}: ZooKeeper vs KRaft ({results})"
+        key = "modes"
     if as_json:
-        emit({"scenario": sc.name, "modes": summary, "runs": runs}, as_json=True)
+        emit({"scenario": sc.name, key: summary, "runs": runs}, as_json=True)
         return
     if not summary:
         info(f"no runs of {sc.name} in {results}")
         return
-    cols = [Column("", "metric")] + [Column(m.mode, m.mode) for m in summary]
-    rows = [
-        {"metric": "runs (passed)", **{m.mode: f"{m.runs} ({m.passed})" for m in summary}},
-        {"metric": "acknowledged writes lost", **{m.mode: m.lost_total for m in summary}},
-        {"metric": "bounding setting", **{m.mode: f"{m.bounding_setting}={m.bounding_ms}" for m in summary}},
-        {"metric": "detection s, median (min-max)", **{m.mode: m.detected_s.text() for m in summary}},
-        {"metric": "new leader s", **{m.mode: m.new_leader_s.text() for m in summary}},
-        {"metric": "write gap s", **{m.mode: m.write_gap_s.text() for m in summary}},
-    ]
-    emit(rows, as_json=False, columns=cols, title=f"{sc.name}: ZooKeeper vs KRaft ({results})")
+    labels, rows = cmp.side_by_side(summary)
+    emit(rows, as_json=False, columns=[Column("", "metric")] + [Column(k, k) for k in labels], title=title)
 
 
 def register(app: typer.Typer) -> None:

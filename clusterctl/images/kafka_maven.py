@@ -260,6 +260,11 @@ def _resolutions() -> dict[str, dict[str, object]]:
     return data if isinstance(data, dict) else {}
 
 
+def resolutions() -> dict[str, dict[str, object]]:
+    """What each requested line (3.9.x, 4.x) last resolved to here: {line: {"version": ..., "at": epoch s}}."""
+    return _resolutions()
+
+
 def _cached_resolution(requested: str) -> str | None:
     entry = _resolutions().get(requested.strip())
     if not isinstance(entry, dict):

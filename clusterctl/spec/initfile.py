@@ -15,6 +15,7 @@ from typing import Any
 from clusterctl import TEMPLATES_DIR
 from clusterctl.errors import SpecError, UsageError
 from clusterctl.spec import kafkadist, validate, yamlfile
+from clusterctl.spec.capabilities import no_zookeeper_mode
 from clusterctl.spec.model import ClusterSpec, parse_spec
 from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, PROFILES
 from clusterctl.templating import text_environment
@@ -80,7 +81,11 @@ def choose_kafka_version(
         if not re.fullmatch(kafkadist.EXACT_VERSION, requested):
             raise UsageError(f"--kafka-version must be an exact version such as 3.9.2, got {requested!r}")
         if not kafkadist.zookeeper_capable(requested) and mode != "kraft":
-            raise UsageError(f"--kafka-version {requested} has no ZooKeeper mode: add --mode kraft")
+            raise UsageError(
+                no_zookeeper_mode(
+                    f"--kafka-version {requested} is Kafka {requested.rsplit('.', 1)[0]}", "add --mode kraft"
+                )
+            )
         return requested, []
     usable = [v for v in built if mode == "kraft" or kafkadist.zookeeper_capable(v)]
     if usable:

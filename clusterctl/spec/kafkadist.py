@@ -18,11 +18,12 @@ from typing import Any
 
 from clusterctl.env import KAFKA_DIST_ENV
 from clusterctl.errors import NotFoundError, UsageError
+from clusterctl.spec.capabilities import FIRST_VERSION_WITHOUT_ZOOKEEPER, no_zookeeper_mode, zookeeper_capable
 
 OFFLINE_KAFKA_REPO = "clusterctl/kafka"
 EXACT_VERSION = r"^\d+\.\d+\.\d+$"  # an exact Kafka release: kafka.version, init --kafka-version
 UNBUILT_TAG = "unbuilt"  # the tag named when no image is built and no distribution is given
-FIRST_VERSION_WITHOUT_ZOOKEEPER = (4, 0)
+__all__ = ["FIRST_VERSION_WITHOUT_ZOOKEEPER", "zookeeper_capable"]  # what a version supports: spec/capabilities
 
 _VERSION = r"(\d+\.\d+(?:\.\d+)?)"
 _JAR_RES = (
@@ -44,16 +45,14 @@ def offline_image(version: str) -> str:
     return f"{OFFLINE_KAFKA_REPO}:{version}"
 
 
-def zookeeper_capable(version: str) -> bool:
-    return version_key(version)[:2] < FIRST_VERSION_WITHOUT_ZOOKEEPER
-
-
 def check_zookeeper_mode(version: str, source: str) -> str:
     """The version, or one UsageError line for a Kafka without ZooKeeper mode (4.x)."""
     if not zookeeper_capable(version):
         raise UsageError(
-            f"{source} is Kafka {version}, which has no ZooKeeper mode: set kafka.mode: kraft, or use Kafka 3.9.x "
-            "(`clusterctl images build kafka --kafka-version 3.9.x`)"
+            no_zookeeper_mode(
+                f"{source} is Kafka {version}",
+                "set kafka.mode: kraft, or use Kafka 3.9.x (`clusterctl images build kafka --kafka-version 3.9.x`)",
+            )
         )
     return version
 

@@ -118,6 +118,12 @@ class ClusterSpec(_Model):
         return self
 
     def _check_mode(self) -> None:
+        from clusterctl.spec.capabilities import (
+            KRAFT_PRODUCTION_FROM,
+            kraft_ready,
+            no_zookeeper_mode,
+            zookeeper_capable,
+        )
         from clusterctl.spec.profiles import kafka_version_of
 
         k = self.kafka
@@ -131,10 +137,12 @@ class ClusterSpec(_Model):
                 raise ValueError("kraft settings need kafka.mode: kraft (this spec runs ZooKeeper mode)")
             image = self._declared_kafka_image() if k.engine == "kafka" else None
             version = kafka_version_of(image) if image else None
-            if version is not None and version[0] >= 4:
+            if version is not None and not zookeeper_capable(version):
                 raise ValueError(
-                    f"image {image} is Kafka {version[0]}.{version[1]}, which has no ZooKeeper mode: "
-                    "set kafka.mode: kraft or use a Kafka 3.x image"
+                    no_zookeeper_mode(
+                        f"image {image} is Kafka {version[0]}.{version[1]}",
+                        "set kafka.mode: kraft or use a Kafka 3.x image",
+                    )
                 )
             return
         if k.engine != "kafka":
@@ -157,8 +165,11 @@ class ClusterSpec(_Model):
             )
         image = self._declared_kafka_image()
         version = kafka_version_of(image) if image else None
-        if version is not None and version < (3, 3):
-            raise ValueError(f"image {image} is Kafka {version[0]}.{version[1]}; KRaft needs Kafka 3.3+")
+        if version is not None and not kraft_ready(version):
+            raise ValueError(
+                f"image {image} is Kafka {version[0]}.{version[1]}; KRaft needs Kafka "
+                f"{KRAFT_PRODUCTION_FROM[0]}.{KRAFT_PRODUCTION_FROM[1]}+"
+            )
         kr = self.kraft
         if kr.combined and kr.controllers > k.brokers:
             raise ValueError(

@@ -19,10 +19,13 @@ from pathlib import Path
 from clusterctl.compose.migration import FINALIZE, PHASES, Phase, phase
 from clusterctl.errors import ClusterctlError
 from clusterctl.runowner import Owner, holder
+from clusterctl.spec.capabilities import MIGRATE_KRAFT_FROM
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.spec.profiles import kafka_version_of
 
-MIN_VERSION = (3, 7)  # the first release whose migration the Kafka project and vendors advise for production
+MIN_VERSION = (
+    MIGRATE_KRAFT_FROM  # the first release whose migration the Kafka project and vendors advise for production
+)
 STATE_SUFFIX = ".migration.json"
 LOCK_SUFFIX = ".migration.lock"
 RUN_COMMAND = "migrate kraft"  # the holder's command whose current phase is the one running
