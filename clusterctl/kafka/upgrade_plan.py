@@ -19,13 +19,13 @@ from pathlib import Path
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.runowner import Owner
-from clusterctl.spec.kafkadist import EXACT_VERSION, FIRST_VERSION_WITHOUT_ZOOKEEPER, offline_image, version_key
+from clusterctl.spec.capabilities import FIRST_VERSION_WITHOUT_ZOOKEEPER, KRAFT_PRODUCTION_FROM, MIGRATION_LINE
+from clusterctl.spec.kafkadist import EXACT_VERSION, offline_image, version_key
 from clusterctl.spec.model import ClusterSpec
 
 STATE_SUFFIX = ".upgrade.json"
 LOCK_SUFFIX = ".upgrade.lock"
 STATE_VERSION = 1
-FIRST_KRAFT_TO_4 = (3, 3)  # Kafka 4.0's upgrade notes: from 3.3.x through 3.9.x in KRaft mode
 
 
 class UpgradeRefused(ClusterctlError):
@@ -125,7 +125,7 @@ def check_target(spec: ClusterSpec, to: str) -> None:
         first = ".".join(map(str, FIRST_VERSION_WITHOUT_ZOOKEEPER))
         raise UpgradeRefused(
             f"cluster {spec.name} runs ZooKeeper mode: `upgrade` rolls KRaft clusters (Kafka {first}+ has no "
-            "ZooKeeper mode); migrate first with `clusterctl migrate kraft` on 3.9, then upgrade"
+            f"ZooKeeper mode); migrate first with `clusterctl migrate kraft` on {MIGRATION_LINE}, then upgrade"
         )
 
 
@@ -155,10 +155,11 @@ def check_upgrade(
     check_target(spec, to)
     check_built(to, built)
     new, old = version_key(to), version_key(running)
-    if new[:2] >= FIRST_VERSION_WITHOUT_ZOOKEEPER and old[:2] < FIRST_KRAFT_TO_4:
+    # Kafka 4.0's upgrade notes: from 3.3.x through 3.9.x in KRaft mode (3.3: KRaft production-ready)
+    if new[:2] >= FIRST_VERSION_WITHOUT_ZOOKEEPER and old[:2] < KRAFT_PRODUCTION_FROM:
         raise UpgradeRefused(
-            f"Kafka {to} upgrades from KRaft 3.3 or newer, not from {running}: upgrade to 3.9.x first "
-            f"(`clusterctl upgrade --to 3.9.x`)"
+            f"Kafka {to} upgrades from KRaft {'.'.join(map(str, KRAFT_PRODUCTION_FROM))} or newer, not from "
+            f"{running}: upgrade to {MIGRATION_LINE}.x first (`clusterctl upgrade --to {MIGRATION_LINE}.x`)"
         )
     if new < old:
         raised = metadata_level is not None and from_metadata_level is not None and metadata_level > from_metadata_level
