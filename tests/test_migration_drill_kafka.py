@@ -1,5 +1,6 @@
-"""The migration drills on real Kafka 3.9 (the session's, from Maven Central): `scenario run zk-to-kraft` and
-`scenario run zk-to-kraft-rollback`, each on its own fresh 3 ZooKeeper + 3 broker cluster. Test-only spec: a free
+"""The migration drills on real Kafka 3.9 (the session's, from Maven Central): `scenario run zk-to-kraft`,
+`zk-to-kraft-rollback` and `zk-to-kafka4` (on to the newest 4.x), each on its own fresh 3 ZooKeeper + 3 broker
+cluster. Test-only spec: a free
 subnet and free host ports.
 """
 
@@ -16,6 +17,7 @@ from _runtime_helpers import cli, leftovers, release, render, up_json, write_spe
 from conftest import kafka_dist
 
 from clusterctl.images import build as images
+from clusterctl.images import kafka_maven
 from clusterctl.spec.model import load_spec
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
@@ -73,3 +75,19 @@ def test_zk_to_kraft_rollback_from_dual_write(zk_cluster: Path) -> None:
     assert not load_spec(zk_cluster).kraft_mode
     status = json.loads(cli(zk_cluster, "migrate", "kraft", "--status", "--json").stdout)
     assert [p["state"] for p in status["phases"]][:2] == ["rolled back", "rolled back"]
+
+
+def test_zk_to_kafka4_the_whole_road_as_one_drill(zk_cluster: Path) -> None:
+    """ZooKeeper 3.9 → KRaft 3.9 → the newest 4.x built here → finalized, under load: 0 lost, snapshots equal."""
+    from clusterctl.kafka import upgrade_plan as plan
+
+    images.build_images(["kafka"], kafka_version=kafka_maven.NEWEST_KAFKA_LINE)
+    result = _run(zk_cluster, "zk-to-kafka4")
+    newest = load_spec(zk_cluster).kafka.version
+    assert newest is not None and newest.startswith("4."), newest
+    phases = [p["phase"] for p in result["phases"] if p["done"]]
+    assert phases[:5] == PHASES and all(p.endswith(f" to {newest}") for p in phases[5:]), phases
+    assert len(phases[5:]) == 6, phases  # 3 controllers + 3 brokers, each rolled once
+    assert [s["name"] for s in result["snapshots"]] == ["before", "kraft", "after"]
+    state = plan.load_state(plan.state_path(zk_cluster))
+    assert state is not None and state.finalized == plan.release(newest)

@@ -1,7 +1,8 @@
 """The rolling upgrade on real Kafka from Maven Central: a KRaft cluster on 3.9 (3 controllers + 3 brokers) rolled to
-the newest 4.x built here. `clusterctl upgrade` is stopped with Ctrl-C in the middle of the roll, says where it
-stopped, and the drill `upgrade-to-kafka4` (acks=all idempotent load, a committing group, snapshots) resumes it,
-restarts no node twice, finalizes the feature levels, and loses nothing. Test-only spec: a free subnet and ports.
+the newest 4.x built here. First the drill `upgrade-rollback` (part way up, a planted failure, all the way back);
+then `clusterctl upgrade` is stopped with Ctrl-C in the middle of the roll, says where it stopped, and the drill
+`upgrade-to-kafka4` resumes it, restarts no node twice, finalizes the feature levels. Both drills run acks=all
+idempotent load with a committing group and snapshots, and lose nothing. Test-only spec: a free subnet and ports.
 """
 
 from __future__ import annotations
@@ -80,9 +81,25 @@ def _started_since(since: float, names: set[str]) -> list[str]:
     return [n for n in out.split() if n in names]
 
 
-def test_interrupted_upgrade_resumes_under_load_and_finalizes(kraft_39: tuple[Path, str]) -> None:
+def test_rollback_then_an_interrupted_upgrade_resumed_under_load(kraft_39: tuple[Path, str]) -> None:
     spec_path, to = kraft_39
     state_path = plan.state_path(spec_path)
+
+    # upgrade-rollback: controllers and two brokers to `to`, the third broker killed, all back to FROM
+    res = cli(spec_path, "scenario", "run", "upgrade-rollback", "--report-dir", "report-rollback", "--json",
+              timeout=1800)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-4000:]
+    back: dict[str, Any] = json.loads(res.stdout)
+    print("\nupgrade-rollback: " + json.dumps(back["phases"], indent=1))
+    assert back["verdict"] == "PASS" and back["verify"]["lost_count"] == 0
+    assert [s["name"] for s in back["snapshots"]] == ["before", "after"]
+    rolled = [p["phase"] for p in back["phases"] if p["done"]]
+    assert [p for p in rolled if p.endswith(f" to {to}")][-2:] == [f"kafka1 to {to}", f"kafka2 to {to}"], rolled
+    assert len([p for p in rolled if p.endswith(f" to {FROM}")]) == 6, rolled
+    assert load_spec(spec_path).kafka.version == FROM
+    status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
+    assert (status["to_version"], status["finalized"], status["pending"]) == (FROM, None, [])
+
     since = time.time()
     before = _container_starts(spec_path)
     assert all(v.endswith(f"clusterctl/kafka:{FROM}") for v in before.values()), before

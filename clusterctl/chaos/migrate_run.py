@@ -32,6 +32,7 @@ class MigrateSteps:
     cond: Conditions
     snapshots: dict[str, Any]
     progress: Any
+    upgrade_start: str | None = None  # the KRaft version the cluster ran at preflight (`upgrade: {to: start}`)
 
     def _migration_preflight(self, steps: list[Any]) -> list[str]:
         """Refuse a migration drill that cannot run here, before any work: one line each."""
@@ -64,6 +65,7 @@ class MigrateSteps:
         out = []
         recorded = uplan.load_state(uplan.state_path(self.spec_path))
         running = upgrade.running_version(self.spec, recorded) if self.spec.kraft_mode else None
+        self.upgrade_start = running
         for i, u in ups:
             to = self._upgrade_target(u, built)
             if running is not None:
@@ -77,8 +79,11 @@ class MigrateSteps:
             running = to
         return out
 
-    @staticmethod
-    def _upgrade_target(u: Upgrade, built: list[str]) -> str:
+    def _upgrade_target(self, u: Upgrade, built: list[str]) -> str:
+        if u.to == "start":
+            if self.upgrade_start is None:
+                raise UsageError("upgrade to start: the cluster ran no KRaft version as the drill began")
+            return self.upgrade_start
         if u.to != "newest":
             return u.to
         if not built:
@@ -93,7 +98,8 @@ class MigrateSteps:
             raise UsageError("upgrade: the runner was given no spec file")
         to = self._upgrade_target(u, built_versions())
         result = upgrade.upgrade(
-            self.spec_path, to, yes=u.finalize, timeout=u.timeout, progress=lambda m: self.progress(f"  {m}"),
+            self.spec_path, to, yes=u.finalize, timeout=u.timeout, until=u.until,
+            progress=lambda m: self.progress(f"  {m}"),
             on_node=lambda service, done: self.observer.phase(f"{service} to {to}", done),
         )  # fmt: skip
         self._follow_spec()

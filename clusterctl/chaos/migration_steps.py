@@ -6,6 +6,7 @@
     - migrate: {to: zookeeper}                     # `migrate rollback`
     - snapshot: {name: after, same_as: before}     # fails on any difference from `before`
     - upgrade: {to: newest, finalize: true}         # `upgrade --to V --yes`: the rolling upgrade (KRaft)
+    - upgrade: {to: start, finalize: false}         # back to the version the drill began on (before finalize)
 
 The steps run through the same calls as `clusterctl migrate kraft` / `migrate rollback` (runtime.migrate);
 migrate_run.py carries them out.
@@ -50,9 +51,21 @@ class Migrate(_Step):
 
 
 class Upgrade(_Step):
-    to: str = Field(pattern=r"^(newest|\d+\.\d+\.\d+)$", description="a Kafka release, or newest: the newest built")
+    to: str = Field(
+        pattern=r"^(newest|start|\d+\.\d+\.\d+)$",
+        description="a Kafka release; newest: the newest built; start: the version the cluster ran as the drill began",
+    )
     finalize: bool = Field(default=True, description="finalize the feature levels after the roll (`--yes`)")
+    until: str | None = Field(
+        default=None, pattern=r"^(controller|kafka)\d{1,3}$", description="stop after this node (a partial roll)"
+    )
     timeout: float = Field(default=300.0, gt=0, le=validate.MAX_SECONDS, description="each node's wait")
+
+    @model_validator(mode="after")
+    def _no_finalize_part_way(self) -> Upgrade:
+        if self.until is not None and self.finalize:
+            raise ValueError("until stops the roll part way: give finalize: false with it")
+        return self
 
 
 class Consume(_Step):

@@ -34,6 +34,9 @@ def cmd_upgrade(
         bool,
         typer.Option("--yes", help="finalize the feature levels after the roll: after it there is no downgrade"),
     ] = False,
+    until: Annotated[
+        str | None, typer.Option("--until", help="stop after this node (e.g. kafka2): a partial roll, resumable")
+    ] = None,
     status: Annotated[bool, typer.Option("--status", help="say where the upgrade stands; change nothing")] = False,
     timeout: Annotated[float, timeout_option("seconds each node's wait may take")] = 300.0,
     as_json: JsonOpt = False,
@@ -45,13 +48,15 @@ def cmd_upgrade(
     from clusterctl.runtime import upgrade
 
     if status:
-        if to is not None or yes:
-            raise UsageError("--status changes nothing: give it without --to or --yes")
+        if to is not None or yes or until is not None:
+            raise UsageError("--status changes nothing: give it without --to, --until or --yes")
         _show_status(upgrade.status(state.spec_path), as_json)
         return
     if to is None:
         raise UsageError("missing --to VERSION (or --status)")
-    result = upgrade.upgrade(state.spec_path, to, yes=yes, timeout=timeout, progress=None if as_json else info)
+    result = upgrade.upgrade(
+        state.spec_path, to, yes=yes, timeout=timeout, progress=None if as_json else info, until=until
+    )
     emit(
         result, as_json=as_json, rows=result.ran, title=f"upgrade of {result.cluster}: {result.from_version} → {to}",
         columns=[Column("Node", "service"), Column("Seconds", "seconds", justify="right"),

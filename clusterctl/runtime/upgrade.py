@@ -200,8 +200,10 @@ def upgrade(
     root: Path | None = None,
     progress: Progress | None = None,
     on_node: NodeHook | None = None,
+    until: str | None = None,
 ) -> UpgradeResult:
-    """Roll every node to `to` (resuming a run that stopped) and, with `yes`, finalize the feature levels."""
+    """Roll every node to `to` (resuming a run that stopped; with `until`, only up to that node) and, with `yes`
+    after a whole roll, finalize the feature levels."""
     say = progress or (lambda _m: None)
     spec = load_spec(spec_path)
     plan.check_target(spec, to)
@@ -234,7 +236,14 @@ def upgrade(
         except ClusterctlError:
             active = None
         result = UpgradeResult(spec.name, str(path), state.from_version, to)
-        for service in plan.roll_order(spec, active):
+        order = plan.roll_order(spec, active)
+        if until is not None:
+            if until not in order:
+                raise plan.UpgradeRefused(f"--until {until}: not a node of {spec.name} ({', '.join(order)})")
+            if yes:
+                raise plan.UpgradeRefused("--until stops the roll part way: finalize (--yes) needs every node on it")
+            order = order[: order.index(until) + 1] if until in order else order
+        for service in order:
             if service in state.done:
                 continue
             say(f"{service}: to {image}")
