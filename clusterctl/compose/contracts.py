@@ -214,8 +214,15 @@ def apache_key(name: str) -> str:
 
 
 def apache_env_name(key: str) -> str:
-    """The variable apache/kafka turns into `key`: `.` -> `_`, `_` -> `__`, `-` -> `___`."""
-    return "KAFKA_" + key.upper().replace("_", "__").replace("-", "___").replace(".", "_")
+    """The variable apache/kafka turns into `key`: `.` -> `_`, `_` -> `__`, `-` -> `___`.
+
+    ValueError for a key no variable yields: adjacent separators (`x.__y` reads back as `x-_y`) or an inner
+    `kafka.` segment (removed with every "KAFKA_").
+    """
+    name = "KAFKA_" + key.upper().replace("_", "__").replace("-", "___").replace(".", "_")
+    if apache_key(name) != key:
+        raise ValueError(f"no KAFKA_ variable sets {key}: {name} reads back as {apache_key(name)}")
+    return name
 
 
 def _apache_ssl(env: dict[str, str], secrets: Mapping[str, str]) -> None:
