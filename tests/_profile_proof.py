@@ -13,8 +13,9 @@ the offline images with its derived file mounted:
   writes myid from ZOO_MY_ID, as the official image does).
 
 Substituted because it cannot apply here (SUBSTITUTIONS): the image (no pull), so the Kafka version (the
-session's, from Maven Central; apache: the profile tag's version, clusterctl/kafka:4.4.0 for apache/kafka:4.4.0; wurstmeister's script edits the key lines of its own Kafka 2.8.1
-config/server.properties, as contracts.KAFKA_281_SERVER_PROPERTIES has them), the user (root instead of the
+session's, from Maven Central; apache: its tag's, clusterctl/kafka:4.4.0 for apache/kafka:4.4.0; wurstmeister's
+script edits the key lines of its own Kafka 2.8.1 config/server.properties, as
+contracts.KAFKA_281_SERVER_PROPERTIES has them), the user (root instead of the
 images' appuser/kafka user) and the start command (the images' launch scripts end in the same
 `kafka-server-start.sh <file>`; JMX_PORT and KAFKA_HEAP_OPTS reach it as they do).
 """
