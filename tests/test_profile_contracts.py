@@ -466,3 +466,14 @@ def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_p
               f"substituted: {'; '.join(SUBSTITUTIONS)}")  # fmt: skip
     finally:
         down(proof)
+
+
+def test_init_profile_apache_writes_a_kraft_spec(tmp_path: Path) -> None:
+    from clusterctl.spec.initfile import init_spec
+
+    result = init_spec(tmp_path / "clusterctl.yaml", profile="apache")
+    assert (result.spec["profile"], result.spec["kafka"]["mode"]) == ("apache", "kraft")
+    assert result.spec["kafka_manager"]["enabled"] and 'profile: "apache"' in (tmp_path / "clusterctl.yaml").read_text()
+    with pytest.raises(SpecError, match="which has no ZooKeeper mode"):
+        init_spec(tmp_path / "zk.yaml", profile="apache", mode="zookeeper")
+    assert not (tmp_path / "zk.yaml").exists()
