@@ -6,13 +6,16 @@ environment, and a proof compose file (next to the rendered one, which stays as 
 the offline images with its derived file mounted:
 
 - brokers and controllers: clusterctl/kafka:<version>, `kafka-server-start.sh /proof/server.properties`
-  (KRaft: `kafka-storage.sh format` with CLUSTER_ID first, as cp-kafka's `ensure` does);
+  (KRaft: `kafka-storage.sh format` with CLUSTER_ID first, as cp-kafka's `ensure` does; apache/kafka: as its
+  jvm/launch does, `format --cluster-id=<the derived id>`, an "already formatted" answer tolerated, JMX_PORT
+  exported for both);
 - ZooKeeper: clusterctl/zookeeper:3.8.0 with the derived zoo.cfg mounted as /conf/zoo.cfg (the entrypoint
   writes myid from ZOO_MY_ID, as the official image does).
 
 Substituted because it cannot apply here (SUBSTITUTIONS): the image (no pull), so the Kafka version (the
-session's, from Maven Central; wurstmeister's script edits the key lines of its own Kafka 2.8.1
-config/server.properties, as contracts.KAFKA_281_SERVER_PROPERTIES has them), the user (root instead of the
+session's, from Maven Central; apache: its tag's, clusterctl/kafka:4.4.0 for apache/kafka:4.4.0; wurstmeister's
+script edits the key lines of its own Kafka 2.8.1 config/server.properties, as
+contracts.KAFKA_281_SERVER_PROPERTIES has them), the user (root instead of the
 images' appuser/kafka user) and the start command (the images' launch scripts end in the same
 `kafka-server-start.sh <file>`; JMX_PORT and KAFKA_HEAP_OPTS reach it as they do).
 """
@@ -35,14 +38,25 @@ from clusterctl.testing import cleanup, ownership
 SUBSTITUTIONS = (
     "image: clusterctl/kafka:<version> and clusterctl/zookeeper:3.8.0 instead of the registry images",
     "Kafka version: the session's, from Maven Central (wurstmeister: the script edits its Kafka 2.8.1 "
-    "server.properties' key lines)",
+    "server.properties' key lines; apache: the profile tag's version, from Maven Central)",
     "user: root in the container instead of the images' own user",
     "start: kafka-server-start.sh on the derived file (+ kafka-storage.sh format in KRaft), as the images end",
 )
 PROPS_IN_CONTAINER = "/proof/server.properties"
 
 
+def _apache_launch(node: NodeConfig, jmx_port: int | None) -> list[str]:
+    """apache/kafka's jvm/launch lines 32-68 on the derived file: JMX_PORT exported, the storage formatted with
+    the derived CLUSTER_ID (an "already formatted" answer is fine: a restart), then the server."""
+    jmx = f"export JMX_PORT={jmx_port}; " if jmx_port is not None and node.role == "broker" else ""
+    fmt = f"kafka-storage.sh format --cluster-id={node.cluster_id} -c {PROPS_IN_CONTAINER}"
+    return ["bash", "-c", f'{jmx}result=$$({fmt} 2>&1) || echo "$$result" | grep -i "already formatted" || '
+            f'{{ echo "$$result"; exit 1; }}; exec kafka-server-start.sh {PROPS_IN_CONTAINER}']  # fmt: skip
+
+
 def _kafka_command(node: NodeConfig, jmx_port: int | None) -> list[str]:
+    if node.contract == "apache-kafka":
+        return _apache_launch(node, jmx_port)
     start = f"exec kafka-server-start.sh {PROPS_IN_CONTAINER}"
     if jmx_port is not None and node.role == "broker":
         start = f"JMX_PORT={jmx_port} {start}"

@@ -40,6 +40,7 @@ CASES: dict[str, dict[str, Any]] = {
         "kafka": {"mode": "kraft", "brokers": 1, "defaults": {"replication_factor": 1, "min_insync_replicas": 1}},
         "kraft": {"controllers": 1},
     },
+    "kraft-apache": {"name": "lab", "profile": "apache", "kafka": {"mode": "kraft"}},
     "kraft-5-controllers": {
         "name": "big",
         "profile": "default",

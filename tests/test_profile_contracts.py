@@ -32,6 +32,12 @@ CASES: dict[str, tuple[dict[str, Any], str, int]] = {  # spec, broker contract, 
     "offline-zk": ({"profile": "offline"}, "clusterctl-kafka", 6),
     "offline-kraft": ({"profile": "offline", "kafka": {"mode": "kraft"}}, "clusterctl-kafka", 6),
     "default-zk5-brokers4": ({"zookeeper": {"nodes": 5}, "kafka": {"brokers": 4}}, "cp-kafka", 9),
+    "apache-kraft": ({"profile": "apache", "kafka": {"mode": "kraft"}}, "apache-kafka", 6),
+    "apache-kraft-combined": (
+        {"profile": "apache", "kafka": {"mode": "kraft"}, "kraft": {"combined": True}},
+        "apache-kafka",
+        3,
+    ),
 }
 
 
@@ -95,6 +101,153 @@ def test_cp_kafka_mapping_and_its_exclusions() -> None:
         c.cp_kafka_properties({"KAFKA_PROCESS_ROLES": "controller", "CLUSTER_ID": "x", **env})
 
 
+APACHE_KAFKA2 = [  # KafkaDockerWrapper: a newline, then one line per variable (sorted here: sys.env's order)
+    "",
+    "advertised.listeners=INTERNAL://kafka2:19092,EXTERNAL://127.0.0.1:9093",
+    "auto.create.topics.enable=false",
+    "broker.heartbeat.interval.ms=500",
+    "broker.session.timeout.ms=9000",
+    "controlled.shutdown.enable=true",
+    "controller.listener.names=CONTROLLER",
+    "controller.quorum.election.timeout.ms=500",
+    "controller.quorum.voters=101@controller1:19093,102@controller2:19093,103@controller3:19093",
+    "default.replication.factor=3",
+    "group.initial.rebalance.delay.ms=0",
+    "inter.broker.listener.name=INTERNAL",
+    "jmx.port=9999",  # KAFKA_JMX_PORT is not excluded: an unknown key Kafka only warns about
+    "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "listeners=INTERNAL://0.0.0.0:19092,EXTERNAL://0.0.0.0:9093",
+    "log.dirs=/var/lib/kafka/data",
+    "log.retention.bytes=1073741824",
+    "log.retention.hours=168",
+    "log.segment.bytes=268435456",
+    "min.insync.replicas=2",
+    "node.id=2",
+    "num.partitions=3",
+    "offsets.topic.replication.factor=3",
+    "process.roles=broker",
+    "replica.lag.time.max.ms=10000",
+    "transaction.state.log.min.isr=2",
+    "transaction.state.log.replication.factor=3",
+    "unclean.leader.election.enable=false",
+]
+
+
+def test_apache_server_properties_exactly() -> None:
+    """Nothing of the packaged default survives: KAFKA_* variables replace it entirely; the JVM's variables
+    (KAFKA_HEAP_OPTS, KAFKA_JVM_PERFORMANCE_OPTS, KAFKA_LOG4J_ROOT_LOGLEVEL, KAFKA_JMX_HOSTNAME) stay out."""
+    from clusterctl.compose.environment import cluster_id_ref
+
+    nodes = {n.service: n for n in derived("apache-kraft")}
+    assert nodes["kafka2"].text.split("\n") == APACHE_KAFKA2
+    assert nodes["controller1"].text.split("\n") == [
+        "",
+        "broker.heartbeat.interval.ms=500",
+        "broker.session.timeout.ms=9000",
+        "controller.listener.names=CONTROLLER",
+        "controller.quorum.election.timeout.ms=500",
+        "controller.quorum.voters=101@controller1:19093,102@controller2:19093,103@controller3:19093",
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
+        "listeners=CONTROLLER://0.0.0.0:19093",
+        "log.dirs=/var/lib/kafka/data",
+        "node.id=101",
+        "process.roles=controller",
+    ]  # fmt: skip
+    # every node formats with the one CLUSTER_ID of .env (compose resolves it; the real boot checks the value)
+    assert {n.cluster_id for n in nodes.values()} == {cluster_id_ref()}
+    packaged = c.parse_properties(c.APACHE_PACKAGED_SERVER_PROPERTIES)
+    assert not {"num.network.threads", "socket.send.buffer.bytes", "share.coordinator.state.topic.min.isr"} & set(
+        nodes["kafka2"].properties
+    ) and {"num.network.threads", "share.coordinator.state.topic.min.isr"} <= set(packaged)
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["log.retention.hours", "confluent_x", "a-b.c", "listener.name.internal.ssl.key-store_type", "x_y-z.w"],
+)
+def test_apache_naming_rule_round_trip(key: str) -> None:
+    """`.` -> `_`, `_` -> `__`, `-` -> `___` names the variable; KafkaDockerWrapper maps it back."""
+    name = c.apache_env_name(key)
+    assert c.apache_key(name) == key
+    assert c.parse_properties(c.apache_kafka({name: "v"})[0]) == {key: "v"}
+
+
+@pytest.mark.parametrize(("key", "reads_back"), [("x.__y", "x-_y"), ("a_.b", "a-b"), ("a.kafka.b", "a.b")])
+def test_apache_naming_rule_has_no_variable_for(key: str, reads_back: str) -> None:
+    with pytest.raises(ValueError, match=f"reads back as {reads_back}$"):
+        c.apache_env_name(key)
+
+
+def test_apache_naming_rule_and_cp_kafkas() -> None:
+    assert c.apache_env_name("a-b.c_d") == "KAFKA_A___B_C__D"
+    assert c.apache_key("KAFKA_A___B_C__D") == c.cp_key("KAFKA_A___B_C__D") == "a-b.c_d"
+    # it removes every "KAFKA_", not only the prefix (String.replace); cp-kafka keeps the inner one
+    assert c.apache_key("KAFKA_SASL_KAFKA_SERVER_X") == "sasl.server.x"
+    assert c.cp_key("KAFKA_SASL_KAFKA_SERVER_X") == "sasl.kafka.server.x"
+
+
+def test_apache_entrypoint_rules() -> None:
+    """run -> configureDefaults -> configure -> launch -> KafkaDockerWrapper setup, as apache/kafka docker/ has them."""
+    packaged, cluster_id = c.apache_kafka({})
+    assert packaged == c.APACHE_PACKAGED_SERVER_PROPERTIES and cluster_id == c.APACHE_DEFAULT_CLUSTER_ID
+    assert c.apache_kafka({"CLUSTER_ID": ""})[1] == c.APACHE_DEFAULT_CLUSTER_ID  # empty counts as unset
+    # one variable replaces the packaged file entirely; the excluded ones configure nothing
+    env = {"KAFKA_NUM_PARTITIONS": "3", "KAFKA_HEAP_OPTS": "-Xmx1g", "KAFKA_OPTS": "-Dx", "KAFKA_VERSION": "4.4.0",
+           "KAFKA_LOG4J_ROOT_LOGLEVEL": "WARN", "KAFKA_JMX_OPTS": "-Dy", "KAFKA_JMX_HOSTNAME": "h",
+           "KAFKA_JVM_PERFORMANCE_OPTS": "-XX:+UseSerialGC", "KAFKA_GC_LOG_OPTS": "",
+           "KAFKA_LOG4J_LOGGERS": "a=INFO", "KAFKA_TOOLS_LOG4J_LOGLEVEL": "ERROR", "KAFKA_LOG4J_OPTS": "-Dz",
+           "CLUSTER_ID": "abc", "PATH": "/bin"}  # fmt: skip
+    text, cluster_id = c.apache_kafka(env)
+    assert (text, cluster_id) == ("\nnum.partitions=3", "abc")
+    # a file mounted at /mnt/shared/config comes first, the variables are appended (the last line wins)
+    mounted = "num.partitions=1\nlog.dirs=/data\n"
+    assert c.apache_kafka(env, mounted=mounted)[0] == mounted + "\nnum.partitions=3"
+    assert c.parse_properties(c.apache_kafka(env, mounted=mounted)[0]) == {"num.partitions": "3", "log.dirs": "/data"}
+    assert c.apache_kafka({}, mounted="  \n")[0] == c.APACHE_PACKAGED_SERVER_PROPERTIES  # blank: the default
+    # listeners default to the advertised ones on 0.0.0.0, except on a controller
+    adv = {"KAFKA_PROCESS_ROLES": "broker", "KAFKA_ADVERTISED_LISTENERS": "A://kafka1:1,B://127.0.0.1:2"}
+    assert c.parse_properties(c.apache_kafka(adv)[0])["listeners"] == "A://0.0.0.0:1,B://0.0.0.0:2"
+    with pytest.raises(c.EntrypointRefusal, match="not supported on a KRaft controller"):
+        c.apache_kafka({**adv, "KAFKA_PROCESS_ROLES": "controller"})
+    assert "advertised.listeners" not in c.apache_kafka({**adv, "KAFKA_PROCESS_ROLES": "controller",
+                                                         "KAFKA_ADVERTISED_LISTENERS": ""})[0]  # fmt: skip
+    with pytest.raises(c.EntrypointRefusal, match="KAFKA_OPTS environment variable not set"):
+        c.apache_kafka({"KAFKA_ADVERTISED_LISTENERS": "SASL_PLAINTEXT://k:1"})
+    with pytest.raises(c.EntrypointRefusal, match=r"two variables set a\.b"):
+        c.apache_kafka({"KAFKA_A_B": "1", "KAFKA_A_KAFKA_B": "2"})
+
+
+def test_apache_ssl_secrets() -> None:
+    """configure reads the keystore and its credentials from /etc/kafka/secrets."""
+    ssl = {"KAFKA_ADVERTISED_LISTENERS": "SSL://kafka1:9093", "KAFKA_SSL_KEYSTORE_FILENAME": "k.jks",
+           "KAFKA_SSL_KEY_CREDENTIALS": "key_creds", "KAFKA_SSL_KEYSTORE_CREDENTIALS": "ks_creds"}  # fmt: skip
+    secrets = {"k.jks": "<binary>", "key_creds": "pw1", "ks_creds": "pw2"}
+    p = c.parse_properties(c.apache_kafka(ssl, secrets=secrets)[0])
+    assert p["ssl.keystore.location"] == "/etc/kafka/secrets/k.jks"
+    assert (p["ssl.key.password"], p["ssl.keystore.password"]) == ("pw1", "pw2")
+    assert p["ssl.keystore.filename"] == "k.jks"  # not excluded: written, an unknown key
+    with pytest.raises(c.EntrypointRefusal, match="/etc/kafka/secrets/ks_creds file does not exist"):
+        c.apache_kafka(ssl, secrets={"k.jks": "", "key_creds": ""})
+    with pytest.raises(c.EntrypointRefusal, match="KAFKA_SSL_KEYSTORE_FILENAME environment variable not set"):
+        c.apache_kafka({"KAFKA_ADVERTISED_LISTENERS": "SSL://kafka1:9093"})
+    with pytest.raises(c.EntrypointRefusal, match="KAFKA_SSL_TRUSTSTORE_FILENAME"):
+        c.apache_kafka({**ssl, "KAFKA_SSL_CLIENT_AUTH": "required"}, secrets=secrets)
+
+
+def test_apache_profile_refuses_zookeeper_mode() -> None:
+    for data in ({"profile": "apache"}, {"profile": "apache", "kafka": {"engine": "tansu", "brokers": 1,
+                 "defaults": {"replication_factor": 1, "min_insync_replicas": 1}}}):  # fmt: skip
+        with pytest.raises(SpecError) as err:
+            parse_spec({"name": "lab", **data})
+        assert err.value.exit_code == 2 and "\n" not in err.value.message
+        assert "profile apache runs Apache's apache/kafka:4.4.0 in KRaft mode, which has no ZooKeeper mode" in str(
+            err.value
+        )
+    assert parse_spec({"name": "lab", "profile": "apache", "kafka": {"mode": "kraft"}}).broker_image == (
+        "apache/kafka:4.4.0"
+    )
+
+
 def test_zoo_cfg_exactly() -> None:
     zk2 = next(n for n in derived("default-zk") if n.service == "zk2")
     assert zk2.myid == "2"
@@ -156,6 +309,64 @@ def _mutate(case: str, service: str, **props: str | None) -> list[str]:
         ("default-kraft", "controller1", {"listeners": "PLAINTEXT://0.0.0.0:19093"}, "CONTROLLER is not in listen"),
         ("default-kraft", "kafka2", {"controller_listener_names": None}, "controller.listener.names is not set"),
         ("default-kraft-combined", "kafka1", {"process_roles": "broker"}, "node 1 is not a controller"),
+        # apache/kafka: the same rules on what its KafkaDockerWrapper writes
+        (
+            "apache-kraft",
+            "kafka1",
+            {"advertised_listeners": "INTERNAL://127.0.0.1:19092,EXTERNAL://127.0.0.1:9092"},
+            "which other containers cannot reach",
+        ),
+        (
+            "apache-kraft",
+            "kafka2",
+            {"advertised_listeners": "INTERNAL://kafka2:19092,OTHER://127.0.0.1:9093"},
+            "advertised listener OTHER is not a listener",
+        ),
+        (
+            "apache-kraft",
+            "kafka3",
+            {"advertised_listeners": "INTERNAL://kafka3:19092,EXTERNAL://0.0.0.0:9094"},
+            "non-routable 0.0.0.0",
+        ),
+        (
+            "apache-kraft",
+            "kafka1",
+            {"listener_security_protocol_map": "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"},
+            "EXTERNAL has no security",
+        ),
+        ("apache-kraft", "kafka1", {"listeners": "INTERNAL://0.0.0.0:9092,EXTERNAL://0.0.0.0:9092"}, "port 9092"),
+        ("apache-kraft", "kafka2", {"listeners": "INTERNAL://0.0.0.0:x,EXTERNAL://0.0.0.0:9093"}, "no valid port"),
+        ("apache-kraft", "kafka2", {"inter_broker_listener_name": "EXTERNAL"}, "advertises EXTERNAL as '127.0.0.1'"),
+        (
+            "apache-kraft",
+            "kafka1",
+            {
+                "advertised_listeners": "INTERNAL://kafka1:19092,CONTROLLER://kafka1:19093",
+                "listeners": "INTERNAL://0.0.0.0:19092,CONTROLLER://0.0.0.0:19093",
+            },
+            "advertises controller listener CONTROLLER",
+        ),
+        (
+            "apache-kraft",
+            "kafka1",
+            {"listeners": "INTERNAL://0.0.0.0:19092,EXTERNAL://0.0.0.0:9092,CONTROLLER://0.0.0.0:19093"},
+            "a broker-only node listens on controller listener",
+        ),
+        ("apache-kraft", "kafka3", {"node_id": "1"}, "node.id 1 is used twice"),
+        ("apache-kraft", "controller2", {"node_id": "101"}, "node.id 101 is used twice"),
+        ("apache-kraft", "controller3", {"controller_quorum_voters": "101@controller1:19093"}, "voters differ"),
+        ("apache-kraft", "kafka2", {"controller_quorum_voters": None}, "voters differ or are missing"),
+        ("apache-kraft", "controller1", {"listeners": "PLAINTEXT://0.0.0.0:19093"}, "CONTROLLER is not in listen"),
+        ("apache-kraft", "kafka2", {"controller_listener_names": None}, "controller.listener.names is not set"),
+        ("apache-kraft", "kafka3", {"process_roles": "zookeeper"}, "is not broker and/or controller"),
+        ("apache-kraft", "kafka1", {"zookeeper_connect": "zk1:2181"}, "KRaft node with zookeeper.connect"),
+        (
+            "apache-kraft",
+            "controller1",
+            {"listener_security_protocol_map": "PLAINTEXT:PLAINTEXT"},
+            "controller listener CONTROLLER has no security protocol",
+        ),
+        ("apache-kraft-combined", "kafka1", {"process_roles": "broker"}, "node 1 is not a controller"),
     ],
 )
 def test_each_start_up_rule_can_fail(case: str, service: str, props: dict[str, str | None], expected: str) -> None:
@@ -163,7 +374,7 @@ def test_each_start_up_rule_can_fail(case: str, service: str, props: dict[str, s
     assert any(expected in p for p in problems), problems
 
 
-@pytest.mark.parametrize("profile", ["default", "offline"])
+@pytest.mark.parametrize("profile", ["default", "offline", "apache"])
 def test_kraft_runs_the_console_as_kafka_manager(profile: str) -> None:
     """Fails on the old spec: kraft mode turned kafka_manager off and refused it."""
     kraft = {"name": "lab", "profile": profile, "kafka": {"mode": "kraft"}}
@@ -198,6 +409,7 @@ PROOF: dict[str, dict[str, Any]] = {
     "default-zk": {"profile": "default", "zookeeper": {}},
     "default-kraft": {"profile": "default", "kafka": {"mode": "kraft"}},
     "wurstmeister": {"profile": "wurstmeister", "zookeeper": {}},
+    "apache-kraft": {"profile": "apache", "kafka": {"mode": "kraft"}},
 }
 
 
@@ -216,7 +428,15 @@ def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_p
 
     assert PROOF_DIST is not None  # conftest pins the session's Kafka
     dist = Path(PROOF_DIST)
-    images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
+    apache = PROFILES[PROOF[case]["profile"]].broker_flavor == "apache"
+    if apache:  # the Kafka of the profile's tag (apache/kafka:4.4.0 -> clusterctl/kafka:4.4.0, Maven Central)
+        version = PROFILES["apache"].kafka.rpartition(":")[2]
+        built = {r.target: r.image for r in images.build_images(["kafka"], kafka_version=version)}
+        kafka_image = built["kafka"]
+        assert kafka_image == kafkadist.offline_image(version)
+    else:
+        images.build_images(["zookeeper", "kafka"], kafka_dist=dist)
+        kafka_image = kafkadist.offline_image(kafkadist.dist_version(dist))  # built_kafka_3_7 hides the env
     subnet, base = free_addresses(6)
     data = {"name": f"proof-{case}-{uuid.uuid4().hex[:6]}", "network": {"subnet": subnet}, **PROOF_BASE, **PROOF[case]}
     data["kafka"] = {**PROOF_BASE["kafka"], **PROOF[case].get("kafka", {}), "host_port": base + 3}
@@ -227,10 +447,13 @@ def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_p
     compose_file = render(spec_path)
     own(spec_path)  # started by the proof's own compose file, same project
     spec = parse_spec(data)
-    kafka_image = kafkadist.offline_image(kafkadist.dist_version(dist))  # built_kafka_3_7 hides the env
     proof, nodes, healthy_s = boot(compose_file, kafka_image, spec.kafka.jmx_port)
     try:
         assert {n.contract for n in nodes if n.role != "zookeeper"} == {CASES[case][1]}
+        if apache:  # every node formatted with the cluster id of the rendered .env, resolved by compose
+            from clusterctl.compose.render import existing_cluster_id
+
+            assert {n.cluster_id for n in nodes} == {existing_cluster_id(compose_file.parent)} != {None}
         res = cli(spec_path, "scenario", "run", "kill-leader", "--json", "--report-dir", str(tmp_path / "drill"),
                   timeout=600)  # fmt: skip
         out = json.loads(res.stdout)
@@ -243,3 +466,14 @@ def test_derived_configs_run_real_kafka_and_survive_kill_leader(case: str, tmp_p
               f"substituted: {'; '.join(SUBSTITUTIONS)}")  # fmt: skip
     finally:
         down(proof)
+
+
+def test_init_profile_apache_writes_a_kraft_spec(tmp_path: Path) -> None:
+    from clusterctl.spec.initfile import init_spec
+
+    result = init_spec(tmp_path / "clusterctl.yaml", profile="apache")
+    assert (result.spec["profile"], result.spec["kafka"]["mode"]) == ("apache", "kraft")
+    assert result.spec["kafka_manager"]["enabled"] and 'profile: "apache"' in (tmp_path / "clusterctl.yaml").read_text()
+    with pytest.raises(SpecError, match="which has no ZooKeeper mode"):
+        init_spec(tmp_path / "zk.yaml", profile="apache", mode="zookeeper")
+    assert not (tmp_path / "zk.yaml").exists()

@@ -140,6 +140,7 @@ def test_up_pull_failure_is_one_line_and_starts_nothing(tmp_path: Path, pull: st
 def test_image_users_follow_the_images() -> None:
     assert volumes.image_user("confluentinc/cp-kafka:7.9.1") == "appuser uid 1000"
     assert volumes.image_user("wurstmeister/kafka:2.13-2.8.1") == "root"
+    assert volumes.image_user("apache/kafka:4.4.0") == "appuser"  # docker/jvm/Dockerfile: USER appuser
     assert volumes.image_user("zookeeper:3.8") == volumes.image_user("docker.io/library/zookeeper:3.8")
     assert volumes.image_user("clusterctl/kafka:3.7.0") == "kafka (chowns at start)"
     assert volumes.image_user("registry.local:5000/other:1") == "image default"

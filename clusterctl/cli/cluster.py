@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from clusterctl.runtime.cluster import Cluster, UpResult
     from clusterctl.runtime.health import HealthReport
     from clusterctl.runtime.status import ClusterStatus
+    from clusterctl.spec.initfile import InitResult
     from clusterctl.spec.model import ClusterSpec
 
 # `cluster describe` (data plane): cluster id, controller and brokers as the cluster itself reports them
@@ -50,7 +51,8 @@ def cmd_init(
         str | None,
         typer.Option(
             "--profile",
-            help="image profile: default | wurstmeister | offline (default: $CLUSTERCTL_PROFILE, else default when "
+            help="image profile: default | wurstmeister | offline | apache (Apache's official apache/kafka 4.x "
+            "image, KRaft only; --mode defaults to kraft) (default: $CLUSTERCTL_PROFILE, else default when "
             "a registry answers, else offline)",
             show_default=False,
         ),
@@ -65,8 +67,14 @@ def cmd_init(
         ),
     ] = None,
     mode: Annotated[
-        str, typer.Option("--mode", help="zookeeper (a ZooKeeper ensemble) | kraft (a controller quorum)")
-    ] = "zookeeper",
+        str | None,
+        typer.Option(
+            "--mode",
+            help="zookeeper (a ZooKeeper ensemble) | kraft (a controller quorum) (default: zookeeper; kraft with "
+            "profile apache)",
+            show_default=False,
+        ),
+    ] = None,
     kafka_version: Annotated[
         str | None,
         typer.Option(
@@ -116,7 +124,7 @@ def cmd_init(
             Column("Profile", "profile"),
             Column("Engine", "engine"),
             Column("Mode", lambda r: r.spec["kafka"]["mode"]),
-            Column("Kafka version", lambda r: r.spec["kafka"]["version"] or "newest built"),
+            Column("Kafka version", _init_kafka_version),
             Column(
                 "ZooKeeper nodes", lambda r: r.spec["zookeeper"]["nodes"] if r.spec["kafka"]["mode"] != "kraft" else "-"
             ),
@@ -125,6 +133,17 @@ def cmd_init(
             Column("kafka-manager", lambda r: r.spec["kafka_manager"]["enabled"]),
         ],
     )
+
+
+def _init_kafka_version(r: "InitResult") -> str:
+    """kafka.version, else what the profile runs: the newest built (offline) or the profile's own image."""
+    from clusterctl.spec.profiles import PROFILES
+
+    if r.engine != "kafka":
+        return "-"
+    if r.spec["kafka"]["version"]:
+        return str(r.spec["kafka"]["version"])
+    return "newest built" if r.profile == "offline" else f"the profile's image ({PROFILES[r.profile].kafka})"
 
 
 def _auto_profile() -> tuple[str, str]:

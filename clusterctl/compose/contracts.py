@@ -15,6 +15,12 @@ public entrypoint sources, applied to the environment in our rendered compose fi
   (KAFKA_FOO_BAR -> foo.bar: the part after the first `_`, lower-cased, every `_` -> `.`, no escapes),
   replacing a `key=` or `#key=` line (the key is a regular expression there) or appending one. KAFKA_PORT
   defaults to 9092 and is written too (`port`, ignored by Kafka when listeners are set).
+- apache/kafka 4.x (Apache's official image, docker/ and core/.../kafka/docker/KafkaDockerWrapper.scala in
+  apache/kafka, read at 1eb7644 (2024-10); apache_properties cites the lines): every KAFKA_* variable not in
+  its exclusion list becomes a key (cp's escapes in reverse order of application: `_` -> `.`, then `...` -> `-`,
+  `..` -> `_`); any such variable replaces the packaged default server.properties entirely; a file mounted at
+  /mnt/shared/config/server.properties comes first and the variables are appended; CLUSTER_ID formats the
+  storage (a fixed default when unset); SSL secrets are read from /etc/kafka/secrets.
 - zookeeper:3.8 (the official image's docker-entrypoint.sh): zoo.cfg from ZOO_* (the image's ENV defaults
   first), one `server.N=...` line per ZOO_SERVERS word; myid from ZOO_MY_ID.
 
@@ -30,7 +36,7 @@ from typing import Any, Literal
 
 from clusterctl.spec import yamlfile
 
-Contract = Literal["cp-kafka", "clusterctl-kafka", "wurstmeister", "zookeeper"]
+Contract = Literal["cp-kafka", "clusterctl-kafka", "wurstmeister", "apache-kafka", "zookeeper"]
 
 # cp-kafka 7.9's template list, as Python reads it (the missing comma joins two names)
 CP_KAFKA_EXCLUDED = frozenset(
@@ -59,6 +65,44 @@ WURSTMEISTER_EXCLUDED = frozenset(
     "KAFKA_" + n
     for n in "VERSION HOME DEBUG GC_LOG_OPTS HEAP_OPTS JMX_OPTS JVM_PERFORMANCE_OPTS LOG OPTS CREATE_TOPICS".split()
 )
+# apache/kafka: KafkaDockerWrapper.scala, Constants.ExcludeServerPropsEnv (KAFKA_JMX_PORT is not in it: written
+# as jmx.port, an unknown key Kafka only warns about)
+APACHE_KAFKA_EXCLUDED = frozenset(
+    "KAFKA_" + n
+    for n in "VERSION HEAP_OPTS LOG4J_OPTS OPTS JMX_OPTS JVM_PERFORMANCE_OPTS GC_LOG_OPTS LOG4J_ROOT_LOGLEVEL "
+    "LOG4J_LOGGERS TOOLS_LOG4J_LOGLEVEL JMX_HOSTNAME".split()
+)
+# configureDefaults: the CLUSTER_ID every node formats with when the environment names none
+APACHE_DEFAULT_CLUSTER_ID = "5L6g3nShT-eMCtK--X86sw"
+APACHE_SECRETS_DIR = "/etc/kafka/secrets"
+APACHE_MOUNTED_CONFIG = "/mnt/shared/config/server.properties"
+# the key lines of the packaged default (jvm/Dockerfile copies config/kraft/server.properties to
+# /etc/kafka/docker/server.properties): used only when neither a KAFKA_* variable nor a mounted file configures
+APACHE_PACKAGED_SERVER_PROPERTIES = """process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
 # the key lines of Kafka 2.8.1's config/server.properties, which start-kafka.sh edits (prose comments left out)
 KAFKA_281_SERVER_PROPERTIES = """broker.id=0
 #listeners=PLAINTEXT://:9092
@@ -114,6 +158,7 @@ class NodeConfig:
     contract: Contract
     text: str
     myid: str | None = None
+    cluster_id: str | None = None  # apache/kafka: the id its launch formats the storage with
     properties: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -160,6 +205,96 @@ def cp_kafka_properties(env: Mapping[str, str], excluded: frozenset[str] = CP_KA
     if excluded is CP_KAFKA_EXCLUDED and "KAFKA_ZOOKEEPER_CLIENT_CNXN_SOCKET" in env:
         lines.append(f"zookeeper.clientCnxnSocket={env['KAFKA_ZOOKEEPER_CLIENT_CNXN_SOCKET']}")
     return "\n".join(lines) + "\n"
+
+
+def apache_key(name: str) -> str:
+    """KafkaDockerWrapper.getServerConfigsFromEnv: every "KAFKA_" removed (not just the prefix), lower-cased,
+    `_` -> `.`, then `...` -> `-`, `..` -> `_`."""
+    return name.replace("KAFKA_", "").lower().replace("_", ".").replace("...", "-").replace("..", "_")
+
+
+def apache_env_name(key: str) -> str:
+    """The variable apache/kafka turns into `key`: `.` -> `_`, `_` -> `__`, `-` -> `___`.
+
+    ValueError for a key no variable yields: adjacent separators (`x.__y` reads back as `x-_y`) or an inner
+    `kafka.` segment (removed with every "KAFKA_").
+    """
+    name = "KAFKA_" + key.upper().replace("_", "__").replace("-", "___").replace(".", "_")
+    if apache_key(name) != key:
+        raise ValueError(f"no KAFKA_ variable sets {key}: {name} reads back as {apache_key(name)}")
+    return name
+
+
+def _apache_ssl(env: dict[str, str], secrets: Mapping[str, str]) -> None:
+    """configure lines 67-100: an SSL:// advertised listener needs the keystore and its credential files in
+    /etc/kafka/secrets (`secrets`: file name -> content); their locations and passwords become KAFKA_SSL_*."""
+
+    def ensure(name: str) -> str:
+        if not env.get(name):
+            raise EntrypointRefusal(f"{name} environment variable not set")
+        return env[name]
+
+    def read(name: str) -> str:
+        file = ensure(name)
+        if file not in secrets:
+            raise EntrypointRefusal(f"{APACHE_SECRETS_DIR}/{file} file does not exist")
+        return secrets[file]
+
+    keystore = ensure("KAFKA_SSL_KEYSTORE_FILENAME")
+    if keystore not in secrets:
+        raise EntrypointRefusal(f"{APACHE_SECRETS_DIR}/{keystore} file does not exist")
+    env["KAFKA_SSL_KEYSTORE_LOCATION"] = f"{APACHE_SECRETS_DIR}/{keystore}"
+    env["KAFKA_SSL_KEY_PASSWORD"] = read("KAFKA_SSL_KEY_CREDENTIALS")
+    env["KAFKA_SSL_KEYSTORE_PASSWORD"] = read("KAFKA_SSL_KEYSTORE_CREDENTIALS")
+    if any(w in env.get("KAFKA_SSL_CLIENT_AUTH", "") for w in ("required", "requested")):
+        truststore = ensure("KAFKA_SSL_TRUSTSTORE_FILENAME")
+        if truststore not in secrets:
+            raise EntrypointRefusal(f"{APACHE_SECRETS_DIR}/{truststore} file does not exist")
+        env["KAFKA_SSL_TRUSTSTORE_LOCATION"] = f"{APACHE_SECRETS_DIR}/{truststore}"
+        env["KAFKA_SSL_TRUSTSTORE_PASSWORD"] = read("KAFKA_SSL_TRUSTSTORE_CREDENTIALS")
+
+
+def apache_kafka(
+    env: Mapping[str, str],
+    mounted: str | None = None,
+    secrets: Mapping[str, str] | None = None,
+    packaged: str = APACHE_PACKAGED_SERVER_PROPERTIES,
+) -> tuple[str, str]:
+    """(server.properties, cluster id) as apache/kafka's run -> configureDefaults -> configure -> launch leave them.
+
+    `mounted`: a server.properties mounted at /mnt/shared/config; `secrets`: /etc/kafka/secrets' files.
+    """
+    env = dict(env)
+    if not env.get("CLUSTER_ID"):  # configureDefaults lines 17-28 (an empty value counts as unset)
+        env["CLUSTER_ID"] = APACHE_DEFAULT_CLUSTER_ID
+    roles = env.get("KAFKA_PROCESS_ROLES", "")
+    if roles == "controller":  # configure lines 38-54
+        if env.get("KAFKA_ADVERTISED_LISTENERS"):
+            raise EntrypointRefusal("KAFKA_ADVERTISED_LISTENERS is not supported on a KRaft controller.")
+        env.pop("KAFKA_ADVERTISED_LISTENERS", None)
+    advertised = env.get("KAFKA_ADVERTISED_LISTENERS", "")
+    if not env.get("KAFKA_LISTENERS") and roles != "controller" and advertised:  # configure lines 56-63
+        env["KAFKA_LISTENERS"] = re.sub(r"://[^:]*:", "://0.0.0.0:", advertised)
+    if "SSL://" in advertised:
+        _apache_ssl(env, secrets or {})
+    if re.search(r"SASL_.*://", advertised) and not env.get("KAFKA_OPTS"):  # configure lines 102-113
+        raise EntrypointRefusal("KAFKA_OPTS environment variable not set")
+    # jvm/launch lines 17-46 export KAFKA_JMX_OPTS, KAFKA_JMX_HOSTNAME and KAFKA_JVM_PERFORMANCE_OPTS before the
+    # wrapper runs: all excluded. KAFKA_JMX_PORT is exported as JMX_PORT and also written (jmx.port).
+    # KafkaDockerWrapper.prepareServerConfigs: env lines after a newline, appended to the mounted file, else the
+    # file holds them alone; an empty result gets the packaged default
+    props: dict[str, str] = {}
+    for name, value in env.items():
+        if name.startswith("KAFKA_") and name not in APACHE_KAFKA_EXCLUDED:
+            key = apache_key(name)
+            if props.get(key, value) != value:  # sys.env's order decides: not derivable
+                raise EntrypointRefusal(f"two variables set {key} to different values; the JVM's env order decides")
+            props[key] = value
+    added = "\n" + "\n".join(f"{k}={v}" for k, v in sorted(props.items())) if props else ""
+    text = (mounted or "") + added
+    if not text.strip():
+        text = packaged
+    return text, env["CLUSTER_ID"]
 
 
 def wurstmeister_properties(env: Mapping[str, str], hostname: str, base: str = KAFKA_281_SERVER_PROPERTIES) -> str:
@@ -216,6 +351,8 @@ def contract_of(image: str) -> Contract:
         return "wurstmeister"
     if image.startswith("clusterctl/kafka:"):
         return "clusterctl-kafka"
+    if image.startswith("apache/kafka"):  # apache/kafka and apache/kafka-native share the scripts
+        return "apache-kafka"
     return "cp-kafka"
 
 
@@ -238,6 +375,10 @@ def derive(compose_text: str, server_properties: str = KAFKA_281_SERVER_PROPERTI
                 text = wurstmeister_properties(env, svc.get("hostname", name), server_properties)
             elif contract == "clusterctl-kafka":
                 text = cp_kafka_properties(env, CLUSTERCTL_KAFKA_EXCLUDED)
+            elif contract == "apache-kafka":
+                text, cluster_id = apache_kafka(env)
+                out.append(NodeConfig(name, role, contract, text, cluster_id=cluster_id))
+                continue
             else:
                 text = cp_kafka_properties(env)
             out.append(NodeConfig(name, role, contract, text))

@@ -34,7 +34,8 @@ def cluster_id_ref() -> str:
 
 
 def kraft_env(spec: ClusterSpec, node_id: int, roles: str) -> dict[str, str]:
-    """What every KRaft node shares (cp-kafka's contract: KAFKA_PROCESS_ROLES selects KRaft, CLUSTER_ID formats)."""
+    """What every KRaft node shares (cp-kafka's and apache/kafka's contract: KAFKA_PROCESS_ROLES selects KRaft,
+    CLUSTER_ID formats)."""
     kr = spec.kraft
     return {
         "KAFKA_NODE_ID": str(node_id),
@@ -62,7 +63,7 @@ def controller_env(spec: ClusterSpec, node_id: int) -> dict[str, str]:
 
 def jvm_env(spec: ClusterSpec) -> dict[str, str]:
     """The lab's JVM flags, and log4j to stdout only (no second copy in server.log), where the image reads them."""
-    if spec.image_profile.broker_flavor != "cp":  # wurstmeister would write unknown names into server.properties
+    if spec.image_profile.broker_flavor == "wurstmeister":  # it would write unknown names into server.properties
         return {}
     env = {"KAFKA_LOG4J_ROOT_LOGLEVEL": "INFO"}
     if spec.kafka.defaults.jvm_opts:
@@ -115,7 +116,7 @@ def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     rack = spec.topology.broker_rack(broker_id)
     if rack is not None:
         env["KAFKA_BROKER_RACK"] = rack
-    if spec.kafka.jmx_port is not None and profile.broker_flavor == "cp":
+    if spec.kafka.jmx_port is not None and profile.broker_flavor != "wurstmeister":  # cp and apache: launch reads it
         env["KAFKA_JMX_PORT"] = str(spec.kafka.jmx_port)
         env["KAFKA_JMX_HOSTNAME"] = spec.topology.broker_service(broker_id)
     return env

@@ -33,6 +33,7 @@ IMAGE_USERS: dict[str, str] = {
     "confluentinc/cp-server": "appuser uid 1000",
     "confluentinc/cp-zookeeper": "appuser uid 1000",
     "wurstmeister/kafka": "root",  # start-kafka.sh runs as root
+    "apache/kafka": "appuser",  # apache/kafka docker/jvm/Dockerfile: USER appuser; no chown of mounted data
     "zookeeper": "zookeeper uid 1000 (chowns at start)",  # docker-entrypoint.sh: chown, then gosu zookeeper
     "clusterctl/zookeeper": "zookeeper (chowns at start)",  # templates/images/zookeeper/entrypoint.sh: setpriv
     "clusterctl/kafka": "kafka (chowns at start)",  # templates/images/kafka/entrypoint.sh: setpriv

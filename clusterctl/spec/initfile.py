@@ -155,12 +155,16 @@ def init_spec(
     subnet: str | None = None,
     force: bool = False,
     profile_reason: str | None = None,
-    mode: str = "zookeeper",
+    mode: str | None = None,
     kafka_version: str | None = None,
 ) -> InitResult:
-    """Validate the chosen values, render the commented spec, check it parses back identically, write it."""
+    """Validate the chosen values, render the commented spec, check it parses back identically, write it.
+
+    `mode` defaults to zookeeper, or kraft for a profile whose image has no ZooKeeper mode (apache)."""
     if profile not in PROFILES:
         raise UsageError(f"--profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    if mode is None:
+        mode = "kraft" if PROFILES[profile].broker_flavor == "apache" else "zookeeper"
     validate.can_look_at(path)
     if path.exists() and not force:
         raise UsageError(f"{path} already exists", hint="pass --force to overwrite it")

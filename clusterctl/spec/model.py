@@ -133,6 +133,13 @@ class ClusterSpec(_Model):
                 "engine kafka and no images.kafka"
             )
         if k.mode == "zookeeper":
+            if self.image_profile.broker_flavor == "apache":
+                raise ValueError(
+                    no_zookeeper_mode(
+                        f"profile apache runs Apache's {self.images.kafka or self.image_profile.kafka} in KRaft mode",
+                        "set kafka.mode: kraft (`clusterctl init --profile apache` does)",
+                    )
+                )
             if self.kraft != KRaftSpec():
                 raise ValueError("kraft settings need kafka.mode: kraft (this spec runs ZooKeeper mode)")
             image = self._declared_kafka_image() if k.engine == "kafka" else None
@@ -159,9 +166,9 @@ class ClusterSpec(_Model):
                 "kafka_manager.kind=cmak reads ZooKeeper, which kraft mode has none of: "
                 "use kind console (the default in kraft mode) or enabled: false"
             )
-        if self.image_profile.broker_flavor != "cp":
+        if self.image_profile.broker_flavor == "wurstmeister":
             raise ValueError(
-                f"profile {self.profile}'s broker image has no KRaft support: use profile default or offline"
+                f"profile {self.profile}'s broker image has no KRaft support: use profile default, offline or apache"
             )
         image = self._declared_kafka_image()
         version = kafka_version_of(image) if image else None

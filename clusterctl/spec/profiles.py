@@ -21,6 +21,9 @@ OFFLINE_ZOOKEEPER_IMAGE = "clusterctl/zookeeper:3.8.0"
 # names the repository and spec.broker_image resolves the tag (kafka.version, else clusterctl/spec/kafkadist.py).
 OFFLINE_KAFKA_IMAGE = OFFLINE_KAFKA_REPO
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
+# Apache's official image: the newest 4.x release we know (Kafka 4.0 removed ZooKeeper mode: KRaft only)
+APACHE_KAFKA_VERSION = "4.4.0"
+APACHE_KAFKA_IMAGE = f"apache/kafka:{APACHE_KAFKA_VERSION}"
 # clusterctl's web console as the kafka-manager service (kafka_manager.kind: console), built by
 # `clusterctl images build console` in every profile (no registry carries it)
 CONSOLE_IMAGE = "clusterctl/console:0.1.0"
@@ -84,7 +87,10 @@ def ours(name: str) -> bool:
 #                  every KAFKA_* variable verbatim into the distribution's server.properties (KAFKA_FOO_BAR ->
 #                  foo.bar, no escapes), so the INTERNAL and EXTERNAL listeners are rendered exactly as for cp;
 #                  it reads a global JMX_PORT, so the compose command sets it inline for the broker process only.
-BrokerFlavor = Literal["cp", "wurstmeister"]
+#   "apache"       Apache's official apache/kafka image (docker/ in apache/kafka): KafkaDockerWrapper maps
+#                  KAFKA_X_Y -> x.y with cp's escapes (so the same environment serves), KRaft only; its launch
+#                  script exports KAFKA_JMX_PORT as JMX_PORT like cp-kafka's.
+BrokerFlavor = Literal["cp", "wurstmeister", "apache"]
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,18 @@ PROFILES: dict[str, ImageProfile] = {
         kafka_manager=None,
         manager_kind="console",
         spark=OFFLINE_SPARK_IMAGE,
+    ),
+    "apache": ImageProfile(
+        name="apache",
+        description=f"Apache's official {APACHE_KAFKA_IMAGE} (KRaft only: 3 controllers + 3 brokers, or combined); "
+        "clusterctl's console as kafka-manager",
+        zookeeper="zookeeper:3.8",  # never rendered: ZooKeeper mode is refused with this profile
+        kafka=APACHE_KAFKA_IMAGE,
+        tansu="ghcr.io/tansu-io/tansu:0.6.0",
+        kafka_manager=None,
+        manager_kind="console",
+        broker_flavor="apache",
+        tansu_healthcheck=False,
     ),
 }
 

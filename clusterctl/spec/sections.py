@@ -21,7 +21,7 @@ IMAGE_RE = r"^[a-z0-9][a-z0-9._/:@-]{0,254}$"
 # Host ports below this need privileges and clash with system services.
 MIN_HOST_PORT = 1024
 
-Profile = Literal["default", "wurstmeister", "offline"]
+Profile = Literal["default", "wurstmeister", "offline", "apache"]
 BrokerEngine = Literal["kafka", "tansu"]
 KafkaMode = Literal["zookeeper", "kraft"]
 

@@ -115,7 +115,7 @@ class KafkaCluster:
         return self._option("zookeeper.nodes", count)
 
     def with_profile(self, profile: str) -> KafkaCluster:
-        """Image profile: default | wurstmeister | offline."""
+        """Image profile: default | wurstmeister | offline | apache."""
         return self._option("profile", profile)
 
     def with_engine(self, engine: Engine) -> KafkaCluster:
