@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -14,7 +15,7 @@ from clusterctl.chaos.ledger import (
     read_ledger,
     verify,
 )
-from clusterctl.errors import NotFoundError, VerificationError
+from clusterctl.errors import NotFoundError, UnreachableError, VerificationError
 from clusterctl.kafka.clients import ConsumedRecord
 
 TOPIC = "drill"
@@ -159,6 +160,56 @@ def test_longest_ack_gap_and_the_verify_step_bounds(tmp_path) -> None:
     assert runner._verify_bounds(Verify(max_duplicated=3)) == ""
     with pytest.raises(VerificationError, match=r"^3 acknowledged records read back more than once \(at most 0\)$"):
         runner._verify_bounds(Verify(max_duplicated=0))
+
+
+def test_a_short_first_read_back_is_read_again_and_a_real_loss_stays(tmp_path) -> None:
+    """verify_drill reads again after a read back that misses acknowledged records: records that are there on
+    the second read are not lost (the first read's shortfall stays in the result); records gone from both are."""
+    from clusterctl.chaos.load import verify_drill
+
+    path = tmp_path / "ledger.jsonl"
+    acked = history(n_per_partition=6)
+    with LedgerWriter(path, TOPIC, partitions=2) as w:
+        for e in acked:
+            w.append(e)
+    complete, short = as_consumed(acked), as_consumed([e for e in acked if not (e.partition == 1 and e.offset >= 3)])
+    reads: list[str] = []
+
+    def reading(*answers: list[ConsumedRecord]) -> Callable[[str, str, float], list[ConsumedRecord]]:
+        def read(bootstrap: str, topic: str, timeout: float) -> list[ConsumedRecord]:
+            reads.append(topic)
+            return answers[min(len(reads), len(answers)) - 1]
+
+        return read
+
+    again = verify_drill("b:1", path, read=reading(short, complete), reread_after=0.0)
+    assert again.ok and again.lost_count == 0 and again.first_read_missing == 3 and len(reads) == 2
+    assert again.first_read_where == f"{TOPIC}-1: 3-5"
+    assert "a first read back missed 3" in again.summary()
+    reads.clear()
+    gone = verify_drill("b:1", path, read=reading(short, short), reread_after=0.0)
+    assert not gone.ok and gone.lost_count == 3 and gone.first_read_missing == 3 and len(reads) == 2
+    with pytest.raises(VerificationError, match="lost 3"):
+        gone.raise_on_failure()
+    reads.clear()
+    clean = verify_drill("b:1", path, read=reading(complete), reread_after=0.0)
+    assert clean.ok and clean.first_read_missing == 0 and len(reads) == 1
+
+    def unanswered_then(records: list[ConsumedRecord]) -> Callable[[str, str, float], list[ConsumedRecord]]:
+        def read(bootstrap: str, topic: str, timeout: float) -> list[ConsumedRecord]:
+            reads.append(topic)
+            if len(reads) == 1:
+                raise UnreachableError("timed out talking to b:1 after 15s: no answer")
+            return records
+
+        return read
+
+    reads.clear()
+    assert verify_drill("b:1", path, read=unanswered_then(complete), reread_after=0.0).ok and len(reads) == 2
+    reads.clear()
+    with pytest.raises(UnreachableError):
+        verify_drill("b:1", path, read=lambda *_a: (_ for _ in ()).throw(UnreachableError("no answer")),
+                     reread_after=0.0)  # fmt: skip
 
 
 def test_ledger_torn_last_line_is_dropped(tmp_path) -> None:

@@ -229,12 +229,21 @@ class VerifyResult:
     reordered: list[Reorder]
     moved: list[Moved]
     partitions: list[PartitionVerdict]
+    # a first read back that came up short (end offsets taken right after a failover), before the re-read that
+    # this result is: the acknowledged records it missed, and where (e.g. "drill-x-2: 853-2702"); 0 when none
+    first_read_missing: int = 0
+    first_read_where: str = ""
 
     def summary(self) -> str:
+        again = (
+            f" (a first read back missed {self.first_read_missing} ({self.first_read_where}); read again, complete)"
+            if self.first_read_missing and not self.lost_count
+            else ""
+        )
         return (
             f"acked {self.acked}, consumed {self.consumed}, lost {self.lost_count}, "
             f"duplicated {self.duplicated_count}, unacked-but-present {self.unacked_present_count}, "
-            f"reordered {self.reordered_count}"
+            f"reordered {self.reordered_count}{again}"
         )
 
     def raise_on_failure(self) -> None:

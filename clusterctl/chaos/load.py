@@ -244,7 +244,36 @@ def _consumed(msg: Any) -> ConsumedRecord:
     )
 
 
-def verify_drill(bootstrap: str, ledger_path: str | Path, timeout: float = 120.0) -> VerifyResult:
-    """Read the ledger, consume its topic from the beginning, and compare."""
+REREAD_AFTER_S = 5.0
+
+
+def verify_drill(
+    bootstrap: str,
+    ledger_path: str | Path,
+    timeout: float = 120.0,
+    read: Callable[[str, str, float], list[ConsumedRecord]] = consume_all,
+    reread_after: float = REREAD_AFTER_S,
+) -> VerifyResult:
+    """Read the ledger, consume its topic from the beginning, and compare.
+
+    A read back that finds acknowledged records missing is done once more after `reread_after` seconds, from new
+    end offsets. Right after a healed network partition on Kafka 4.4.0 (1 run of 12), a read back ending 1.1 s
+    after the heal stopped 1,850 records short on the partition the isolated broker had led; the likeliest cause,
+    not proven, is an end offset answered from metadata not yet caught up. A record that is really gone is
+    missing from both reads; the result is the second read's, with what the first one missed kept beside it.
+    """
     ledger = read_ledger(ledger_path)
-    return verify(ledger.entries, consume_all(bootstrap, ledger.topic, timeout))
+    try:
+        first = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+    except ClusterctlError:  # no answer at all right after a heal was seen too (same run series): one more try
+        time.sleep(reread_after)
+        return verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+    if not first.lost_count:
+        return first
+    time.sleep(reread_after)
+    second = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+    second.first_read_missing = first.lost_count
+    second.first_read_where = "; ".join(
+        f"{p.topic}-{p.partition}: {p.lost_offsets}" for p in first.partitions if p.lost
+    )
+    return second
