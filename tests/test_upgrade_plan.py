@@ -198,7 +198,7 @@ def test_cli_refusals_before_any_work(tmp_path: Path) -> None:
     path.write_text(SPEC_TEXT.replace('mode: "kraft"', 'mode: "zookeeper"'), encoding="utf-8")
     for args, line in [
         (["upgrade"], "error: missing --to VERSION (or --status)"),
-        (["upgrade", "--status", "--yes"], "error: --status changes nothing: give it without --to or --yes"),
+        (["upgrade", "--status", "--yes"], "error: --status changes nothing: give it without --to, --until or --yes"),
         (["upgrade", "--to", "4.4.0"], "error: cluster upg runs ZooKeeper mode: `upgrade` rolls KRaft clusters"),
     ]:
         res = subprocess.run([CLI, "-s", str(path), *args], capture_output=True, text=True, timeout=60)
