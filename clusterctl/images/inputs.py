@@ -219,6 +219,7 @@ CONSOLE_CLUSTERCTL_FILES = (
     "zookeeper/__init__.py",
     "zookeeper/client.py",
     "spec/kafkadist.py",
+    "spec/capabilities.py",
     "spec/validate.py",
     "spec/yamlfile.py",
     "kafka/__init__.py",
