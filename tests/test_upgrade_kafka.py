@@ -72,13 +72,30 @@ def _container_starts(spec_path: Path) -> dict[str, str]:
     return {line.split()[0].lstrip("/"): " ".join(line.split()[1:]) for line in out.splitlines()}
 
 
-def _started_since(since: float, names: set[str]) -> list[str]:
-    """Which of the containers `names` the engine started since `since` (one entry per start)."""
-    out = subprocess.run(["docker", "events", "--since", f"{since:.3f}", "--until", f"{time.time():.3f}",
-                          "--filter", "type=container", "--filter", "event=start",
-                          "--format", "{{.Actor.Attributes.name}}"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout  # fmt: skip
-    return [n for n in out.split() if n in names]
+class _Starts:
+    """The container start events of `names`, read from `docker events` as they happen (the engine keeps only its
+    last few hundred events for `--since`: on a busy machine the roll's early starts were gone from it)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.proc = subprocess.Popen(["docker", "events", "--filter", "type=container", "--filter", "event=start",
+                                      "--format", "{{.Actor.Attributes.name}}"],
+                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(1.0)  # subscribed before the first start it must see
+
+    def stop(self) -> list[str]:
+        time.sleep(1.0)  # the last start delivered
+        self.proc.terminate()
+        out, _err = self.proc.communicate(timeout=30)
+        return [n for n in out.split() if n in self.names]
+
+    def __enter__(self) -> _Starts:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.proc.poll() is None:  # a failed assertion before stop(): no `docker events` left running
+            self.proc.kill()
+            self.proc.wait(timeout=30)
 
 
 def test_rollback_then_an_interrupted_upgrade_resumed_under_load(kraft_39: tuple[Path, str]) -> None:
@@ -100,46 +117,45 @@ def test_rollback_then_an_interrupted_upgrade_resumed_under_load(kraft_39: tuple
     status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
     assert (status["to_version"], status["finalized"], status["pending"]) == (FROM, None, [])
 
-    since = time.time()
     before = _container_starts(spec_path)
     assert all(v.endswith(f"clusterctl/kafka:{FROM}") for v in before.values()), before
+    with _Starts(set(before)) as starts:
+        # Ctrl-C in the middle of a broker's roll: the controllers and kafka1 done, kafka2 begun
+        proc = subprocess.Popen([CLI, "-s", str(spec_path), "upgrade", "--to", to], cwd=spec_path.parent,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and proc.poll() is None:
+            state = plan.load_state(state_path) if state_path.exists() else None
+            if state is not None and len(state.done) == 4 and state.current is not None:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err
+        assert err.strip().splitlines()[-1] == "error: interrupted by SIGINT", err
+        state = plan.load_state(state_path)
+        assert state is not None and len(state.done) == 4 and state.current == "kafka2" and state.finalized is None
 
-    # Ctrl-C in the middle of a broker's roll: the controllers and kafka1 done, kafka2 begun
-    proc = subprocess.Popen([CLI, "-s", str(spec_path), "upgrade", "--to", to], cwd=spec_path.parent,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and proc.poll() is None:
-        state = plan.load_state(state_path) if state_path.exists() else None
-        if state is not None and len(state.done) == 4 and state.current is not None:
-            break
-        time.sleep(0.2)
-    assert proc.poll() is None, proc.communicate()
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert err.strip().splitlines()[-1] == "error: interrupted by SIGINT", err
-    state = plan.load_state(state_path)
-    assert state is not None and len(state.done) == 4 and state.current == "kafka2" and state.finalized is None
+        status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
+        assert (status["from_version"], status["to_version"], status["done"]) == (FROM, to, state.done)
+        assert status["current"] == state.current and status["finalized"] is None
+        assert load_spec(spec_path).kafka.version == to  # the spec names the version the roll is going to
 
-    status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
-    assert (status["from_version"], status["to_version"], status["done"]) == (FROM, to, state.done)
-    assert status["current"] == state.current and status["finalized"] is None
-    assert load_spec(spec_path).kafka.version == to  # the spec names the version the roll is going to
+        res = cli(spec_path, "scenario", "run", "upgrade-to-kafka4", "--report-dir", "report", "--json", timeout=1800)
+        assert res.returncode == 0, res.stderr[-4000:]
+        result: dict[str, Any] = json.loads(res.stdout)
+        print("\nupgrade-to-kafka4 (resumed): " + json.dumps(result["phases"], indent=1))
+        assert result["verdict"] == "PASS" and result["verify"]["lost_count"] == 0
+        assert [s["name"] for s in result["snapshots"]] == ["before", "after"]
 
-    res = cli(spec_path, "scenario", "run", "upgrade-to-kafka4", "--report-dir", "report", "--json", timeout=1800)
-    assert res.returncode == 0, res.stderr[-4000:]
-    result: dict[str, Any] = json.loads(res.stdout)
-    print("\nupgrade-to-kafka4 (resumed): " + json.dumps(result["phases"], indent=1))
-    assert result["verdict"] == "PASS" and result["verify"]["lost_count"] == 0
-    assert [s["name"] for s in result["snapshots"]] == ["before", "after"]
-
-    after = _container_starts(spec_path)
-    assert all(v.endswith(f"clusterctl/kafka:{to}") for v in after.values()), after
-    final = plan.load_state(state_path)
-    assert final is not None and final.finalized == plan.release(to)
-    # Docker's own record: each node's container started exactly once since the roll began, none twice
-    assert sorted(_started_since(since, set(before))) == sorted(before), final.history
-    rolled_in_drill = [p["phase"] for p in result["phases"]]
-    assert len(rolled_in_drill) == len(before) - 4, rolled_in_drill  # the four rolled before Ctrl-C are not again
-    status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
-    assert status["finalized"] == plan.release(to) and status["pending"] == [] and status["metadata_level"] >= 33
+        after = _container_starts(spec_path)
+        assert all(v.endswith(f"clusterctl/kafka:{to}") for v in after.values()), after
+        final = plan.load_state(state_path)
+        assert final is not None and final.finalized == plan.release(to)
+        # Docker's own record: each node's container started exactly once since the roll began, none twice
+        assert sorted(starts.stop()) == sorted(before), final.history
+        rolled_in_drill = [p["phase"] for p in result["phases"]]
+        assert len(rolled_in_drill) == len(before) - 4, rolled_in_drill  # the four rolled before Ctrl-C are not again
+        status = json.loads(cli(spec_path, "upgrade", "--status", "--json").stdout)
+        assert status["finalized"] == plan.release(to) and status["pending"] == [] and status["metadata_level"] >= 33

@@ -9,7 +9,11 @@ from clusterctl.cli.common import JsonOpt
 
 def cmd_versions(
     known: Annotated[
-        bool, typer.Option("--all", help="also every Kafka release line the capability table knows (3.3 to 4.4)")
+        bool,
+        typer.Option(
+            "--all",
+            help="also every Kafka release line the capability table knows (KRaft-ready 3.3 up to the newest 4.x)",
+        ),
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
