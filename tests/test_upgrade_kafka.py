@@ -23,8 +23,10 @@ from _runtime_helpers import CLI, cli, release, render, up_json
 from clusterctl.images import build as images
 from clusterctl.images import kafka_maven
 from clusterctl.kafka import upgrade_plan as plan
+from clusterctl.kafka.brokers import metadata_brokers
 from clusterctl.runtime import allocate
 from clusterctl.spec.model import load_spec
+from clusterctl.wait import wait_until
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 FROM = "3.9.2"
@@ -142,6 +144,11 @@ def test_rollback_then_an_interrupted_upgrade_resumed_under_load(kraft_39: tuple
         assert status["current"] == state.current and status["finalized"] is None
         assert load_spec(spec_path).kafka.version == to  # the spec names the version the roll is going to
 
+        # kafka2 may still be starting (its recreate finished before the signal was let through): a drill starts
+        # on a whole cluster, as an operator would start it
+        bootstrap = load_spec(spec_path).topology.bootstrap_servers
+        wait_until(lambda: metadata_brokers(bootstrap)[0], timeout=120, what="every broker back", interval=1.0,
+                   done=lambda ids: ids is not None and len(ids) == 3)  # fmt: skip
         res = cli(spec_path, "scenario", "run", "upgrade-to-kafka4", "--report-dir", "report", "--json", timeout=1800)
         assert res.returncode == 0, res.stderr[-4000:]
         result: dict[str, Any] = json.loads(res.stdout)

@@ -117,19 +117,20 @@ def _roll(spec: ClusterSpec, service: str, image: str, timeout: float, root: Pat
     bootstrap = spec.topology.bootstrap_servers
     if kind == "broker" or spec.kraft.combined:
         wait_full_isr(bootstrap, timeout, poll=1.0)  # the node may go down without a partition losing its ISR
-    if _image_of(spec, service) == image:
-        return False, f"already on {image}"
-    since_ms = int(time.time() * 1000)
-    volumes.create(spec, volumes.check(spec, root))
-    with held():  # a stop signal waits for the recreate: never a node left removed and not started again
-        compose.run(spec, "up", "-d", "--no-deps", "--pull", "never", service, root=root)
+    since_ms = 0  # a node left as it was must be back too: a run stopped during its roll may have left it starting
+    restarted = _image_of(spec, service) != image
+    if restarted:
+        since_ms = int(time.time() * 1000)
+        volumes.create(spec, volumes.check(spec, root))
+        with held():  # a stop signal waits for the recreate: never a node left removed and not started again
+            compose.run(spec, "up", "-d", "--no-deps", "--pull", "never", service, root=root)
     if kind == "controller" or spec.kraft.combined:
         detail = _wait_voter_fetching(spec, node_id, since_ms, timeout)
     if kind == "broker":
         checks.wait_broker_back(spec, node_id, timeout, in_zookeeper=False)
         waited = wait_full_isr(bootstrap, timeout, poll=1.0)
         detail = f"broker {node_id} back, every ISR full after {waited:.1f}s"
-    return True, detail
+    return restarted, detail if restarted else f"already on {image}; {detail}"
 
 
 def _tool(container: Any, *args: str) -> str:
