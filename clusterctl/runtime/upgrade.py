@@ -243,7 +243,7 @@ def upgrade(
                 raise plan.UpgradeRefused(f"--until {until}: not a node of {spec.name} ({', '.join(order)})")
             if yes:
                 raise plan.UpgradeRefused("--until stops the roll part way: finalize (--yes) needs every node on it")
-            order = order[: order.index(until) + 1] if until in order else order
+            order = order[: order.index(until) + 1]
         for service in order:
             if service in state.done:
                 continue
