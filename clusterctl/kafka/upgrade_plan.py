@@ -10,15 +10,15 @@ ZooKeeper mode). Running the roll is clusterctl.runtime.upgrade's; everything he
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.runowner import Owner
+from clusterctl.runstate import read_state, write_state
 from clusterctl.spec.capabilities import FIRST_VERSION_WITHOUT_ZOOKEEPER, KRAFT_PRODUCTION_FROM, MIGRATION_LINE
 from clusterctl.spec.kafkadist import EXACT_VERSION, offline_image, version_key
 from clusterctl.spec.model import ClusterSpec
@@ -83,26 +83,17 @@ def lock_path(spec_path: Path) -> Path:
 
 def load_state(path: Path) -> UpgradeState | None:
     """The recorded upgrade, or None; an unreadable file is refused, never replaced."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UpgradeRefused(f"{path}: cannot read the upgrade state ({exc})") from None
-    try:
-        if data.pop("version") != STATE_VERSION:
-            raise ValueError("another state version")
+
+    def build(data: dict[str, Any]) -> UpgradeState:
         history = [NodeRecord(**r) for r in data.pop("history")]
         return UpgradeState(**data, history=history)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise UpgradeRefused(f"{path}: not an upgrade state file this clusterctl wrote ({exc})") from None
+
+    return read_state(path, STATE_VERSION, build, UpgradeRefused, "upgrade")
 
 
 def save_state(path: Path, state: UpgradeState) -> None:
     """Write the state file atomically (a crash leaves the old or the new one, never half)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"version": STATE_VERSION, **asdict(state)}, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_state(path, STATE_VERSION, state)
 
 
 def release(version: str) -> str:

@@ -10,15 +10,15 @@ is running, one begun while nobody does was interrupted.
 
 from __future__ import annotations
 
-import json
-import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from clusterctl.compose.migration import FINALIZE, PHASES, Phase, phase
 from clusterctl.errors import ClusterctlError
 from clusterctl.runowner import Owner, holder
+from clusterctl.runstate import read_state, write_state
 from clusterctl.spec.capabilities import MIGRATE_KRAFT_FROM
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.spec.profiles import kafka_version_of
@@ -123,29 +123,20 @@ def running_state(owner: Owner) -> str:
 
 def load_state(path: Path) -> MigrationState | None:
     """The recorded migration, or None when none was started; an unreadable file is refused, never replaced."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise MigrationRefused(f"{path}: cannot read the migration state ({exc})") from None
-    try:
-        if data.pop("version") != STATE_VERSION:
-            raise ValueError("another state version")
+
+    def build(data: dict[str, Any]) -> MigrationState:
         history = [PhaseRecord(**r) for r in data.pop("history")]
         state = MigrationState(**data, history=history)
         for name in state.done + ([state.current] if state.current else []):
             phase(name)
-    except (KeyError, TypeError, ValueError, AttributeError, ClusterctlError) as exc:
-        raise MigrationRefused(f"{path}: not a migration state file this clusterctl wrote ({exc})") from None
-    return state
+        return state
+
+    return read_state(path, STATE_VERSION, build, MigrationRefused, "migration")
 
 
 def save_state(path: Path, state: MigrationState) -> None:
     """Write the state file atomically (a crash leaves the old or the new one, never half)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"version": STATE_VERSION, **asdict(state)}, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_state(path, STATE_VERSION, state)
 
 
 def check_migratable(spec: ClusterSpec, image: str, combined: bool = False) -> tuple[int, int]:
