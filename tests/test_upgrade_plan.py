@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from clusterctl.chaos.scenario import parse_scenario
-from clusterctl.errors import SpecError
+from clusterctl.errors import ClusterctlError, SpecError
 from clusterctl.kafka import features
 from clusterctl.kafka import upgrade_plan as plan
 from clusterctl.kafka.protocol import compact_str, uvarint
@@ -93,6 +93,17 @@ def test_controllers_first_the_active_one_last_then_brokers() -> None:
     assert plan.roll_order(spec(), active_controller=None)[:3] == ["controller1", "controller2", "controller3"]
     combined = spec(kraft__combined=True)
     assert plan.roll_order(combined, active_controller=2) == ["kafka1", "kafka3", "kafka2"]
+
+
+def test_a_combined_node_is_rolled_as_a_broker() -> None:
+    """A combined node (kafkaN, a voter too) gets the broker's waits (back unfenced, every ISR full) as well as
+    the voter's; a dedicated controller the voter's only."""
+    from clusterctl.runtime.upgrade import _node_id
+
+    assert [_node_id(spec(kraft__combined=True), s) for s in ("kafka1", "kafka3")] == [("broker", 1), ("broker", 3)]
+    assert [_node_id(spec(), s) for s in ("controller2", "kafka2")] == [("controller", 102), ("broker", 2)]
+    with pytest.raises(ClusterctlError, match="zk1 is not a node of cluster upg"):
+        _node_id(spec(), "zk1")
 
 
 def test_state_round_trip_and_unreadable_state_refused(tmp_path: Path) -> None:

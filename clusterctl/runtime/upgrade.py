@@ -81,14 +81,11 @@ def _image_of(spec: ClusterSpec, service: str) -> str | None:
 
 
 def _node_id(spec: ClusterSpec, service: str) -> tuple[str, int]:
-    topo = spec.topology
-    for c in topo.controller_ids:
-        if topo.controller_service(c) == service:
-            return "controller", c
-    for b in topo.broker_ids:
-        if topo.broker_service(b) == service:
-            return "broker", b
-    raise ClusterctlError(f"{service} is not a node of cluster {spec.name}")
+    """("broker" | "controller", node.id) of a node's service; a combined node (kafkaN, a voter too) is a broker."""
+    ids = {svc: node for node, svc in spec.topology.node_services.items()}
+    if service not in ids:
+        raise ClusterctlError(f"{service} is not a node of cluster {spec.name}")
+    return ("broker" if ids[service] in spec.topology.broker_ids else "controller"), ids[service]
 
 
 def _wait_voter_fetching(spec: ClusterSpec, node_id: int, since_ms: int, timeout: float) -> str:
@@ -270,21 +267,27 @@ def upgrade(
             now = features(spec)
             result.metadata_level, result.features = now.metadata_level, dict(now.finalized)
         result.finalized = state.finalized
-        result.status = status(spec_path, spec, state)
+        result.status = status(spec_path, spec, state, metadata_level=result.metadata_level)
         return result
 
 
 def status(
-    spec_path: Path, spec: ClusterSpec | None = None, state: plan.UpgradeState | None = None
+    spec_path: Path,
+    spec: ClusterSpec | None = None,
+    state: plan.UpgradeState | None = None,
+    metadata_level: int | None = None,
 ) -> plan.UpgradeStatus:
-    """Where the recorded upgrade stands, with the metadata.version level the cluster reports now."""
+    """Where the recorded upgrade stands, with the metadata.version level the cluster reports now (asked here
+    unless the caller has just read it)."""
     spec = spec or load_spec(spec_path)
     path = plan.state_path(spec_path)
     state = state if state is not None else plan.load_state(path)
     out = plan.status_of(state, plan.roll_order(spec, None), path, spec.name)
     out.running = holder(plan.lock_path(spec_path))
-    try:
-        out.metadata_level = features(spec).metadata_level
-    except ClusterctlError:
-        out.metadata_level = None
+    out.metadata_level = metadata_level
+    if metadata_level is None:
+        try:
+            out.metadata_level = features(spec).metadata_level
+        except ClusterctlError:
+            out.metadata_level = None
     return out
