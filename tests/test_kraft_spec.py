@@ -178,6 +178,10 @@ def test_kraft_validation_one_line(data: dict[str, Any], expected: str) -> None:
 def test_kafka4_accepted_in_kraft_mode_only() -> None:
     spec = parse_spec({"kafka": {"mode": "kraft"}, "images": {"kafka": "apache/kafka:4.1.0"}})
     assert spec.broker_image == "apache/kafka:4.1.0"
+    # profile apache: kafka.version picks the apache/kafka tag, for controllers and brokers alike
+    apache = parse_spec({"profile": "apache", "kafka": {"mode": "kraft", "version": "3.9.1"}})
+    assert apache.broker_image == "apache/kafka:3.9.1"
+    assert parse_spec({"profile": "apache", "kafka": {"mode": "kraft"}}).broker_image == "apache/kafka:4.4.0"
 
 
 @pytest.mark.parametrize(

@@ -77,6 +77,21 @@ def test_zk_to_kraft_rollback_from_dual_write(zk_cluster: Path) -> None:
     assert [p["state"] for p in status["phases"]][:2] == ["rolled back", "rolled back"]
 
 
+def test_zk_to_kraft_rollback_from_kraft_brokers(zk_cluster: Path) -> None:
+    """Rollback from phase 3: the brokers back into ZooKeeper mode first (migration still on), then phase 2's revert;
+    then `status` names the fresh start that `migrate kraft` would make."""
+    result = _run(zk_cluster, "zk-to-kraft-rollback-from-kraft-brokers")
+    assert [(p["phase"], p["done"]) for p in result["phases"]] == [(p, True) for p in [*PHASES[:3], "rollback"]]
+    assert not load_spec(zk_cluster).kraft_mode
+    status = json.loads(cli(zk_cluster, "migrate", "kraft", "--status", "--json").stdout)
+    assert [p["state"] for p in status["phases"]][:3] == ["rolled back"] * 3
+    up = json.loads(cli(zk_cluster, "status", "--json").stdout)
+    name = load_spec(zk_cluster).name
+    assert up["migration"]["next"] == f"`migrate kraft` starts the migration of {name} again from phase 1"
+    assert not any(s["role"] == "controller" for s in up["services"]), up["services"]
+    assert up["quorum"]["has_quorum"] and up["brokers_missing"] == [], up
+
+
 def test_zk_to_kafka4_the_whole_road_as_one_drill(zk_cluster: Path) -> None:
     """ZooKeeper 3.9 → KRaft 3.9 → the newest 4.x built here → finalized, under load: 0 lost, snapshots equal."""
     from clusterctl.kafka import upgrade_plan as plan

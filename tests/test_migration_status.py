@@ -44,7 +44,7 @@ CASES = [
      (3, "interrupted", True, "`migrate kraft` runs phases 3-5 (again from its start); phase 4 needs --yes")),
     ((4, False, False), (4, "done", False, "`migrate kraft` runs phase 5")),
     ((5, False, False), (5, "done", False, "nothing: the migration is finished")),
-    ((2, True, True), (3, "rolled back", False, "the migration of mig was rolled back: remove its state file")),
+    ((2, True, True), (3, "rolled back", False, "`migrate kraft` starts the migration of mig again from phase 1")),
 ]  # fmt: skip
 
 

@@ -16,7 +16,8 @@ SHIPPED = {
     "kill-leader", "graceful-stop", "pause-broker", "network-partition", "zk-node-loss", "rolling-restart",
     "preferred-election-after-restart", "short-pause", "short-partition", "acks1-leader-isolated", "unclean-election",
     "kill-controller", "kill-controller-quorum", "slow-follower", "lossy-leader", "disk-full-broker", "slow-zookeeper",
-    "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback", "zk-to-kafka4", "upgrade-to-kafka4",
+    "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback", "zk-to-kraft-rollback-from-kraft-brokers",
+    "zk-to-kafka4", "upgrade-to-kafka4",
     "upgrade-rollback", "spark-kill-worker", "spark-kill-leader",
     "spark-restart-driver", "kill-node",
 }  # fmt: skip

@@ -160,11 +160,21 @@ BAD_SPECS: list[tuple[str, str | dict[str, Any], str]] = [
         {"profile": "offline", "kafka": {"version": "4.4.0"}},
         "image clusterctl/kafka:4.4.0 is Kafka 4.4, which has no ZooKeeper mode",
     ),
-    ("kafka-version-registry-profile", {"kafka": {"version": "3.9.2"}}, "kafka.version names the offline Kafka image"),
+    ("kafka-version-registry-profile", {"kafka": {"version": "3.9.2"}}, "kafka.version picks the image's tag"),
+    (
+        "kafka-version-apache-before-its-images",
+        {"profile": "apache", "kafka": {"mode": "kraft", "version": "3.6.2"}},
+        "kafka.version 3.6.2: Apache publishes apache/kafka images from 3.7.0 on (KIP-975)",
+    ),
+    (
+        "kafka-version-apache-4-zookeeper-mode",
+        {"profile": "apache", "kafka": {"version": "4.1.0"}},
+        "profile apache runs Apache's apache/kafka:4.1.0 in KRaft mode",
+    ),
     (
         "kafka-version-with-images-kafka",
         {"profile": "offline", "kafka": {"version": "3.9.2"}, "images": {"kafka": "my/kafka:1"}},
-        "it needs profile offline, engine kafka and no images.kafka",
+        "it needs one of those profiles, engine kafka and no images.kafka",
     ),
     (
         "kafka-version-tansu",
@@ -177,7 +187,7 @@ BAD_SPECS: list[tuple[str, str | dict[str, Any], str]] = [
                 "defaults": {"replication_factor": 1, "min_insync_replicas": 1},
             },
         },
-        "kafka.version names the offline Kafka image",
+        "kafka.version picks the image's tag",
     ),
     ("kafka-version-not-exact", {"profile": "offline", "kafka": {"version": "3.9.x"}}, "kafka.version: "),
     ("bad-yaml", "name: [unclosed\n", "not valid YAML at line"),
@@ -324,7 +334,11 @@ INIT_BAD_VALUES: list[tuple[list[str], str]] = [
     (["--mode", "kraft", "--zk-nodes", "3"], "--zk-nodes is for ZooKeeper mode"),
     (["--kafka-version", "4.4.0"], "which has no ZooKeeper mode (Kafka 4.0 removed it): add --mode kraft; a ZooKeeper"),
     (["--kafka-version", "3.9.x"], "--kafka-version must be an exact version such as 3.9.2, got '3.9.x'"),
-    (["--profile", "default", "--kafka-version", "3.9.2"], "--kafka-version names the offline Kafka image"),
+    (["--profile", "default", "--kafka-version", "3.9.2"], "--kafka-version picks the offline or apache profile's"),
+    (
+        ["--profile", "apache", "--kafka-version", "3.6.2"],
+        "--kafka-version 3.6.2: Apache publishes apache/kafka images",
+    ),
     (["--engine", "tansu", "--brokers", "1", "--kafka-version", "3.9.2"], "profile offline, engine tansu"),
 ]
 

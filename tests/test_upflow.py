@@ -358,12 +358,14 @@ def test_kafka_version_4_in_zookeeper_mode_is_one_usage_line() -> None:
 
 
 @pytest.mark.parametrize(("profile", "engine"), [("default", "kafka"), ("wurstmeister", "kafka"), ("offline", "tansu")])
-def test_kafka_version_is_for_the_offline_kafka_image_only(profile: str, engine: str) -> None:
+def test_kafka_version_is_for_the_offline_and_apache_images_only(profile: str, engine: str) -> None:
     assert choose_kafka_version(profile, engine, "zookeeper", None, BUILT) == (None, [])  # nothing to choose
     with pytest.raises(UsageError) as info:
         choose_kafka_version(profile, engine, "zookeeper", "3.9.2", BUILT)
     message = str(info.value)
-    assert "\n" not in message and message.startswith("--kafka-version names the offline Kafka image")
+    assert "\n" not in message and message.startswith(
+        "--kafka-version picks the offline or apache profile's Kafka image"
+    )
     assert f"profile {profile}, engine {engine}" in message
 
 
@@ -394,3 +396,13 @@ def test_init_without_profile_probes_and_says_why(tmp_path: Path, monkeypatch: p
         json.loads(chosen.stdout)["profile"] == "wurstmeister"
         and load_spec(tmp_path / "b.yaml").profile == "wurstmeister"
     )
+
+
+def test_profile_apache_takes_the_kafka_version_as_its_image_tag() -> None:
+    version, notes = choose_kafka_version("apache", "kafka", "kraft", "3.9.1", BUILT)
+    assert version == "3.9.1" and notes == ["Kafka 3.9.1: apache/kafka:3.9.1 (pulled by `up`)"]
+    assert choose_kafka_version("apache", "kafka", "kraft", None, BUILT) == (None, [])  # the profile's 4.4.0
+    for bad, said in (("3.6.2", "from 3.7.0 on (KIP-975)"), ("4.x", "must be an exact version such as 4.4.0")):
+        with pytest.raises(UsageError) as info:
+            choose_kafka_version("apache", "kafka", "kraft", bad, BUILT)
+        assert "\n" not in str(info.value) and said in str(info.value)

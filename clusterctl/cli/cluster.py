@@ -79,8 +79,9 @@ def cmd_init(
         str | None,
         typer.Option(
             "--kafka-version",
-            help="offline profile: the clusterctl/kafka:<version> image to run, e.g. 3.9.2 or 4.4.0 "
-            "(default: the newest built that the mode runs)",
+            help="the Kafka release to run, e.g. 3.9.2 or 4.4.0: offline profile clusterctl/kafka:<version> "
+            "(default: the newest built that the mode runs), profile apache apache/kafka:<version> (3.7.0 on; "
+            "default 4.4.0)",
             show_default=False,
         ),
     ] = None,

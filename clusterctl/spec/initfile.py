@@ -17,7 +17,7 @@ from clusterctl.errors import SpecError, UsageError
 from clusterctl.spec import kafkadist, validate, yamlfile
 from clusterctl.spec.capabilities import no_zookeeper_mode
 from clusterctl.spec.model import ClusterSpec, parse_spec
-from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, PROFILES
+from clusterctl.spec.profiles import OFFLINE_KAFKA_IMAGE, PROFILES, apache_image, check_apache_version
 from clusterctl.templating import text_environment
 
 SPEC_TEMPLATE = "clusterctl.yaml.j2"
@@ -73,9 +73,19 @@ def choose_kafka_version(
     `built` is the clusterctl/kafka versions this machine has (kafkadist.built_versions()); None when none fits,
     and the note says how to build it.
     """
+    if profile == "apache" and engine == "kafka" and requested is not None:
+        if not re.fullmatch(kafkadist.EXACT_VERSION, requested):
+            raise UsageError(f"--kafka-version must be an exact version such as 4.4.0, got {requested!r}")
+        try:
+            check_apache_version(requested)
+        except ValueError as exc:
+            raise UsageError(str(exc).replace("kafka.version", "--kafka-version", 1)) from None
+        return requested, [f"Kafka {requested}: {apache_image(requested)} (pulled by `up`)"]
     if profile != FALLBACK_PROFILE or engine != "kafka":
         if requested is not None:
-            raise UsageError(f"--kafka-version names the offline Kafka image; profile {profile}, engine {engine}")
+            raise UsageError(
+                f"--kafka-version picks the offline or apache profile's Kafka image; profile {profile}, engine {engine}"
+            )
         return None, []
     if requested is not None:
         if not re.fullmatch(kafkadist.EXACT_VERSION, requested):

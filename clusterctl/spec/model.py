@@ -17,7 +17,14 @@ from clusterctl.errors import SpecError
 from clusterctl.spec import validate, yamlfile
 from clusterctl.spec.deploy import DeploySpec, check_deploy
 from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
-from clusterctl.spec.profiles import CONSOLE_IMAGE, PROFILES, ImageProfile, ManagerKind
+from clusterctl.spec.profiles import (
+    CONSOLE_IMAGE,
+    PROFILES,
+    ImageProfile,
+    ManagerKind,
+    apache_image,
+    check_apache_version,
+)
 from clusterctl.spec.sections import (
     LAB_ZK_SESSION_TIMEOUT_MS,
     MIN_HOST_PORT,
@@ -127,16 +134,20 @@ class ClusterSpec(_Model):
         from clusterctl.spec.profiles import kafka_version_of
 
         k = self.kafka
-        if k.version is not None and (self.profile != "offline" or k.engine != "kafka" or self.images.kafka):
+        if k.version is not None and (
+            self.profile not in ("offline", "apache") or k.engine != "kafka" or self.images.kafka
+        ):
             raise ValueError(
-                "kafka.version names the offline Kafka image (clusterctl/kafka:<version>): it needs profile offline, "
-                "engine kafka and no images.kafka"
+                "kafka.version picks the image's tag (clusterctl/kafka:<version> offline, apache/kafka:<version> with "
+                "profile apache): it needs one of those profiles, engine kafka and no images.kafka"
             )
+        if k.version is not None and self.profile == "apache":
+            check_apache_version(k.version)
         if k.mode == "zookeeper":
             if self.image_profile.broker_flavor == "apache":
                 raise ValueError(
                     no_zookeeper_mode(
-                        f"profile apache runs Apache's {self.images.kafka or self.image_profile.kafka} in KRaft mode",
+                        f"profile apache runs Apache's {self._declared_kafka_image()} in KRaft mode",
                         "set kafka.mode: kraft (`clusterctl init --profile apache` does)",
                     )
                 )
@@ -202,6 +213,8 @@ class ClusterSpec(_Model):
             from clusterctl.spec import kafkadist
 
             return kafkadist.offline_image(self.kafka.version) if self.kafka.version else None
+        if self.profile == "apache" and self.kafka.version:
+            return apache_image(self.kafka.version)
         return self.image_profile.kafka
 
     def _check_ips(self) -> None:
@@ -298,6 +311,8 @@ class ClusterSpec(_Model):
             if self.kafka.version:
                 return kafkadist.offline_image(self.kafka.version)
             return kafkadist.resolve_offline_image(kraft=self.kraft_mode)
+        if self.profile == "apache" and self.kafka.version:
+            return apache_image(self.kafka.version)
         return self.image_profile.kafka
 
     @property

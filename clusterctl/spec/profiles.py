@@ -23,7 +23,10 @@ OFFLINE_KAFKA_IMAGE = OFFLINE_KAFKA_REPO
 OFFLINE_TANSU_IMAGE = "clusterctl/tansu:0.6.0"
 # Apache's official image: the newest 4.x release we know (Kafka 4.0 removed ZooKeeper mode: KRaft only)
 APACHE_KAFKA_VERSION = "4.4.0"
-APACHE_KAFKA_IMAGE = f"apache/kafka:{APACHE_KAFKA_VERSION}"
+APACHE_KAFKA_REPO = "apache/kafka"
+APACHE_KAFKA_IMAGE = f"{APACHE_KAFKA_REPO}:{APACHE_KAFKA_VERSION}"
+# KIP-975: Apache publishes apache/kafka from 3.7.0 on (docker/ in apache/kafka); no earlier tag exists
+APACHE_FIRST_VERSION = (3, 7)
 # clusterctl's web console as the kafka-manager service (kafka_manager.kind: console), built by
 # `clusterctl images build console` in every profile (no registry carries it)
 CONSOLE_IMAGE = "clusterctl/console:0.1.0"
@@ -182,3 +185,19 @@ def kafka_version_of(image: str) -> tuple[int, int] | None:
             return 2, minor + 6  # cp 6.0-6.2: Kafka 2.6-2.8
         return (major - 4, minor) if major >= 7 else None
     return major, minor
+
+
+def apache_image(version: str) -> str:
+    """Apache's official image of one Kafka release (profile apache with kafka.version)."""
+    return f"{APACHE_KAFKA_REPO}:{version}"
+
+
+def check_apache_version(version: str) -> None:
+    """Refuse a kafka.version that has no apache/kafka image (ValueError: the spec check's one line)."""
+    parsed = kafka_version_of(apache_image(version))
+    if parsed is None or parsed < APACHE_FIRST_VERSION:
+        first = ".".join(map(str, APACHE_FIRST_VERSION))
+        raise ValueError(
+            f"kafka.version {version}: Apache publishes {APACHE_KAFKA_REPO} images from {first}.0 on (KIP-975); "
+            f"use {first}.0 or later, or profile offline"
+        )

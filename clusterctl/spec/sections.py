@@ -171,8 +171,9 @@ class KafkaSpec(_Model):
     version: str | None = Field(
         default=None,
         pattern=EXACT_VERSION,
-        description="Apache Kafka version of the offline image (clusterctl/kafka:<version>, `clusterctl images build "
-        "kafka --kafka-version V`); null = the newest built that the mode runs (4.x: kraft only)",
+        description="Apache Kafka version of the broker image: offline clusterctl/kafka:<version> (`clusterctl images "
+        "build kafka --kafka-version V`; null = the newest built that the mode runs, 4.x: kraft only), profile "
+        "apache apache/kafka:<version> (3.7.0 on; null = the profile's)",
     )
     host_port: int = Field(default=9092, description="first host port; broker i listens/advertises host_port+i-1")
     internal_port: int = Field(default=19092, description="listener on the cluster network")

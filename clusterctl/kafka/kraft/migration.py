@@ -281,6 +281,8 @@ class MigrationSummary:
 
 
 def _next_action(state: MigrationState) -> str:
+    if state.rolled_back:  # runtime.migrate starts a rolled-back migration afresh
+        return f"`migrate kraft` starts the migration of {state.cluster} again from phase 1"
     try:
         todo = plan(state, yes=True)
     except MigrationRefused as exc:
