@@ -117,7 +117,8 @@ def test_group_describe_json(out) -> None:
     group_cli.render_group(_group(), as_json=True)
     doc = json.loads(out.readouterr().out)
     assert list(doc) == [
-        "group", "state", "coordinator", "assignor", "members", "offsets", "total_lag", "uncommitted_partitions"
+        "group", "state", "coordinator", "assignor", "members", "offsets", "total_lag", "uncommitted_partitions",
+        "protocol", "session_timeout",
     ]  # fmt: skip
     assert doc["members"] == [
         {"member_id": "m-1", "client_id": "client-a", "host": "/10.77.0.1", "assignment": ["t-0", "t-1"]}

@@ -17,7 +17,7 @@ ENGINES = ["native", "client"]
 SHAPE = {
     "topic", "group", "threads", "engine", "start_time", "end_time", "data_consumed_mb", "mb_per_sec", "records",
     "records_per_sec", "rebalance_time_ms", "fetch_time_ms", "fetch_mb_per_sec", "fetch_records_per_sec",
-    "expected", "complete", "errors", "interrupted",
+    "expected", "complete", "errors", "interrupted", "group_protocol",
 }  # fmt: skip
 
 
@@ -40,7 +40,7 @@ def test_group_run_reads_every_record(bootstrap: str, unique_name: str, engine: 
     r = json.loads(proc.stdout)
     assert set(r) == SHAPE
     assert (r["records"], r["expected"], r["complete"], r["engine"]) == (30_000, 30_000, True, engine)
-    assert r["group"].startswith("perf-consumer-") and r["errors"] == {}
+    assert r["group"].startswith("perf-consumer-") and r["errors"] == {} and r["group_protocol"] == "classic"
     assert r["data_consumed_mb"] == pytest.approx(30_000 * 200 / 2**20, abs=1e-4)  # key-less: value bytes
     assert r["rebalance_time_ms"] > 0 and r["fetch_time_ms"] > 0 and r["fetch_records_per_sec"] > 0
     assert r["records_per_sec"] <= r["fetch_records_per_sec"]
@@ -54,6 +54,7 @@ def test_no_group_assigns_every_partition_over_the_threads(bootstrap: str, uniqu
     r = json.loads(proc.stdout)
     assert set(r) == SHAPE
     assert (r["records"], r["complete"], r["group"], r["threads"], r["engine"]) == (20_000, True, None, 2, "native")
+    assert r["group_protocol"] is None
     assert r["rebalance_time_ms"] < 1000  # no group join: only the assign call
     human = run_cli("perf", "consume", unique_name, "-n", "20000", "--no-group", "-b", bootstrap)
     assert human.returncode == 0 and "(no group) / 1" in human.stdout

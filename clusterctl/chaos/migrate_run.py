@@ -150,10 +150,11 @@ class MigrateSteps:
         group = c.group or f"drill-{self.sc.name}-{self.run_id}"
         topic = c.topic or self.topic
         read = sum(1 for _ in consume(self.bootstrap, topic, group=group, max_messages=c.max_messages,
-                                      timeout=c.timeout))  # fmt: skip
+                                      timeout=c.timeout, group_protocol=c.group_protocol))  # fmt: skip
         if read == 0:
             raise VerificationError(f"consume: group {group} read nothing from {topic} in {c.timeout:g}s")
-        return f"group {group} read {read} records of {topic} and committed them"
+        how = " (consumer protocol)" if c.group_protocol == "consumer" else ""
+        return f"group {group}{how} read {read} records of {topic} and committed them"
 
     def _step_snapshot(self, s: Snapshot) -> str:
         from clusterctl.chaos.snapshot import differences, take_snapshot

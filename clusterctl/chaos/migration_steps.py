@@ -1,6 +1,7 @@
 """The scenario steps of a migration drill (models, and which phases each `migrate` step will run).
 
     - consume: {group: g, max_messages: 500}       # read as consumer group g and commit what was read
+                                                   # (group_protocol: classic | consumer)
     - snapshot: {name: before}                     # topics, their configs, every group's committed offsets
     - migrate: {to: kraft, until_phase: 2}         # `migrate kraft --to 2 --yes`; no until_phase: every phase
     - migrate: {to: zookeeper}                     # `migrate rollback`
@@ -73,6 +74,7 @@ class Consume(_Step):
     topic: str | None = None
     max_messages: int = Field(default=500, ge=1, le=validate.MAX_RECORDS)
     timeout: float = Field(default=30.0, gt=0, le=validate.MAX_SECONDS)
+    group_protocol: Literal["classic", "consumer"] = Field(default="classic", description="consumer: KIP-848")
 
 
 class Snapshot(_Step):

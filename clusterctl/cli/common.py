@@ -197,6 +197,24 @@ def client_props(pairs: list[str] | None, option: str, role: str) -> dict[str, s
     return clientprops.check(parse_kv(pairs, option), role, option)  # type: ignore[arg-type]
 
 
+def group_protocol_option(value: str) -> str:
+    """Callback for --group-protocol: classic or consumer."""
+    if value not in ("classic", "consumer"):
+        raise typer.BadParameter(f"must be classic or consumer, got {value!r}")
+    return value
+
+
+GroupProtocolOpt = Annotated[
+    str,
+    typer.Option(
+        "--group-protocol",
+        help="classic (JoinGroup/SyncGroup) or consumer (KIP-848, Kafka 4.0+: the broker assigns partitions; the "
+        "session timeout is the group's, group.consumer.session.timeout.ms)",
+        callback=group_protocol_option,
+    ),
+]
+
+
 def group_option(value: str | None) -> str | None:
     """Callback for a group id option or argument: 1 to 255 characters, no control characters."""
     if value is None:

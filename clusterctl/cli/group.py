@@ -25,6 +25,8 @@ GROUP_FIELDS = [
     Column(
         "No committed offset", "uncommitted_partitions", fmt=lambda n: f"{n} partition(s): lag unknown" if n else "-"
     ),
+    Column("Protocol", "protocol"),
+    Column("Dead member noticed after", "session_timeout"),
 ]
 MEMBER_COLUMNS = [
     Column("Member", "member_id"),

@@ -9,6 +9,7 @@ import typer
 
 from clusterctl.cli.common import (
     BootstrapOpt,
+    GroupProtocolOpt,
     JsonOpt,
     bootstrap_servers,
     client_props,
@@ -69,6 +70,7 @@ CONSUME_FIELDS = [
     Column("fetch.MB.sec", "fetch_mb_per_sec", fmt=lambda v: f"{v:.4f}"),
     Column("fetch.nMsg.sec", "fetch_records_per_sec", fmt=lambda v: f"{v:.4f}"),
     Column("group / threads", lambda r: f"{r.group or '(no group)'} / {r.threads}"),
+    Column("Group protocol", lambda r: r.group_protocol or "-"),
     Column("Engine", "engine"),
     Column("Errors", "errors", fmt=lambda d: ", ".join(f"{k}: {v}" for k, v in d.items()) or "-"),
 ]
@@ -289,6 +291,7 @@ def cmd_perf_consume(
             "auto: native when the wheel's librdkafka loads",
         ),
     ] = "auto",
+    group_protocol: GroupProtocolOpt = "classic",
     bootstrap: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -305,7 +308,7 @@ def cmd_perf_consume(
     with _partial_on_interrupt(as_json, CONSUME_FIELDS, f"perf consume {topic}"):
         result = perf_consume.run_consume(
             servers, topic, messages, group=group, threads=threads, timeout=timeout, extra_config=extra,
-            engine=engine, no_group=no_group, partitions=partitions,
+            engine=engine, no_group=no_group, partitions=partitions, group_protocol=group_protocol,
         )  # fmt: skip
     skip_interpreter_teardown()
     err = None

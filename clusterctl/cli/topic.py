@@ -10,6 +10,7 @@ import typer
 
 from clusterctl.cli.common import (
     BootstrapOpt,
+    GroupProtocolOpt,
     JsonOpt,
     bootstrap_servers,
     get_spec,
@@ -401,6 +402,7 @@ def cmd_consume(
     ] = None,
     timeout: Annotated[float, timeout_option("stop after this many idle seconds")] = 10.0,
     table: Annotated[bool, typer.Option("--table", help="print one table at the end instead of streaming")] = False,
+    group_protocol: GroupProtocolOpt = "classic",
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -427,14 +429,17 @@ def cmd_consume(
         validate.partition(partition)
     if group is not None and not group.strip():
         raise UsageError("--group must not be empty")
+    if group is None and group_protocol != "classic":
+        raise UsageError("--group-protocol needs --group (without a group nothing joins one)")
     bs = bootstrap_servers(bootstrap_server)
     began = time.monotonic()
     kept: list[clients.ConsumedRecord] = []
     count = 0
     # with a group, only what was printed is acknowledged, so only that is committed (table mode: at the end)
     with clients.Reader(
-        bs, topic, start=start, partition=partition, group=group, max_messages=max_messages, timeout=timeout
-    ) as reader:
+        bs, topic, start=start, partition=partition, group=group, max_messages=max_messages, timeout=timeout,
+        group_protocol=group_protocol,
+    ) as reader:  # fmt: skip
         try:
             for rec in reader:
                 if not count:

@@ -278,6 +278,7 @@ class Reader:
         group: str | None = None,
         max_messages: int | None = None,
         timeout: float = 10.0,
+        group_protocol: str = "classic",
         **overrides: Any,
     ) -> None:
         partitions = check_topic(bootstrap, topic)
@@ -295,7 +296,12 @@ class Reader:
         reset = "latest" if start == "latest" else "earliest"
         if group is not None:
             overrides.setdefault("enable_auto_offset_store", False)
-        self.consumer = Consumer(consumer_config(bootstrap, group, auto_offset_reset=reset, **overrides))
+        conf = consumer_config(bootstrap, group, auto_offset_reset=reset, group_protocol=group_protocol, **overrides)
+        # the consumer protocol (KIP-848) and cooperative-sticky change an assignment incrementally
+        self.incremental = group_protocol == "consumer" or "cooperative" in str(
+            conf.get("partition.assignment.strategy", "")
+        )
+        self.consumer = Consumer(conf)
         self.acked = 0
         self._closed = False
 
@@ -353,7 +359,7 @@ class Reader:
                 if initial is not None:
                     for tp in tps:
                         tp.offset = ends.get(tp.partition, initial) if start == "latest" else initial
-                    c.assign(tps)
+                    (c.incremental_assign if self.incremental else c.assign)(tps)
                 assigned_at.append(time.monotonic())
 
             consumer.subscribe([topic], on_assign=on_assign)
@@ -421,6 +427,7 @@ def consume(
     group: str | None = None,
     max_messages: int | None = None,
     timeout: float = 10.0,
+    group_protocol: str = "classic",
     **overrides: Any,
 ) -> Iterator[ConsumedRecord]:
     """Yield records (see `Reader`); a record counts as handled once the caller asks for the next one.
@@ -436,6 +443,7 @@ def consume(
         group=group,
         max_messages=max_messages,
         timeout=timeout,
+        group_protocol=group_protocol,
         **overrides,
     ) as reader:
         for rec in reader:

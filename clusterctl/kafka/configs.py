@@ -101,3 +101,21 @@ def kafka_version(bootstrap: str, broker_id: int, client: AdminClient | None = N
         return None
     entry = entries.get("inter.broker.protocol.version")
     return str(entry.value) if entry is not None and entry.value else None
+
+
+def group_configs(bootstrap: str, group: str) -> dict[str, str]:
+    """A consumer group's configs (KIP-848 group configs: consumer.session.timeout.ms, ...), with their defaults."""
+    client = admin(bootstrap)
+    res = ConfigResource(ConfigResource.Type.GROUP, group)
+    fut = next(iter(client.describe_configs([res], request_timeout=REQUEST_TIMEOUT_S).values()))
+    return {k: str(e.value) for k, e in _result(fut, bootstrap).items() if e.value is not None}
+
+
+def alter_group_configs(bootstrap: str, group: str, set_configs: dict[str, str]) -> None:
+    """Set a group's dynamic configs (kafka-configs.sh --entity-type groups); Kafka checks each against the
+    broker's bounds (consumer.session.timeout.ms within group.consumer.min/max.session.timeout.ms)."""
+    entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_configs.items()]
+    client = admin(bootstrap)
+    res = ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=entries)
+    for fut in client.incremental_alter_configs([res], request_timeout=REQUEST_TIMEOUT_S).values():
+        _result(fut, bootstrap)

@@ -50,6 +50,10 @@ class GroupDescription:
     offsets: list[PartitionLag]
     total_lag: int  # over partitions with a committed offset, as kafka-consumer-groups.sh sums it
     uncommitted_partitions: int = 0  # partitions the group never committed: their lag is unknown, not 0
+    protocol: str | None = None  # classic | consumer (KIP-848); None: the broker did not say
+    # what bounds the time to notice a dead member: the group's consumer.session.timeout.ms (consumer protocol), or
+    # each member's own session.timeout.ms (classic: a client setting the coordinator does not report)
+    session_timeout: str | None = None
 
 
 @dataclass
@@ -162,6 +166,7 @@ def describe_group(bootstrap: str, group: str) -> GroupDescription:
             )
         )
     coordinator = desc.coordinator.id if desc.coordinator is not None else None
+    kind = _state(getattr(desc, "type", None)).lower()
     return GroupDescription(
         group,
         state,
@@ -171,7 +176,33 @@ def describe_group(bootstrap: str, group: str) -> GroupDescription:
         rows,
         sum(r.lag or 0 for r in rows),
         sum(1 for r in rows if r.committed is None),
+        kind if kind in ("classic", "consumer") else None,
+        _session_timeout(bootstrap, group, kind),
     )
+
+
+def _session_timeout(bootstrap: str, group: str, protocol: str) -> str | None:
+    if protocol == "classic":
+        return "session.timeout.ms of each member (client side)"
+    if protocol != "consumer":
+        return None
+    from clusterctl.kafka.configs import group_configs
+
+    try:
+        ms = group_configs(bootstrap, group).get("consumer.session.timeout.ms")
+    except ClusterctlError:
+        return None
+    default = "broker default: group.consumer.session.timeout.ms"
+    return None if ms is None else f"consumer.session.timeout.ms={ms} (group config; {default})"
+
+
+def group_coordinator(bootstrap: str, group: str) -> int:
+    """The broker coordinating `group` now: the leader of its __consumer_offsets partition (FindCoordinator)."""
+    client = admin(bootstrap)
+    desc = _describe(client, bootstrap, group)
+    if desc.coordinator is None or desc.coordinator.id < 0:
+        raise ClusterctlError(f"consumer group {group!r} has no coordinator right now")
+    return int(desc.coordinator.id)
 
 
 def reset_offsets(

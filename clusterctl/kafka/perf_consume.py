@@ -16,7 +16,7 @@ from typing import Any
 from clusterctl.errors import UsageError
 from clusterctl.kafka import clientprops
 from clusterctl.kafka.latency import MB
-from clusterctl.kafka.settings import JOIN_TIMEOUT_S, consumer_config
+from clusterctl.kafka.settings import GROUP_PROTOCOLS, JOIN_TIMEOUT_S, consumer_config
 from clusterctl.spec import validate
 
 
@@ -43,6 +43,7 @@ class ConsumeResult:
     errors: dict[str, int] = field(default_factory=dict)
     #: stopped by a signal (Ctrl-C, SIGTERM, SIGHUP): a partial result, what was read until then
     interrupted: bool = False
+    group_protocol: str | None = None  # classic | consumer (KIP-848); None: --no-group
 
 
 def _now_iso() -> str:
@@ -60,6 +61,7 @@ class _GroupRun:
         self.messages, self.threads, self.timeout = messages, threads, timeout
         self.extra_config, self.batch = extra_config, batch
         self.engine = "client"
+        self.group_protocol = "classic"
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.state = {"records": 0, "bytes": 0}
@@ -112,7 +114,9 @@ class _GroupRun:
         """The `client` engine: confluent-kafka's Consumer, a Message object per record."""
         from confluent_kafka import Consumer, KafkaException
 
-        conf = consumer_config(self.bootstrap, self.group, auto_offset_reset="earliest")
+        conf = consumer_config(
+            self.bootstrap, self.group, auto_offset_reset="earliest", group_protocol=self.group_protocol
+        )
         conf.update(self.extra_config or {})
         try:
             c = Consumer(conf)
@@ -166,6 +170,7 @@ class _GroupRun:
             expected=self.messages,
             complete=n >= self.messages,
             errors=self.errors,
+            group_protocol=None if self.group is None else self.group_protocol,
         )
 
 
@@ -195,6 +200,7 @@ def run_consume(
     engine: str = "auto",
     no_group: bool = False,
     partitions: int = 1,
+    group_protocol: str = "classic",
 ) -> ConsumeResult:
     """T consumers read until `messages` records arrived or `timeout` s passed with none: in one group
     (subscribed; the rebalance is timed), or with `no_group` each assigned its share of the `partitions`."""
@@ -210,6 +216,10 @@ def run_consume(
         raise UsageError(f"--engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if no_group and group is not None:
         raise UsageError("--group and --no-group exclude each other")
+    if group_protocol not in GROUP_PROTOCOLS:
+        raise UsageError(f"--group-protocol must be classic or consumer, got {group_protocol!r}")
+    if no_group and group_protocol != "classic":
+        raise UsageError("--group-protocol and --no-group exclude each other (no group, no protocol)")
     if no_group and engine == "client":
         raise UsageError("--no-group needs --engine native")
     from clusterctl.kafka import perf_consume_native
@@ -222,9 +232,9 @@ def run_consume(
         raise UsageError(f"--no-group: {perf_consume_native.perf_native.unavailable_reason()}")
     name = None if no_group else group or f"perf-consumer-{uuid.uuid4().hex[:6]}"
     run = _GroupRun(bootstrap, topic, name, messages, threads, timeout, extra_config, batch)
-    run.engine = engine
+    run.engine, run.group_protocol = engine, group_protocol
     if engine == "native":
-        conf = consumer_config(bootstrap, name, auto_offset_reset="earliest")
+        conf = consumer_config(bootstrap, name, auto_offset_reset="earliest", group_protocol=group_protocol)
         conf.update(extra_config or {})
         perf_consume_native.check_config(conf)
         shares: list[list[int] | None] = list(_split(partitions, threads)) if no_group else [None] * threads

@@ -67,22 +67,36 @@ def producer_config(bootstrap: str, acks: Acks | str = "all", **overrides: Any) 
     return conf
 
 
+GROUP_PROTOCOLS = ("classic", "consumer")
+
+
 def consumer_config(
-    bootstrap: str, group: str | None = None, *, auto_offset_reset: str = "earliest", **overrides: Any
+    bootstrap: str,
+    group: str | None = None,
+    *,
+    auto_offset_reset: str = "earliest",
+    group_protocol: str = "classic",
+    **overrides: Any,
 ) -> dict[str, Any]:
     """Consumer settings. Without `group`, a throwaway group.id that never commits (use assign()).
 
-    session.timeout.ms is 6 s (the broker's default minimum) so group joins finish quickly.
+    classic: session.timeout.ms is 6 s (the broker's default minimum) so group joins finish quickly. consumer
+    (KIP-848, Kafka 4.0+): the broker drives the group, and its session and heartbeat timing are the group's
+    (group.consumer.session.timeout.ms, ...): librdkafka refuses them on the client.
     """
+    if group_protocol not in GROUP_PROTOCOLS:
+        raise UsageError(f"--group-protocol must be classic or consumer, got {group_protocol!r}")
     conf: dict[str, Any] = {
         **_base(bootstrap),
         "group.id": group or f"clusterctl-nogroup-{uuid.uuid4().hex[:8]}",
         "enable.auto.commit": False,
         "auto.offset.reset": auto_offset_reset,
-        "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 1500,
         "enable.partition.eof": False,
     }
+    if group_protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+    else:
+        conf |= {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1500}
     conf.update(_dotted(overrides))
     return conf
 
