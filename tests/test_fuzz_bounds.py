@@ -242,6 +242,34 @@ def test_past_the_bound_through_the_cli_is_one_line_exit_2(where: tuple[list[str
         assert code == 2 and str(bound) in line, (args, line)  # the bound is named
 
 
+# bounds of a scenario step's fields (start_group): exactly what validate names, through `scenario validate`
+STEP_BOUNDS: list[tuple[str, str, int, int]] = [
+    ("start_group", "members", 1, validate.MAX_GROUP_MEMBERS),
+]
+
+
+@settings(FUZZ, max_examples=30)
+@given(bound=st.sampled_from(STEP_BOUNDS), offset=st.integers(-3, 3), at=st.sampled_from(["low", "high"]))
+def test_step_bounds_hold_at_their_edges_through_the_cli(
+    tmp_path_factory: pytest.TempPathFactory, bound: tuple[str, str, int, int], offset: int, at: str
+) -> None:
+    step, field, low, high = bound
+    value = (low if at == "low" else high) + offset
+    doc = (
+        "name: x\ntopic: {partitions: 1, replication_factor: 1, min_insync_replicas: 1}\nsteps:\n"
+        f"  - create_topic: {{}}\n  - {step}: {{{field}: {value}}}\n"
+    )
+    path = tmp_path_factory.mktemp("sc") / "s.yaml"
+    path.write_text(doc)
+    with CASES.case():
+        code, err = run_cli(["scenario", "validate", str(path)])
+        if low <= value <= high:
+            assert code == 0, err
+        else:
+            line = one_line(code, err, doc)
+            assert code == 2 and str(low if value < low else high) in line, line
+
+
 NON_FINITE = st.sampled_from(["nan", "NaN", "-nan", "inf", "-inf", "Infinity", "-Infinity", "1e400", "-1e999"])
 
 

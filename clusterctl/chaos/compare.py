@@ -11,17 +11,20 @@ heartbeats to the active controller for broker.session.timeout.ms.
 
 Versions (`--versions 3.9.2,4.4.0`): each is the spec in KRaft mode on the offline image clusterctl/kafka:<version>
 (cluster `<name>-v<digits>`, same network and ports), refused before any work unless every image is built here.
-A row records what it compared (`by`: mode or version), so one results file can hold both kinds of series.
+Group protocols (`--group-protocols classic,consumer`, compare_groups.py): a group drill on the spec's own cluster,
+once per protocol in each round. A row records what it compared (`by`: mode, version or group-protocol), so one
+results file can hold every kind of series, and the load average when the run ended.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +56,14 @@ class CompareRun:
     report: str | None = None
     error: str | None = None
     kafka_version: str | None = None  # the offline image's Kafka version (None: not an offline image)
-    by: str = "mode"  # what the series compared: mode | version
+    by: str = "mode"  # what the series compared: mode | version | group-protocol
+    load1: float | None = None  # the machine's 1-minute load average when the run ended
+    group_protocol: str | None = None  # a group-protocol series: classic | consumer (compare_groups.py)
+    consume_gap_s: float | None = None
+    others_gap_s: float | None = None
+    gap_bound: str | None = None
+    unread: int | None = None  # acknowledged records the drill's group never read
+    duplicated_reads: int | None = None
 
 
 @dataclass
@@ -82,6 +92,13 @@ class ModeSummary:
     write_gap_s: Spread
     clusters: list[str] = field(default_factory=list)
     kafka_version: str | None = None  # a version comparison's column (None in a mode comparison)
+    load1: Spread | None = None
+    group_protocol: str | None = None  # a group-protocol comparison's column
+    consume_gap_s: Spread | None = None
+    others_gap_s: Spread | None = None
+    gap_bound: str | None = None
+    unread_total: int | None = None
+    duplicated_reads: int | None = None
 
 
 def bounding(spec: ClusterSpec) -> tuple[str, int]:
@@ -164,14 +181,17 @@ def spec_for_version(spec: ClusterSpec, version: str) -> ClusterSpec:
     return parse_spec(data, source=f"{spec.name} on Kafka {version}")
 
 
-def run_metrics(result: Any, mode_spec: ClusterSpec, by: str = "mode") -> CompareRun:
-    """Detection, new-leader time and write gap of the run's main fault (worst partition it led)."""
+def run_metrics(result: Any, mode_spec: ClusterSpec, by: str = "mode", protocol: str | None = None) -> CompareRun:
+    """Detection, new-leader time and write gap of the run's main fault (worst partition it led); with `protocol`,
+    the group's consume gap too (compare_groups.py)."""
+    from clusterctl.chaos.compare_groups import group_fields
+
     setting, ms = bounding(mode_spec)
     fault = main_fault(result)
     led = [p for p in fault.partitions if p.led_by_target] if fault else []
     new_leader = [p.time_to_new_leader_s for p in led if p.time_to_new_leader_s is not None]
     gaps = [p.write_gap_s for p in led if p.write_gap_s is not None]
-    return CompareRun(
+    row = CompareRun(
         mode=mode_spec.kafka.mode,
         cluster=mode_spec.name,
         scenario=result.scenario,
@@ -188,7 +208,9 @@ def run_metrics(result: Any, mode_spec: ClusterSpec, by: str = "mode") -> Compar
         error=result.error,
         kafka_version=_offline_version(mode_spec),
         by=by,
+        load1=round(os.getloadavg()[0], 2),
     )
+    return row if protocol is None else replace(row, **group_fields(result, protocol))
 
 
 def _offline_version(spec: ClusterSpec) -> str | None:
@@ -204,20 +226,26 @@ def _spread(values: list[float | None]) -> Spread:
     return Spread(round(statistics.median(xs), 3), min(xs), max(xs), len(xs))
 
 
-def summarize(runs: list[CompareRun], versions: list[str] | None = None) -> list[ModeSummary]:
-    """One column per mode (rows of mode comparisons), or per version of `versions` (rows of version comparisons)."""
+def summarize(
+    runs: list[CompareRun], versions: list[str] | None = None, protocols: list[str] | None = None
+) -> list[ModeSummary]:
+    """One column per mode (rows of mode comparisons), per version of `versions` (rows of version comparisons), or
+    per group protocol of `protocols`."""
     out = []
     groups: list[tuple[str, str | None, list[CompareRun]]]
-    if versions is None:
+    if protocols is not None:
+        groups = [(p, None, [r for r in runs if r.by == "group-protocol" and r.group_protocol == p]) for p in protocols]
+    elif versions is None:
         groups = [(m, None, [r for r in runs if r.by == "mode" and r.mode == m]) for m in MODES]
     else:
         groups = [("kraft", v, [r for r in runs if r.by == "version" and r.kafka_version == v]) for v in versions]
     for mode, version, rs in groups:
         if not rs:
             continue
+        grouped = protocols is not None
         out.append(
             ModeSummary(
-                mode=mode,
+                mode=rs[-1].mode,
                 kafka_version=version,
                 runs=len(rs),
                 passed=sum(r.ok for r in rs),
@@ -228,6 +256,13 @@ def summarize(runs: list[CompareRun], versions: list[str] | None = None) -> list
                 new_leader_s=_spread([r.new_leader_s for r in rs]),
                 write_gap_s=_spread([r.write_gap_s for r in rs]),
                 clusters=sorted({r.cluster for r in rs}),
+                load1=_spread([r.load1 for r in rs]),
+                group_protocol=mode if grouped else None,
+                consume_gap_s=_spread([r.consume_gap_s for r in rs]) if grouped else None,
+                others_gap_s=_spread([r.others_gap_s for r in rs]) if grouped else None,
+                gap_bound=next((r.gap_bound for r in reversed(rs) if r.gap_bound), None),
+                unread_total=sum(r.unread or 0 for r in rs) if grouped else None,
+                duplicated_reads=sum(r.duplicated_reads or 0 for r in rs) if grouped else None,
             )
         )
     return out
@@ -235,7 +270,7 @@ def summarize(runs: list[CompareRun], versions: list[str] | None = None) -> list
 
 def side_by_side(summary: list[ModeSummary]) -> tuple[list[str], list[dict[str, Any]]]:
     """The comparison table: a column label per summary (its mode, or `Kafka <version>`) and a row per metric."""
-    labels = [m.mode if m.kafka_version is None else f"Kafka {m.kafka_version}" for m in summary]
+    labels = [m.group_protocol or (m.mode if m.kafka_version is None else f"Kafka {m.kafka_version}") for m in summary]
     cells = list(zip(labels, summary, strict=True))
     rows: list[dict[str, Any]] = [
         {"metric": "runs (passed)", **{k: f"{m.runs} ({m.passed})" for k, m in cells}},
@@ -245,7 +280,22 @@ def side_by_side(summary: list[ModeSummary]) -> tuple[list[str], list[dict[str, 
         {"metric": "new leader s", **{k: m.new_leader_s.text() for k, m in cells}},
         {"metric": "write gap s", **{k: m.write_gap_s.text() for k, m in cells}},
     ]
+    if any(m.group_protocol for m in summary):
+        rows[2]["metric"] = "dead member noticed after"
+        rows[3:3] = [
+            {"metric": "acknowledged records unread by the group", **{k: m.unread_total for k, m in cells}},
+            {"metric": "records the group read twice", **{k: m.duplicated_reads for k, m in cells}},
+            {"metric": "consume gap s", **{k: _text(m.consume_gap_s) for k, m in cells}},
+            {"metric": "consume gap bounded by", **{k: m.gap_bound or "-" for k, m in cells}},
+            {"metric": "others' gap s (the rebalance)", **{k: _text(m.others_gap_s) for k, m in cells}},
+        ]
+    if any(m.load1 is not None and m.load1.n for m in summary):
+        rows.append({"metric": "load average (1 min) at run end", **{k: _text(m.load1) for k, m in cells}})
     return labels, rows
+
+
+def _text(spread: Spread | None) -> str:
+    return "-" if spread is None else spread.text()
 
 
 def load_runs(path: Path, scenario: str | None = None) -> list[CompareRun]:
@@ -281,6 +331,16 @@ def _prefixed(progress: Callable[[str], None], prefix: str) -> Callable[[str], N
     return lambda message: progress(prefix + message)
 
 
+@dataclass
+class _Leg:
+    """One column of a comparison on one cluster: its label, the scenario it runs, the protocol of its group."""
+
+    label: str
+    scenario: Any
+    tag: str
+    protocol: str | None = None
+
+
 def compare(
     spec: ClusterSpec,
     scenario: Any,
@@ -291,29 +351,34 @@ def compare(
     progress: Callable[[str], None],
     up_timeout: float = 240.0,
     versions: list[str] | None = None,
+    group_protocols: list[str] | None = None,
 ) -> list[CompareRun]:
     """Run `scenario` `repeat` times per mode (or per Kafka version, in KRaft mode, when `versions` is given:
-    checked by parse_versions first); every run is appended to `results` as it finishes."""
-    from clusterctl.chaos.report import write_reports
-    from clusterctl.chaos.runner import Runner
+    checked by parse_versions first; or per group protocol on the spec's own cluster, the runs alternating, with
+    `group_protocols`); every run is appended to `results` as it finishes."""
+    from clusterctl.chaos.compare_groups import scenario_for_protocol
     from clusterctl.compose import render
     from clusterctl.runtime import cluster
 
     validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     by = "mode" if versions is None else "version"
-    specs = (
-        [spec_for_mode(spec, m) for m in modes] if versions is None else [spec_for_version(spec, v) for v in versions]
-    )
-    labels = {
-        id(s): (s.kafka.mode if versions is None else f"Kafka {v}")
-        for s, v in zip(specs, versions or modes, strict=True)
-    }
+    if group_protocols is not None:
+        specs, by = [spec], "group-protocol"
+        legs = {id(spec): [_Leg(p, scenario_for_protocol(scenario, p), p, p) for p in group_protocols]}
+    else:
+        specs = [spec_for_mode(spec, m) for m in modes] if versions is None else [
+            spec_for_version(spec, v) for v in versions]  # fmt: skip
+        legs = {
+            id(s): [_Leg(s.kafka.mode if versions is None else f"Kafka {v}", scenario,
+                         s.kafka.mode if versions is None else f"kafka{s.kafka.version}")]
+            for s, v in zip(specs, versions or modes, strict=True)
+        }  # fmt: skip
     for s in specs:
         if scenario.mode not in ("any", s.kafka.mode):
             raise UsageError(f"scenario {scenario.name} is for kafka.mode={scenario.mode} only; it cannot be compared")
     out: list[CompareRun] = []
     for s in specs:
-        label = labels[id(s)]
+        label = legs[id(s)][0].label if group_protocols is None else s.name
         others = [o for o in specs if o is not s and _running(o)]
         started_here = not _running(s)
         if started_here and others:
@@ -328,18 +393,31 @@ def compare(
                 render.render(s)
                 up = cluster.Cluster(s).up(up_timeout)
                 progress(f"{label}: cluster {s.name} healthy after {up.seconds_to_healthy:.1f}s")
-            for i in range(1, repeat + 1):
-                progress(f"{label}: run {i}/{repeat} of {scenario.name}")
-                tag = s.kafka.mode if versions is None else f"kafka{s.kafka.version}"
-                work = report_dir / f"{scenario.name}-{tag}-{int(time.time())}-{i}"
-                runner = Runner(s, scenario, work_dir=work, progress=_prefixed(progress, f"  {label}: "))
-                result = runner.run()
-                write_reports(result, work)
-                row = run_metrics(result, s, by)
-                append_run(results, row)
-                out.append(row)
+            out += _series(s, legs[id(s)], repeat, by, results, report_dir, progress)
         finally:
             if started_here:
                 progress(f"{label}: removing cluster {s.name} (with its volumes)")
                 cluster.Cluster(s).down(volumes=True)
+    return out
+
+
+def _series(
+    spec: ClusterSpec, legs: list[_Leg], repeat: int, by: str, results: Path, report_dir: Path,
+    progress: Callable[[str], None],
+) -> list[CompareRun]:  # fmt: skip
+    """`repeat` rounds on one running cluster, each running every leg once; each row appended as it is known."""
+    from clusterctl.chaos.report import write_reports
+    from clusterctl.chaos.runner import Runner
+
+    out = []
+    for i in range(1, repeat + 1):
+        for leg in legs:
+            progress(f"{leg.label}: run {i}/{repeat} of {leg.scenario.name}")
+            work = report_dir / f"{leg.scenario.name}-{leg.tag}-{int(time.time())}-{i}"
+            runner = Runner(spec, leg.scenario, work_dir=work, progress=_prefixed(progress, f"  {leg.label}: "))
+            result = runner.run()
+            write_reports(result, work)
+            row = run_metrics(result, spec, by, leg.protocol)
+            append_run(results, row)
+            out.append(row)
     return out

@@ -35,6 +35,8 @@ class Conditions:
         self.fault_refs: dict[int, int] = {}  # condition step → the fault step it compares with (scenario_checks)
         # the last committed micro-batch of a drill's Spark job (None: none yet); set by the runner's spark_job step
         self.spark_committed: Callable[[str], int | None] | None = None
+        # the partitions no live member of the drill's group read since the latest fault; set by start_group
+        self.group_waiting: Callable[[], tuple[list[int], str]] | None = None
         self.stopped: set[int] = set()  # brokers on a host the run stopped (kill_node); the Runner shares the set
 
     def wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
@@ -80,6 +82,12 @@ class Conditions:
             return got
         if name == "spark_committed":
             return self._spark_committed(c)
+        if name == "group_consuming":
+            if self.group_waiting is None:
+                raise UsageError("group_consuming: no start_group step started a group before it")
+            waiting, since = self.group_waiting()
+            self.last_seen = f"partitions {waiting}: no record written after {since} read yet" if waiting else ""
+            return None if waiting else f"a live member read a record written after {since} on every partition"
         if name == "zk_quorum":
             # a node that answers within a broker's session read timeout (2/3 of the session) serves its clients,
             # however slowly: the quorum question is whether it answers, not how fast

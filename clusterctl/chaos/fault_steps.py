@@ -10,9 +10,10 @@ import threading
 from typing import Any
 
 from clusterctl.chaos.conditions import Conditions
+from clusterctl.chaos.group_steps import GROUP_FAULTS
 from clusterctl.chaos.scenario import NET_ACTIONS, Fault
 from clusterctl.chaos.timeline import HEAL_ACTIONS
-from clusterctl.errors import ClusterctlError
+from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.spec.model import ClusterSpec
 
 
@@ -44,6 +45,10 @@ class FaultSteps:
         self.paused.clear()
         return f"unpaused {', '.join(done)}" if done else "no broker was paused"
 
+    def _group_fault(self, f: Fault) -> str:
+        """kill-member and kill-coordinator act on the drill's group (group_run.py)."""
+        raise UsageError(f"{f.action}: no start_group step started a group before it")
+
     def _step_fault(self, f: Fault) -> str:
         from clusterctl.chaos import faults, recovery
 
@@ -52,6 +57,8 @@ class FaultSteps:
         if a == "unpause-brokers":
             return self._unpause_brokers()
         self.cond.snapshot_leaders()
+        if a in GROUP_FAULTS:
+            return self._group_fault(f)
         if a in NET_ACTIONS:
             return self._net_fault(f)
         if a == "fill-disk":

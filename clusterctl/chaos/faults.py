@@ -376,6 +376,17 @@ def kill_leader(spec: ClusterSpec, bootstrap: str, topic: str, partition: int) -
     return res
 
 
+def kill_coordinator(spec: ClusterSpec, bootstrap: str, group: str) -> FaultResult:
+    """SIGKILL the broker coordinating `group` (the leader of its __consumer_offsets partition)."""
+    from clusterctl.kafka.groups import group_coordinator
+
+    coordinator = group_coordinator(bootstrap, group)
+    broker = spec_broker(spec, coordinator)
+    res = kill("kill-coordinator", *broker_target(spec, broker), spec)
+    res.note = f"coordinator of group {group} was broker {coordinator}"
+    return res
+
+
 def pause_for(
     spec: ClusterSpec,
     target: str,

@@ -67,9 +67,12 @@ class Recorder:
         self._paused: set[int] = set()
         self._broker_id = _id_mapper(spec)
 
-    def event(self, source: str, kind: str, subject: str, detail: str, value: Any = None) -> None:
+    def event(
+        self, source: str, kind: str, subject: str, detail: str, value: Any = None, t: float | None = None
+    ) -> None:
+        """Record an event seen now (or at `t`, when its source timed it: a group member's log)."""
         with self._lock:
-            self._append(Event(time.time(), source, kind, subject, detail, value))
+            self._append(Event(time.time() if t is None else t, source, kind, subject, detail, value))
 
     def live(self, source: str, kind: str, subject: str, detail: str, value: Any = None) -> None:
         """An event for the live file only (the console's dashboard), not the timeline: the drill load's intervals."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from clusterctl.chaos.report_pipeline import pipeline_context
+from clusterctl.chaos.report_pipeline import group_context, pipeline_context
 from clusterctl.output import to_jsonable
 
 ZK_MODE_LEVEL = {"leader": 3, "standalone": 3, "follower": 2, "observer": 2, "not serving": 1, "down": 0}
@@ -249,6 +249,7 @@ def render_html(result: Any) -> str:
         spark=getattr(result, "spark", None),
         **pipeline_context(getattr(result, "pipeline", None), tl.started),
         **_verify_context(result),
+        **group_context(getattr(result, "group", None), tl.started),
     )
 
 

@@ -1,4 +1,5 @@
-"""The Spark pipeline's part of a drill report: two plot panels below Kafka's, and the rows of its tables."""
+"""The Spark pipeline's and the consumer group's parts of a drill report: the pipeline's two plot panels below
+Kafka's, and the rows of both one's tables."""
 
 from __future__ import annotations
 
@@ -68,3 +69,18 @@ def pipeline_context(pipeline: Any, started: float) -> dict[str, Any]:
 
 def _since(t: float | None, started: float) -> str | None:
     return None if t is None else f"{t - started:.1f}"
+
+
+def group_context(group: Any, started: float) -> dict[str, Any]:
+    """The report's group tables: a consume gap per fault (with the setting that bounds it), every assignment change."""
+    if group is None:
+        return {"group": None, "group_gaps": [], "group_changes": []}
+    gaps = [
+        [f"{g.action} {g.target}", f"{g.t - started:.1f}", g.gap_s, g.bound, None if g.partition is None else
+         f"p{g.partition}", _since(g.gap_from, started), g.member_before, g.member_after, g.unassigned_s,
+         g.others_gap_s, g.stalled_partitions, g.members_revoked, g.assignment_changes]
+        for g in group.gaps
+    ]  # fmt: skip
+    changes = [[f"{c.t - started:.1f}", c.member, c.kind, ",".join(f"p{p}" for p in c.partitions)]
+               for c in group.changes]  # fmt: skip
+    return {"group": group, "group_gaps": gaps, "group_changes": changes}

@@ -9,6 +9,7 @@ from clusterctl.errors import ClusterctlError
 
 if TYPE_CHECKING:
     from clusterctl.chaos.analysis import FaultMetrics, PhaseMetrics
+    from clusterctl.chaos.group_timeline import GroupReport
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
     from clusterctl.chaos.pipeline import SparkVerifyResult
@@ -57,6 +58,7 @@ class ScenarioResult:
     snapshots: list[ClusterSnapshot] = field(default_factory=list)  # topics, configs, group offsets (snapshot steps)
     spark: SparkVerifyResult | None = None  # verify_spark: the job's output against its input
     pipeline: PipelineTimeline | None = None  # the Spark jobs' micro-batches and each fault's pipeline stall
+    group: GroupReport | None = None  # the drill's consumer group: each fault's consume gap, what it read
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:

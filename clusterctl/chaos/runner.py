@@ -18,6 +18,7 @@ from typing import Any
 
 from clusterctl import signals
 from clusterctl.chaos.conditions import Conditions
+from clusterctl.chaos.group_run import GroupSteps
 from clusterctl.chaos.migrate_run import MigrateSteps
 from clusterctl.chaos.node_run import NodeSteps
 from clusterctl.chaos.results import ScenarioResult, StepFailed, StepResult, verdict_of
@@ -42,7 +43,7 @@ from clusterctl.spec.model import ClusterSpec
 BACKGROUND_JOIN_S = 60.0
 
 
-class Runner(NodeSteps, MigrateSteps):
+class Runner(GroupSteps, NodeSteps, MigrateSteps):
     """Runs one scenario against the spec's cluster with an observer attached."""
 
     def __init__(
@@ -109,6 +110,7 @@ class Runner(NodeSteps, MigrateSteps):
             self.progress(f"migrate step {i} will run: {line}")
         for line in self._upgrade_preflight(self.sc.parsed_steps()):
             self.progress(f"upgrade {line}")
+        self._group_preflight(self.sc.parsed_steps())
         fills = [s for s in self.sc.parsed_steps() if getattr(s.args, "action", None) == "fill-disk"]
         if fills and self.spec.storage.bounded_mb is None:
             raise UsageError(
@@ -243,6 +245,7 @@ class Runner(NodeSteps, MigrateSteps):
             verdict=verdict_of(ok, interrupted, not_applied),
             spark=self.spark_verify,
             pipeline=self._pipeline(timeline, faults, acks),
+            group=self._group_report(timeline, faults),
         )
 
     def _pipeline(self, timeline: Any, faults: list[Any], acks: Any) -> Any:
@@ -283,6 +286,7 @@ class Runner(NodeSteps, MigrateSteps):
                 self.load_summary = self.load.stop()
             except ClusterctlError as exc:
                 problems.append(str(exc))
+        problems += [p for p in [self._close_group()] if p]
         try:
             healed = recovery.heal_all(self.spec, self.detached)
             for r in healed:

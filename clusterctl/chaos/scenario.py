@@ -25,6 +25,8 @@ Swarm drills (`deploy: swarm`, node_steps.py) add kill_node {rack: NAME | leader
 condition leaders_live {topic}.
 `spark_job: {job: key_counts}` (again: resume; `action: stop | kill`) and `verify_spark: {job: key_counts}`
 run a Spark job beside the load and check its results exactly (pipeline.py, docs/spark.md).
+`start_group: {members: 3, protocol: consumer}` runs a consumer group beside the load, with the faults kill-member
+and kill-coordinator, the condition group_consuming and `verify_group` (group_steps.py, docs/consumer-groups.md).
 
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
@@ -47,6 +49,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clusterctl.chaos.group_steps import GroupConsuming, StartGroup, VerifyGroup, check_group_steps
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, Upgrade, check_steps
 from clusterctl.chaos.node_steps import KillNode, check_node_steps
 from clusterctl.chaos.scenario_checks import KRAFT_CONDITIONS as KRAFT_CONDITIONS  # conditions.py asks here
@@ -83,6 +86,8 @@ FaultAction = Literal[
     "fill-disk",
     "kill-spark-worker",
     "start-spark-worker",
+    "kill-member",
+    "kill-coordinator",
 ]
 NET_ACTIONS = ("delay", "loss", "rate", "duplicate", "corrupt")
 
@@ -172,6 +177,7 @@ class Condition(_M):
     controller_changed: ControllerChanged | None = None  # the active controller differs from the one at the fault
     broker_fenced: BrokerFenced | None = None  # kraft: absent from metadata
     spark_committed: SparkCommitted | None = None  # a drill's Spark job has committed N micro-batches
+    group_consuming: GroupConsuming | None = None  # every partition: a record written after the latest fault read
 
     @model_validator(mode="after")
     def _one(self) -> Condition:
@@ -238,6 +244,7 @@ class Fault(_M):
     zk: int | None = None
     controller: int | None = Field(default=None, description="start-controller: voter node id")
     spark_worker: int | None = Field(default=None, description="kill/start-spark-worker: spark-workerN of the spec")
+    member: int | None = Field(default=None, description="kill-member: member N of the drill's group")
     node: str | None = Field(
         default=None,
         description="a service (kafka2, zk1), leader / follower (not the controller when another is) of "
@@ -266,6 +273,8 @@ class Fault(_M):
             raise ValueError(f"{a} needs broker: <id>")
         if a.endswith("-zk") and self.zk is None:
             raise ValueError(f"{a} needs zk: <id>")
+        if a == "kill-member" and self.member is None:
+            raise ValueError("kill-member needs member: <N of the drill group's members>")
         if a.endswith("-spark-worker") and self.spark_worker is None:
             raise ValueError(f"{a} needs spark_worker: <N of spark-workerN>")
         if a == "start-controller" and self.controller is None:
@@ -330,6 +339,8 @@ STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "spark_job": SparkJob,
     "verify_spark": VerifySpark,
     "kill_node": KillNode,
+    "start_group": StartGroup,
+    "verify_group": VerifyGroup,
     "sleep": None,  # a number of seconds
 }
 
@@ -428,6 +439,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         sc = Scenario.model_validate(data)
         check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
         check_node_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.deploy)
+        check_group_steps([(s.kind, s.args) for s in sc.parsed_steps()])
         check_references(sc)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None

@@ -27,12 +27,13 @@ RESTORING = ("start-broker", "start-zk", "start-controller", "start-spark-worker
 CONTROLLER_ACTIONS = ("kill-controller", "kill-controller-quorum")
 ZK_CONDITIONS = ("zk_quorum", "zk_mode")
 ROLES = ("leader", "follower", "zk-leader", "controller")
+NO_TOPIC_CONDITIONS = ("spark_committed", "zk_mode", "broker_registered", "broker_fenced", "group_consuming")
 
 
 def _uses_topic(step: Step) -> bool:
     """Whether the step acts on the scenario's own topic (it names no other)."""
     a = step.args
-    if step.kind == "start_load":
+    if step.kind in ("start_load", "start_group"):
         return True
     if step.kind == "spark_job":
         return bool(a.action == "start")
@@ -46,9 +47,7 @@ def _uses_topic(step: Step) -> bool:
         return a.topic is None and a.rack in ("leader", "follower")
     if step.kind in CONDITION_STEPS:
         ref = getattr(a, a.name)
-        return a.name not in ("spark_committed", "zk_mode", "broker_registered", "broker_fenced") and (
-            getattr(ref, "topic", "") is None
-        )
+        return a.name not in NO_TOPIC_CONDITIONS and getattr(ref, "topic", "") is None
     return False
 
 

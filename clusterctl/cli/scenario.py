@@ -197,6 +197,31 @@ def _print_result(result: Any) -> None:
             )  # fmt: skip
             info("allowed by: " + ("; ".join(result.loss_settings) or "no setting of this scenario"))
     _print_pipeline(result)
+    _print_group(result)
+
+
+def _print_group(result: Any) -> None:
+    """The drill group's consume gap per fault, with the setting that bounds it, and its verification."""
+    from clusterctl.output import Column, emit, info
+
+    g = result.group
+    if g is None:
+        return
+    emit(
+        g.gaps,
+        as_json=False,
+        title=f"group {g.group} ({g.protocol} protocol, {g.members} members): consume gap per fault (the longest "
+        f"wait of a partition with records to read; normal {g.normal_s:.1f}s)",
+        columns=[Column("Fault", lambda x: f"{x.action} {x.target}"),
+                 Column("Consume gap s", lambda x: "-" if x.gap_s is None else f"{x.gap_s:.1f}", justify="right"),
+                 Column("≈ bounded by", "bound"), Column("Partition", "partition", justify="right"),
+                 Column("Unassigned s", "unassigned_s", justify="right"),
+                 Column("Others' gap s", "others_gap_s", justify="right"),
+                 Column("Partitions stalled", "stalled_partitions", justify="right"),
+                 Column("Members revoked", "members_revoked", justify="right")],
+    )  # fmt: skip
+    if g.verify is not None:
+        info(f"group verification: {g.verify.summary()}")
 
 
 def _print_pipeline(result: Any) -> None:
@@ -312,7 +337,16 @@ def cmd_scenario_compare(
             show_default=False,
         ),
     ] = None,
-    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode or version (1 to 100)")] = 3,
+    group_protocols: Annotated[
+        str | None,
+        typer.Option(
+            "--group-protocols",
+            help="comma-separated: classic, consumer: a group drill (start_group) once per protocol in each round, "
+            "on the spec's own cluster, instead of --modes",
+            show_default=False,
+        ),
+    ] = None,
+    repeat: Annotated[int, typer.Option("--repeat", "-n", help="runs per mode, version or protocol (1 to 100)")] = 3,
     results: Annotated[
         Path, typer.Option("--results", help="JSON-lines file each run is appended to; the table covers all its rows")
     ] = Path("reports/compare.jsonl"),
@@ -322,8 +356,8 @@ def cmd_scenario_compare(
     ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the same drill on a ZooKeeper-mode and a KRaft-mode cluster (--modes), or on two Kafka versions in KRaft
-    mode (--versions); print failover times side by side."""
+    """Run the same drill on a ZooKeeper-mode and a KRaft-mode cluster (--modes), on two Kafka versions in KRaft
+    mode (--versions), or with each consumer group protocol (--group-protocols); print the times side by side."""
     from clusterctl.chaos import compare as cmp
     from clusterctl.chaos.scenario import load_scenario
     from clusterctl.errors import UsageError
@@ -334,10 +368,14 @@ def cmd_scenario_compare(
         raise UsageError(
             "--modes and --versions are mutually exclusive: --versions compares Kafka versions in KRaft mode"
         )
+    if group_protocols is not None and (modes is not None or versions is not None):
+        raise UsageError("--group-protocols runs on the spec's own cluster: it is not given with --modes or --versions")
     sc = load_scenario(file)
     validate.at_most(repeat, "--repeat", validate.MAX_REPEAT)
     validate.output_file(results, "--results")
-    if versions is not None:
+    if group_protocols is not None:
+        summary, runs, title, key = _compare_protocols(sc, group_protocols, repeat, results, report_dir, summary_only)
+    elif versions is not None:
         # checked against what is built only when something is to run: --summary-only reads the results file alone
         wanted = cmp.parse_versions(versions, None if summary_only else kafkadist.built_versions())
         if not summary_only:
@@ -367,6 +405,26 @@ def cmd_scenario_compare(
         return
     labels, rows = cmp.side_by_side(summary)
     emit(rows, as_json=False, columns=[Column("", "metric")] + [Column(k, k) for k in labels], title=title)
+
+
+def _compare_protocols(
+    sc: Any, text: str, repeat: int, results: Path, report_dir: Path, summary_only: bool
+) -> tuple[list[Any], list[Any], str, str]:
+    """`--group-protocols`: run the series (unless --summary-only) and summarise the results file's rows of it."""
+    from clusterctl.chaos import compare as cmp
+    from clusterctl.chaos.compare_groups import parse_group_protocols, scenario_for_protocol
+    from clusterctl.output import info
+
+    wanted = parse_group_protocols(text)
+    for p in wanted:  # a scenario without a group is refused before any work
+        scenario_for_protocol(sc, p)
+    if not summary_only:
+        validate.output_dir(report_dir, "--report-dir")
+        spec = get_spec()
+        cmp.compare(spec, sc, [spec.kafka.mode], repeat, results, report_dir, progress=info, group_protocols=wanted)
+    runs = [r for r in cmp.load_runs(results, sc.name) if r.by == "group-protocol" and r.group_protocol in wanted]
+    title = f"{sc.name}: consumer group protocols {' vs '.join(wanted)} ({results})"
+    return cmp.summarize(runs, protocols=wanted), runs, title, "group_protocols"
 
 
 def register(app: typer.Typer) -> None:

@@ -44,6 +44,7 @@ MAX_TREE_DEPTH = 64  # `zk tree --depth` (ZooKeeper paths are rarely ten deep)
 MAX_REPEAT = 100  # runs per mode of a scenario comparison
 MAX_JOB_OPTIONS = 32  # options of a Spark job in a scenario's spark_job step
 MAX_CONSUMER_THREADS = 64  # consumers of one perf group (more than the partitions only sit idle)
+MAX_GROUP_MEMBERS = 32  # member processes of a drill's consumer group (start_group): a Python process each
 
 
 def finite(value: float, what: str) -> float:
