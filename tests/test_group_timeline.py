@@ -255,3 +255,30 @@ def test_the_consumer_protocol_is_refused_before_any_work_where_kafka_lacks_it()
     Runner(four, sc)._group_preflight(sc.parsed_steps())  # nothing refused
     classic = load_scenario("group-member-crash")
     Runner(zk, classic)._group_preflight(classic.parsed_steps())  # the classic protocol runs anywhere
+
+
+def test_each_gap_names_what_bounds_it() -> None:
+    from types import SimpleNamespace
+
+    from clusterctl.chaos.group_steps import StartGroup
+    from clusterctl.chaos.runner import Runner
+    from clusterctl.chaos.scenario import load_scenario
+    from clusterctl.spec.model import parse_spec
+
+    spec = parse_spec({"name": "lab", "profile": "offline", "kafka": {"mode": "kraft", "version": "4.4.0"}})
+    runner = Runner(spec, load_scenario("group-coordinator-loss"))
+    calm, gave_up = SimpleNamespace(members_revoked=0), SimpleNamespace(members_revoked=3)
+    runner.group_args, runner.group_session = StartGroup(protocol="classic"), ("session.timeout.ms", 6000)
+    assert runner._bound("kill-member", calm) == "session.timeout.ms 6000 (client) + a rebalance of every member"
+    assert runner._bound("kill-coordinator", calm) == (
+        "the client finding the new leaders (a metadata refresh); new leaders after broker.session.timeout.ms 9000, "
+        "in the write gap"
+    )
+    assert runner._bound("kill-coordinator", gave_up).startswith(
+        "session.timeout.ms 6000: members gave up their partitions without a coordinator; the new one "
+        "(broker.session.timeout.ms 9000)"
+    )
+    runner.group_args = StartGroup(protocol="consumer")
+    runner.group_session = ("group.consumer.session.timeout.ms", 45000)
+    assert runner._bound("kill-member", calm) == "group.consumer.session.timeout.ms 45000 (broker)"
+    assert runner._bound("pause-broker", calm) is None

@@ -208,7 +208,7 @@ class GroupSteps(FaultSteps):
         for f in marks:
             gap = consume_gap(f.action, f.target, f.t, min(f.window_end or end, end), log.reads, acked, log.changes,
                               group.deaths, normal, self._taken(f, log.changes))  # fmt: skip
-            gap.bound = self._bound(f.action)
+            gap.bound = self._bound(f.action, gap)
             gaps.append(gap)
         setting, ms = self.group_session
         a = self.group_args
@@ -221,24 +221,30 @@ class GroupSteps(FaultSteps):
             return held_at(changes, int(f.target.split()[-1]), f.t)
         return frozenset(p.partition for p in f.partitions if p.led_by_target and p.topic == self.topic)
 
-    def _bound(self, action: str) -> str | None:
-        """The setting that bounds a fault's consume gap on this cluster."""
+    def _bound(self, action: str, gap: Any) -> str | None:
+        """The setting that bounds a fault's consume gap on this cluster (`gap`: what the group did meanwhile)."""
         from clusterctl.chaos.bounds import KRAFT_SESSION, SESSION, settings_of
 
         assert self.group_session is not None and self.group_args is not None
         setting, ms = self.group_session
+        classic = self.group_args.protocol == "classic"
         if action == "kill-member":
-            side = "client" if self.group_args.protocol == "classic" else "broker"
-            extra = " + a rebalance of every member" if self.group_args.protocol == "classic" else ""
-            return f"{setting} {ms} ({side}){extra}"
-        if action in BROKER_GONE:
-            # the dead broker's partitions took no writes until their new leaders, so nothing waited to be read:
-            # that wait (the setting) is in the write gap; what the consume gap holds is the client finding them
-            found = settings_of(self.spec)
-            name = KRAFT_SESSION if KRAFT_SESSION in found else SESSION
-            wait = f"; new leaders after {name} {found[name]}, in the write gap" if name in found else ""
-            return f"the client finding the new leaders (a metadata refresh){wait}"
-        return None
+            return f"{setting} {ms} ({'client' if classic else 'broker'})" + (
+                " + a rebalance of every member" if classic else ""
+            )
+        if action not in BROKER_GONE:
+            return None
+        found = settings_of(self.spec)
+        name = KRAFT_SESSION if KRAFT_SESSION in found else SESSION
+        broker = f"{name} {found[name]}" if name in found else "a new leader"
+        if gap.members_revoked:  # members gave their partitions up (classic: no coordinator for session.timeout.ms)
+            return (
+                f"{setting} {ms}: members gave up their partitions without a coordinator; the new one ({broker}) "
+                "gave them back once the old members' sessions expired"
+            )
+        # the dead broker's partitions took no writes until their new leaders, so nothing waited to be read: that
+        # wait is in the write gap; what the consume gap holds is the client finding them
+        return f"the client finding the new leaders (a metadata refresh); new leaders after {broker}, in the write gap"
 
 
 def _seq(value: str | None) -> int:
