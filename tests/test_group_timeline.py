@@ -274,7 +274,7 @@ def test_each_gap_names_what_bounds_it() -> None:
         "the client finding the new leaders (a metadata refresh); new leaders after broker.session.timeout.ms 9000, "
         "in the write gap"
     )
-    assert runner._bound("kill-coordinator", gave_up).startswith(
+    assert str(runner._bound("kill-coordinator", gave_up)).startswith(
         "session.timeout.ms 6000: members gave up their partitions without a coordinator; the new one "
         "(broker.session.timeout.ms 9000)"
     )
