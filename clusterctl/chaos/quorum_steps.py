@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from clusterctl.errors import UsageError
 from clusterctl.spec import validate
 
 
@@ -29,7 +30,10 @@ CONTROLLER = Field(default=None, ge=1, description="the controller's node id (de
 
 
 class QuorumChange(_Step):
-    action: Literal["provision-controller", "add-controller", "remove-controller"]
+    action: Literal["provision-controller", "add-controller", "remove-controller"] = Field(
+        description="provision-controller: start the controller on a fresh disk formatted with "
+        "--no-initial-controllers (an observer); add-controller / remove-controller: Kafka's, on a dynamic quorum"
+    )
     controller: int | None = CONTROLLER
     directory_id: str | None = Field(
         default=None, description="remove-controller: the voter's directory id (default: the one the wipe removed)"
@@ -41,7 +45,10 @@ class QuorumChange(_Step):
         if self.directory_id is not None:
             if self.action != "remove-controller":
                 raise ValueError("directory_id is for action: remove-controller")
-            validate.directory_id(self.directory_id, "directory_id")
+            try:
+                validate.directory_id(self.directory_id, "directory_id")
+            except UsageError as exc:
+                raise ValueError(exc.message) from None
         return self
 
 
@@ -50,7 +57,9 @@ class ControllerRef(_Step):
 
 
 class MetadataProbe(_Step):
-    action: Literal["start", "stop"]
+    action: Literal["start", "stop"] = Field(
+        description="start: create and delete a topic in turn through the brokers; stop: its summary (longest gap)"
+    )
     interval: float = Field(default=0.5, ge=0.05, le=60.0, description="start: seconds between two writes")
     max_gap: float | None = Field(
         default=None, gt=0, le=validate.MAX_SECONDS, description="stop: fail when no write succeeded for longer (s)"

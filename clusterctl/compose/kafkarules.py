@@ -98,7 +98,7 @@ def _check_dynamic(nodes: list[NodeConfig], controllers: dict[str | None, tuple[
     problems += [f"{n.service}: controller.quorum.voters beside bootstrap servers" for n in nodes
                  if "controller.quorum.voters" in n.properties]  # fmt: skip
     listening = {(svc, port) for svc, ports in controllers.values() for port in ports}
-    for server in filter(None, (next(iter(seen)) or "").split(",")):
+    for server in sorted({s for value in seen if value for s in value.split(",") if s}):
         host, _, port = server.rpartition(":")
         if not port.isdigit() or (host, int(port)) not in listening:
             problems.append(f"bootstrap server {server} is no controller's listener")

@@ -64,10 +64,16 @@ def _tool(container: str, script: str) -> tuple[str, float]:
     out = b"".join(part or b"" for part in res.output).decode("utf-8", "replace")
     lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
     if res.exit_code != 0:
-        reasons = [ln for ln in lines if re.search(r"\w(Exception|Error): ", ln)]
-        reason = re.sub(r"^(Caused by: )?[\w.$]+(Exception|Error): ", "", (reasons or lines or ["(no output)"])[-1])
-        raise ClusterctlError(f"`{TOOL}` in {container} failed (exit {res.exit_code}): {reason[:400]}")
+        raise ClusterctlError(f"`{TOOL}` in {container} failed (exit {res.exit_code}): {tool_reason(out)}")
     return (lines[-1] if lines else ""), took
+
+
+def tool_reason(output: str) -> str:
+    """The one line of a failed Kafka tool's output that says why: its last exception's message."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    reasons = [ln for ln in lines if re.search(r"\w(Exception|Error): ", ln)]
+    last = (reasons or lines or ["(no output)"])[-1]
+    return re.sub(r"^(Caused by: )?[\w.$]+(Exception|Error): ", "", last)[:400]
 
 
 def _is_voter(info: QuorumInfo, node_id: int, directory_id: str) -> bool:
