@@ -19,13 +19,13 @@ SHIPPED = {
     "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback", "zk-to-kraft-rollback-from-kraft-brokers",
     "zk-to-kafka4", "upgrade-to-kafka4",
     "upgrade-rollback", "spark-kill-worker", "spark-kill-leader",
-    "spark-restart-driver", "kill-node",
+    "spark-restart-driver", "kill-node", "replace-dead-controller",
 }  # fmt: skip
 # the tests that run shipped scenarios end to end: tansu/ZooKeeper (CI) and real Apache Kafka (ZooKeeper and KRaft mode)
 DRILL_TESTS = (
     "test_chaos_zk.py", "test_chaos_kafka.py", "test_kraft_cluster.py", "test_scenario_compare.py",
     "test_chaos_degraded.py", "test_chaos_disk.py", "test_migration_drill_kafka.py", "test_spark_drills.py",
-    "test_spark_drill_kafka.py", "test_swarm_kafka.py", "test_upgrade_kafka.py",
+    "test_spark_drill_kafka.py", "test_swarm_kafka.py", "test_upgrade_kafka.py", "test_dynamic_quorum_kafka.py",
 )  # fmt: skip
 
 

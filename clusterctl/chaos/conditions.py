@@ -38,6 +38,7 @@ class Conditions:
         # the last committed micro-batch of a drill's Spark job (None: none yet); set by the runner's spark_job step
         self.spark_committed: Callable[[str], int | None] | None = None
         self.stopped: set[int] = set()  # brokers on a host the run stopped (kill_node); the Runner shares the set
+        self.wiped: list[tuple[int, str | None]] = []  # (node id, its old directory id) per wipe-controller, in order
 
     def wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
         t0 = time.monotonic()
@@ -73,10 +74,35 @@ class Conditions:
         self.last_seen = f"spark job {w.job}: " + ("no batch committed" if last is None else f"batch {last} committed")
         return self.last_seen if last is not None and last + 1 >= w.batches else None
 
+    def controller(self, given: int | None, what: str) -> int:
+        """A step's controller: the one it names, else the one the latest wipe-controller fault hit."""
+        if given is not None:
+            return given
+        if not self.wiped:
+            raise UsageError(f"{what}: no controller given and no wipe-controller fault before it")
+        return self.wiped[-1][0]
+
+    def _caught_up(self, c: Condition) -> str | None:
+        """The controller (on the directory it runs on now) fetches from the leader and has the high watermark."""
+        from clusterctl.runtime import voters
+
+        ref = c.controller_caught_up
+        node = self.controller(ref.controller if ref else None, "controller_caught_up")
+        try:
+            directory = voters.directory_of(self.spec, node)
+            info, why = voters.behind(self.spec, node, directory)
+        except ClusterctlError as exc:
+            self.last_seen = str(exc)
+            return None
+        self.last_seen = why or f"controller {node} ({directory}) at the high watermark {info.high_watermark}"
+        return None if why else self.last_seen
+
     def check(self, c: Condition) -> str | None:
         from clusterctl.zookeeper import client as zk
 
         name = c.name
+        if name == "controller_caught_up":
+            return self._caught_up(c)
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
             got, self.last_seen = check_kraft_condition(self.spec, c, self._at_fault()[1], self._live_bootstrap())
             return got

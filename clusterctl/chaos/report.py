@@ -249,7 +249,20 @@ def render_html(result: Any) -> str:
         spark=getattr(result, "spark", None),
         **pipeline_context(getattr(result, "pipeline", None), tl.started),
         **_verify_context(result),
+        **_quorum_context(result, tl.started),
     )
+
+
+def _quorum_context(result: Any, t0: float) -> dict[str, Any]:
+    """The controller quorum section: the metadata-write probe and each voter change (dynamic quorum drills)."""
+    mw = getattr(result, "metadata_writes", None)
+    rows = []
+    if mw is not None:
+        at = [None if t is None else round(t - t0, 2) for t in (mw.gap_from, mw.gap_to)]
+        rows = [[mw.writes, mw.failed, mw.longest_gap_s, *at, mw.median_ms, mw.max_ms, mw.bound or "-"]]
+    changes = [[c.action, f"{c.node_id} ({c.service})", c.directory_id, c.seconds, c.tool_seconds,
+                ", ".join(c.voters), c.leader_id] for c in getattr(result, "quorum_changes", None) or []]  # fmt: skip
+    return {"mw": mw, "metadata_rows": rows, "quorum_rows": changes}
 
 
 def _fault_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
@@ -301,7 +314,8 @@ def write_summary_html(rep: Any, path: Path) -> Path:
     runs = [
         {
             "cells": [r.run, r.verdict, r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
-                      r.isr_shrunk_s, r.write_gap_s, r.stall_s, _spark_cell(r), r.fault],
+                      r.isr_shrunk_s, r.write_gap_s, r.stall_s, _spark_cell(r), r.metadata_gap_s, r.load_average,
+                      r.fault],
             "href": os.path.relpath(r.report, path.parent) if r.report else None,
         }
         for r in rep.runs

@@ -11,10 +11,12 @@ if TYPE_CHECKING:
     from clusterctl.chaos.analysis import FaultMetrics, PhaseMetrics
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
+    from clusterctl.chaos.metadata_probe import MetadataWrites
     from clusterctl.chaos.pipeline import SparkVerifyResult
     from clusterctl.chaos.pipeline_timeline import PipelineTimeline
     from clusterctl.chaos.snapshot import ClusterSnapshot
     from clusterctl.chaos.timeline import Timeline
+    from clusterctl.runtime.voters import VoterChange
 
 
 @dataclass
@@ -57,6 +59,8 @@ class ScenarioResult:
     snapshots: list[ClusterSnapshot] = field(default_factory=list)  # topics, configs, group offsets (snapshot steps)
     spark: SparkVerifyResult | None = None  # verify_spark: the job's output against its input
     pipeline: PipelineTimeline | None = None  # the Spark jobs' micro-batches and each fault's pipeline stall
+    metadata_writes: MetadataWrites | None = None  # metadata_probe: the quorum's writes and their longest gap
+    quorum_changes: list[VoterChange] = field(default_factory=list)  # add-controller / remove-controller steps
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:

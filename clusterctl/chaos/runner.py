@@ -20,6 +20,7 @@ from clusterctl import signals
 from clusterctl.chaos.conditions import Conditions
 from clusterctl.chaos.migrate_run import MigrateSteps
 from clusterctl.chaos.node_run import NodeSteps
+from clusterctl.chaos.quorum_run import QuorumSteps
 from clusterctl.chaos.results import ScenarioResult, StepFailed, StepResult, verdict_of
 from clusterctl.chaos.scenario import (
     Condition,
@@ -42,7 +43,7 @@ from clusterctl.spec.model import ClusterSpec
 BACKGROUND_JOIN_S = 60.0
 
 
-class Runner(NodeSteps, MigrateSteps):
+class Runner(NodeSteps, QuorumSteps, MigrateSteps):
     """Runs one scenario against the spec's cluster with an observer attached."""
 
     def __init__(
@@ -77,6 +78,7 @@ class Runner(NodeSteps, MigrateSteps):
         self.freeze_retries = 0
         self.snapshots: dict[str, Any] = {}
         self.cond = Conditions(spec, self.bootstrap, self.topic, self._live_bootstrap)
+        self.probe, self.metadata_writes, self.quorum_changes, self.leader_wiped = None, None, [], False
         self.stopped: set[int] = self.cond.stopped  # brokers on a host a kill_node step stopped
 
     # -- checks before anything is touched
@@ -243,6 +245,8 @@ class Runner(NodeSteps, MigrateSteps):
             verdict=verdict_of(ok, interrupted, not_applied),
             spark=self.spark_verify,
             pipeline=self._pipeline(timeline, faults, acks),
+            metadata_writes=self.metadata_writes,
+            quorum_changes=self.quorum_changes,
         )
 
     def _pipeline(self, timeline: Any, faults: list[Any], acks: Any) -> Any:
@@ -283,6 +287,7 @@ class Runner(NodeSteps, MigrateSteps):
                 self.load_summary = self.load.stop()
             except ClusterctlError as exc:
                 problems.append(str(exc))
+        self._stop_probe()
         try:
             healed = recovery.heal_all(self.spec, self.detached)
             for r in healed:

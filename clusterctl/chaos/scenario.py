@@ -22,7 +22,8 @@ A scenario file:
 Migration drills (migration_steps.py) add consume {group, max_messages}, snapshot {name, same_as} and
 migrate {to: kraft | zookeeper, until_phase}; upgrade {to: VERSION | newest, finalize} rolls a KRaft cluster.
 Swarm drills (`deploy: swarm`, node_steps.py) add kill_node {rack: NAME | leader | follower, partition} and the
-condition leaders_live {topic}.
+condition leaders_live {topic}. Dynamic-quorum drills (quorum_steps.py) add quorum {action: provision-controller |
+add-controller | remove-controller}, metadata_probe {action: start | stop} and the condition controller_caught_up.
 `spark_job: {job: key_counts}` (again: resume; `action: stop | kill`) and `verify_spark: {job: key_counts}`
 run a Spark job beside the load and check its results exactly (pipeline.py, docs/spark.md).
 
@@ -49,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, Upgrade, check_steps
 from clusterctl.chaos.node_steps import KillNode, check_node_steps
+from clusterctl.chaos.quorum_steps import ControllerRef, MetadataProbe, QuorumChange, check_quorum_steps
 from clusterctl.chaos.scenario_checks import KRAFT_CONDITIONS as KRAFT_CONDITIONS  # conditions.py asks here
 from clusterctl.chaos.scenario_checks import check_references
 from clusterctl.chaos.spark_steps import SparkCommitted, SparkJob, VerifySpark
@@ -75,6 +77,7 @@ FaultAction = Literal[
     "kill-controller",
     "kill-controller-quorum",
     "start-controller",
+    "wipe-controller",
     "delay",
     "loss",
     "rate",
@@ -170,6 +173,7 @@ class Condition(_M):
     broker_registered: BrokerRegistered | None = None
     controller_quorum: Literal["lost", "ok", "healthy"] | None = None  # kraft: leader? every voter caught up?
     controller_changed: ControllerChanged | None = None  # the active controller differs from the one at the fault
+    controller_caught_up: ControllerRef | None = None  # kraft.quorum dynamic: fetching, at the high watermark
     broker_fenced: BrokerFenced | None = None  # kraft: absent from metadata
     spark_committed: SparkCommitted | None = None  # a drill's Spark job has committed N micro-batches
 
@@ -236,7 +240,9 @@ class Fault(_M):
     action: FaultAction
     broker: int | None = None
     zk: int | None = None
-    controller: int | None = Field(default=None, description="start-controller: voter node id")
+    controller: int | None = Field(
+        default=None, description="start-controller, wipe-controller: voter node id (wipe: default the active one)"
+    )
     spark_worker: int | None = Field(default=None, description="kill/start-spark-worker: spark-workerN of the spec")
     node: str | None = Field(
         default=None,
@@ -270,6 +276,10 @@ class Fault(_M):
             raise ValueError(f"{a} needs spark_worker: <N of spark-workerN>")
         if a == "start-controller" and self.controller is None:
             raise ValueError("start-controller needs controller: <voter node id>")
+        if a == "wipe-controller" and self.node not in (None, "controller", "follower"):
+            raise ValueError(
+                "wipe-controller takes controller: <voter node id>, or node: controller (the active one) | follower"
+            )
         if a == "partition-node" and self.node is None:
             raise ValueError("partition-node needs node: <service, e.g. kafka2 or zk1>")
         if a == "fill-disk" and self.node is None:
@@ -330,6 +340,8 @@ STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "spark_job": SparkJob,
     "verify_spark": VerifySpark,
     "kill_node": KillNode,
+    "quorum": QuorumChange,
+    "metadata_probe": MetadataProbe,
     "sleep": None,  # a number of seconds
 }
 
@@ -428,6 +440,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         sc = Scenario.model_validate(data)
         check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
         check_node_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.deploy)
+        check_quorum_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode)
         check_references(sc)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None

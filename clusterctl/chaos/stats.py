@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METRICS = ("acked", "lost", "duplicated", "detected_s", "new_leader_s", "isr_shrunk_s", "write_gap_s", "stall_s")
+METRICS = (
+    "acked", "lost", "duplicated", "detected_s", "new_leader_s", "isr_shrunk_s", "write_gap_s", "stall_s",
+    "metadata_gap_s",
+)  # fmt: skip
 
 
 @dataclass
@@ -35,6 +38,9 @@ class RunStats:
     spark_missing: int | None = None  # keys missing from the job's output
     spark_mismatched: int | None = None  # keys with another value than the input gives (a double count among them)
     interrupted: bool = False  # a stop signal ended this run (healed, reported; the series ends with it)
+    metadata_gap_s: float | None = None  # metadata_probe: the longest time without a committed metadata write
+    load_average: float | None = None  # the machine's 1-minute load average as the probe stopped
+    metadata_gap_bound: str | None = None  # what bounds that gap in this run (the leader lost, or not)
 
     @property
     def verdict(self) -> str:
@@ -101,7 +107,15 @@ def run_stats(index: int, result: Any) -> RunStats:
         isr_shrunk_s=min(shrunk) if shrunk else None,
         interrupted=bool(getattr(result, "interrupted", False)),
         **_spark_stats(result, f),
+        **_metadata_stats(result),
     )
+
+
+def _metadata_stats(result: Any) -> dict[str, Any]:
+    m = getattr(result, "metadata_writes", None)
+    if m is None:
+        return {}
+    return {"metadata_gap_s": m.longest_gap_s, "load_average": m.load_average, "metadata_gap_bound": m.bound}
 
 
 def _spark_stats(result: Any, fault: Any) -> dict[str, Any]:
@@ -127,7 +141,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarize(runs: list[RunStats], settings: dict[str, Any], action: str | None) -> list[Summary]:
-    from clusterctl.chaos.bounds import bounding_setting
+    from clusterctl.chaos.bounds import LEADER_LOST, bounding_setting
 
     out = []
     for m in METRICS:
@@ -135,7 +149,10 @@ def summarize(runs: list[RunStats], settings: dict[str, Any], action: str | None
         bound = None
         if action and m.endswith("_s"):
             bound = bounding_setting(action, m.removesuffix("_s"), True, settings)
+        if m == "metadata_gap_s":
+            bound = next((r.metadata_gap_bound for r in runs if r.metadata_gap_bound), None)
         if not values:
+            bound = bound if action not in LEADER_LOST else None  # a follower wiped: no election to bound
             out.append(Summary(m, 0, None, None, None, bound))
             continue
         out.append(

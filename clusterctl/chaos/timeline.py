@@ -20,6 +20,9 @@ HEAL_ACTIONS = {
     "heal",
     "heal-network",
     "free-disk",
+    "provision-controller",
+    "add-controller",
+    "remove-controller",
 }
 PAUSE_ACTIONS = {"pause", "pause-broker", "pause-follower"}
 

@@ -197,6 +197,25 @@ def _print_result(result: Any) -> None:
             )  # fmt: skip
             info("allowed by: " + ("; ".join(result.loss_settings) or "no setting of this scenario"))
     _print_pipeline(result)
+    _print_quorum(result)
+
+
+def _print_quorum(result: Any) -> None:
+    """A dynamic-quorum drill: the metadata-write probe and each voter change."""
+    from clusterctl.chaos.quorum_run import metadata_line
+    from clusterctl.output import Column, emit, info
+
+    if result.metadata_writes is not None:
+        info(metadata_line(result.metadata_writes))
+    if result.quorum_changes:
+        emit(
+            result.quorum_changes,
+            as_json=False,
+            title="controller quorum changes",
+            columns=[Column("Change", "action"), Column("Controller", "node_id", justify="right"),
+                     Column("Directory id", "directory_id"), Column("Took s", "seconds", justify="right"),
+                     Column("Voters after", lambda c: ", ".join(c.voters))],
+        )  # fmt: skip
 
 
 def _print_pipeline(result: Any) -> None:
@@ -246,6 +265,7 @@ def _run_repeated(
             f"run {r.run}/{n}: {r.verdict} acked {r.acked} lost {r.lost} duplicated {r.duplicated} "
             f"detected {r.detected_s} new leader {r.new_leader_s} ISR shrunk {r.isr_shrunk_s} write gap {r.write_gap_s}"
             + ("" if r.spark_exact is None else f" Spark {'exact' if r.spark_exact else 'NOT exact'} stall {r.stall_s}")
+            + ("" if r.metadata_gap_s is None else f" metadata gap {r.metadata_gap_s} (load {r.load_average})")
         )
 
     rep = stats.repeat(run_once, n, base, sc, settings_of(spec), on_run=show)
@@ -281,7 +301,9 @@ def _show_repeated(rep: Any, sc: Any, n: int, as_json: bool) -> None:
                      Column("New leader s", "new_leader_s", justify="right"),
                      Column("ISR shrunk s", "isr_shrunk_s", justify="right"),
                      Column("Write gap s", "write_gap_s", justify="right"),
-                     Column("Stall s", "stall_s", justify="right")],
+                     Column("Stall s", "stall_s", justify="right"),
+                     Column("Metadata gap s", "metadata_gap_s", justify="right"),
+                     Column("Load", "load_average", justify="right")],
         )  # fmt: skip
         emit(
             rep.summary,

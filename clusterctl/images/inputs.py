@@ -220,6 +220,7 @@ CONSOLE_CLUSTERCTL_FILES = (
     "zookeeper/client.py",
     "spec/kafkadist.py",
     "spec/capabilities.py",
+    "spec/quorum.py",
     "spec/validate.py",
     "spec/yamlfile.py",
     "kafka/__init__.py",

@@ -22,7 +22,7 @@ from pathlib import Path
 from docker.models.containers import Container
 
 from clusterctl.errors import ClusterctlError, NotFoundError
-from clusterctl.runtime import cmak, compose, disks, health, swarm, volumes
+from clusterctl.runtime import cmak, compose, disks, health, kraftformat, swarm, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import pull as pulling
 from clusterctl.runtime.status import ClusterStatus, ServiceStatus, add_migration, cluster_status
@@ -51,6 +51,7 @@ class UpResult:
     pull_seconds: float = 0.0
     manager_url: str | None = None  # kafka-manager's web UI (CMAK or the console) on the host
     manager: str | None = None  # CMAK: what registering the cluster did
+    formatted: list[kraftformat.Formatted] = field(default_factory=list)  # kraft.quorum dynamic: new controllers
 
 
 @dataclass
@@ -188,6 +189,7 @@ class Cluster:
         volumes.create(self.spec, new_volumes, self.root)  # labelled with profile and image user; compose adopts
         started = time.monotonic() if started is None else started
         try:
+            formatted = kraftformat.format_new_voters(self.spec, [c.name for c in new_volumes], self.root)
             compose.up(self.spec, pull="never", root=self.root)
             # the time `compose up` took counts: the timeout is from the start, not from the first health check
             report = self.wait_healthy(timeout, on_report=on_report, started=started)
@@ -204,6 +206,7 @@ class Cluster:
             raise
         result = self._up_result(report, time.monotonic() - started)
         result.pulled, result.pull_seconds = pulled.pulled, pulled.seconds
+        result.formatted = formatted
         result.manager_url = self.manager_url
         result.manager = self.register_manager(manager_timeout)
         return result

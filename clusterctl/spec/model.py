@@ -25,6 +25,7 @@ from clusterctl.spec.profiles import (
     apache_image,
     check_apache_version,
 )
+from clusterctl.spec.quorum import check_quorum
 from clusterctl.spec.sections import (
     LAB_ZK_SESSION_TIMEOUT_MS,
     MIN_HOST_PORT,
@@ -203,6 +204,7 @@ class ClusterSpec(_Model):
                 f"kraft.broker_heartbeat_interval_ms={kr.broker_heartbeat_interval_ms} must be below "
                 f"broker_session_timeout_ms={kr.broker_session_timeout_ms}"
             )
+        check_quorum(self, image)
 
     def _declared_kafka_image(self) -> str | None:
         """The Kafka image as the spec or a published profile names it; the offline tag comes from the

@@ -24,6 +24,7 @@ MIN_HOST_PORT = 1024
 Profile = Literal["default", "wurstmeister", "offline", "apache"]
 BrokerEngine = Literal["kafka", "tansu"]
 KafkaMode = Literal["zookeeper", "kraft"]
+QuorumKind = Literal["static", "dynamic"]
 
 
 class _Model(BaseModel):
@@ -193,6 +194,12 @@ class KRaftSpec(_Model):
         default=False, description="false: dedicated controllerN containers; true: brokers 1..N are voters too"
     )
     controller_port: int = Field(default=19093, description="controller listener, on the cluster network only")
+    quorum: QuorumKind = Field(
+        default="static",
+        description="static: controller.quorum.voters, a voter set fixed at format time; dynamic (KIP-853, Kafka "
+        "3.9+): controller.quorum.bootstrap.servers, storage formatted with --initial-controllers, voters added "
+        "and removed with `clusterctl quorum add-controller / remove-controller`",
+    )
     ips: list[str] | None = Field(default=None, description="dedicated controllers' static IPs; default .51, .52, ...")
     broker_session_timeout_ms: int = Field(
         default=9000, ge=1000, le=600_000, description="a broker missing heartbeats this long is fenced"
