@@ -96,9 +96,20 @@ def metadata_gap_bound(settings: dict[str, Any], leader_lost: bool) -> str:
     return "one commit by a majority of the voters, which stayed up"
 
 
-def explain(seconds: float | None, action: str, metric: str, led_by_target: bool, settings: dict[str, Any]) -> str:
-    """'15.8 ≈ zookeeper.session.timeout.ms 18000' (or just the number when no setting bounds it)."""
+def explain(
+    seconds: float | None,
+    action: str,
+    metric: str,
+    led_by_target: bool,
+    settings: dict[str, Any],
+    elected_by: str | None = None,
+) -> str:
+    """'15.8 ≈ zookeeper.session.timeout.ms 18000' (or just the number when no setting bounds it). `elected_by`:
+    the new leader came from outside the ISR (an ELR member, the last known leader, an unclean election): its
+    return bounds the new leader's time and the write gap, not a timeout."""
     if seconds is None:
         return "-"
+    if elected_by and (metric == "write_gap" or (metric == "new_leader" and led_by_target)):
+        return f"{seconds:.1f} ≈ {elected_by}"
     bound = bounding_setting(action, metric, led_by_target, settings)
     return f"{seconds:.1f} ≈ {bound}" if bound else f"{seconds:.1f}"

@@ -103,6 +103,13 @@ class Conditions:
         name = c.name
         if name == "controller_caught_up":
             return self._caught_up(c)
+        if name == "elr":
+            from clusterctl.chaos.elr_steps import check_elr
+            from clusterctl.kafka.topicpartitions import parse_bootstrap
+
+            assert c.elr is not None
+            got, self.last_seen = check_elr(parse_bootstrap(self._live_bootstrap()), c.elr, self.topic)
+            return got
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
             got, self.last_seen = check_kraft_condition(self.spec, c, self._at_fault()[1], self._live_bootstrap())
             return got
@@ -168,6 +175,8 @@ class Conditions:
         if name == "leader":
             lc = c.leader
             assert lc is not None
+            if lc.equals == -1:  # no leader: Kafka's own "Leader: -1"
+                return self.last_seen if p.leader < 0 else None
             ok = (lc.equals is None or p.leader == lc.equals) and (lc.not_equals is None or p.leader != lc.not_equals)
             return self.last_seen if ok and p.leader >= 0 else None
         if name == "leader_changed":

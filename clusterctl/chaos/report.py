@@ -245,6 +245,7 @@ def render_html(result: Any) -> str:
             for p in getattr(result, "phases", None) or []
         ],
         events=[[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
+        elections=_election_rows(result),
         load=result.load,
         spark=getattr(result, "spark", None),
         **pipeline_context(getattr(result, "pipeline", None), tl.started),
@@ -263,6 +264,15 @@ def _quorum_context(result: Any, t0: float) -> dict[str, Any]:
     changes = [[c.action, f"{c.node_id} ({c.service})", c.directory_id, c.seconds, c.tool_seconds,
                 ", ".join(c.voters), c.leader_id] for c in getattr(result, "quorum_changes", None) or []]  # fmt: skip
     return {"mw": mw, "metadata_rows": rows, "quorum_rows": changes}
+def _election_rows(result: Any) -> list[list[Any]]:
+    """Elections out of a leaderless partition or from outside the ISR (election_rules.py), a row each."""
+    return [
+        [f"{e.topic}-{e.partition}", e.leader_before, e.leader, e.rule, e.leaderless_s, e.isr_before,
+         "-" if e.elr_before is None else e.elr_before, "-" if e.last_known_before is None else e.last_known_before,
+         e.detail]
+        for e in getattr(result, "elections", None) or []
+        if e.leaderless_s is not None or e.rule != "isr"
+    ]  # fmt: skip
 
 
 def _fault_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
@@ -280,9 +290,10 @@ def _partition_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
 
     return [
         [f.action, f"{p.topic}-{p.partition}", p.leader_before, p.new_leader,
-         explain(p.time_to_new_leader_s, f.action, "new_leader", p.led_by_target, settings),
+         explain(p.time_to_new_leader_s, f.action, "new_leader", p.led_by_target, settings, p.elected_by),
          explain(p.isr_shrunk_s, f.action, "isr_shrunk", p.led_by_target, settings), p.isr_full_s, p.unavailable_s,
-         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings), ", ".join(p.also) or "-"]
+         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings, p.elected_by),
+         ", ".join(p.also) or "-"]
         for f in result.faults
         for p in f.partitions
     ]  # fmt: skip

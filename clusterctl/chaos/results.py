@@ -9,6 +9,7 @@ from clusterctl.errors import ClusterctlError
 
 if TYPE_CHECKING:
     from clusterctl.chaos.analysis import FaultMetrics, PhaseMetrics
+    from clusterctl.chaos.election_rules import Election
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
     from clusterctl.chaos.metadata_probe import MetadataWrites
@@ -61,6 +62,8 @@ class ScenarioResult:
     pipeline: PipelineTimeline | None = None  # the Spark jobs' micro-batches and each fault's pipeline stall
     metadata_writes: MetadataWrites | None = None  # metadata_probe: the quorum's writes and their longest gap
     quorum_changes: list[VoterChange] = field(default_factory=list)  # add-controller / remove-controller steps
+    elections: list[Election] = field(default_factory=list)  # each leader change and the rule that allowed it
+    safety: str | None = None  # the rule that kept acknowledged writes (ELR, last known leader), or the loss's election
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:

@@ -26,11 +26,13 @@ condition leaders_live {topic}. Dynamic-quorum drills (quorum_steps.py) add quor
 add-controller | remove-controller}, metadata_probe {action: start | stop} and the condition controller_caught_up.
 `spark_job: {job: key_counts}` (again: resume; `action: stop | kill`) and `verify_spark: {job: key_counts}`
 run a Spark job beside the load and check its results exactly (pipeline.py, docs/spark.md).
+KIP-966 drills (elr_steps.py) add `features: {eligible.leader.replicas.version: 0 | 1}` (finalized for the run)
+and the condition elr {topic, partition, equals, last_known_elr}; `topic.replica_assignment` pins the replicas.
 
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
 leader_changed {topic, partition, fault}, zk_quorum: lost | ok | healthy (all serving),
-zk_mode {id, mode}, broker_registered {id, registered}. `topic`
+zk_mode {id, mode}, broker_registered {id, registered}; `leader: {equals: -1}` holds while there is none. `topic`
 defaults to the scenario's topic (a fresh name per run unless `topic.name` is set). leader_changed and
 controller_changed compare with the state at a fault: the step `fault: N` names, by default the latest fault of
 their kind before them (scenario_checks.py checks every step's references before anything starts).
@@ -48,6 +50,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clusterctl.chaos.elr_steps import ElrIs, check_assignment, check_features
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, Upgrade, check_steps
 from clusterctl.chaos.node_steps import KillNode, check_node_steps
 from clusterctl.chaos.quorum_steps import ControllerRef, MetadataProbe, QuorumChange, check_quorum_steps
@@ -100,6 +103,15 @@ class TopicSpec(_M):
     replication_factor: int = Field(default=3, ge=1, le=validate.MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=2, ge=1)
     unclean_leader_election: bool = Field(default=False, description="unclean.leader.election.enable (can lose data)")
+    replica_assignment: list[list[int]] | None = Field(
+        default=None, description="partition i on these broker ids, the first its preferred leader (default: Kafka's)"
+    )
+
+    @model_validator(mode="after")
+    def _assignment(self) -> TopicSpec:
+        if self.replica_assignment is not None:
+            check_assignment(self.replica_assignment, self.partitions, self.replication_factor)
+        return self
 
     def configs(self) -> dict[str, str]:
         """The topic configs the drill creates it with."""
@@ -176,6 +188,7 @@ class Condition(_M):
     controller_caught_up: ControllerRef | None = None  # kraft.quorum dynamic: fetching, at the high watermark
     broker_fenced: BrokerFenced | None = None  # kraft: absent from metadata
     spark_committed: SparkCommitted | None = None  # a drill's Spark job has committed N micro-batches
+    elr: ElrIs | None = None  # kraft, KIP-966: a partition's eligible leader replicas (DescribeTopicPartitions)
 
     @model_validator(mode="after")
     def _one(self) -> Condition:
@@ -376,7 +389,15 @@ class Scenario(_M):
         default="no-loss", description="loss: a negative control that passes only when acknowledged writes are lost"
     )
     topic: TopicSpec = TopicSpec()
+    features: dict[str, int] = Field(
+        default_factory=dict, description="feature levels finalized for the run (mode kraft), restored after it"
+    )
     steps: list[dict[str, Any]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _features(self) -> Scenario:
+        check_features(self.features, self.mode)
+        return self
 
     def parsed_steps(self) -> list[Step]:
         return [_parse_step(i, raw) for i, raw in enumerate(self.steps, 1)]

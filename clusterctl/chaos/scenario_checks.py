@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # scenario.py imports this module (it calls check_references while it parses)
     from clusterctl.chaos.scenario import Fault, Scenario, Step
 
-KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced", "controller_caught_up")
+KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced", "controller_caught_up", "elr")
 CONDITION_STEPS = ("wait_for", "assert")
 
 # fault actions that undo rather than break: never "the fault" a condition compares with
@@ -178,6 +178,12 @@ def check_against_spec(sc: Scenario, spec: Any) -> None:
 
     mode = spec.kafka.mode
     _check_quorum_kind(sc, spec)
+    for replicas in sc.topic.replica_assignment or []:
+        for broker in replicas:
+            try:
+                targets.broker_target(spec, broker)
+            except ClusterctlError as exc:
+                raise UsageError(f"scenario {sc.name}: topic.replica_assignment: {exc.message}") from None
     for i, step in enumerate(sc.parsed_steps(), 1):
         where = f"step {i} ({step.describe()})"
         a = step.args

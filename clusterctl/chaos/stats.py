@@ -41,6 +41,9 @@ class RunStats:
     metadata_gap_s: float | None = None  # metadata_probe: the longest time without a committed metadata write
     load_average: float | None = None  # the machine's 1-minute load average as the probe stopped
     metadata_gap_bound: str | None = None  # what bounds that gap in this run (the leader lost, or not)
+    elections: str | None = None  # elections from outside the ISR: "elr 3 after 12.1s" (KIP-966's rules)
+    safety: str | None = None  # the rule that kept acknowledged writes, or the election that lost them
+    elected_by: str | None = None  # the main fault's new leader from outside the ISR: what bounds its times
 
     @property
     def verdict(self) -> str:
@@ -106,6 +109,14 @@ def run_stats(index: int, result: Any) -> RunStats:
         error=result.error,
         isr_shrunk_s=min(shrunk) if shrunk else None,
         interrupted=bool(getattr(result, "interrupted", False)),
+        elections=", ".join(
+            f"{e.rule} {e.leader}" + (f" after {e.leaderless_s:.1f}s" if e.leaderless_s is not None else "")
+            for e in getattr(result, "elections", None) or []
+            if e.rule != "isr"
+        )
+        or None,
+        safety=getattr(result, "safety", None),
+        elected_by=next((p.elected_by for p in (f.partitions if f else []) if p.led_by_target and p.elected_by), None),
         **_spark_stats(result, f),
         **_metadata_stats(result),
     )
@@ -151,6 +162,9 @@ def summarize(runs: list[RunStats], settings: dict[str, Any], action: str | None
             bound = bounding_setting(action, m.removesuffix("_s"), True, settings)
         if m == "metadata_gap_s":
             bound = next((r.metadata_gap_bound for r in runs if r.metadata_gap_bound), None)
+        elected = {r.elected_by for r in runs}
+        if m in ("new_leader_s", "write_gap_s") and len(elected) == 1 and None not in elected:
+            bound = elected.pop()  # every run's new leader came from outside the ISR the same way
         if not values:
             bound = bound if action not in LEADER_LOST else None  # a follower wiped: no election to bound
             out.append(Summary(m, 0, None, None, None, bound))

@@ -4,8 +4,9 @@ its own noun, cli/quorum.py).
 Thin: parse, call the domain layer (spec/, compose/, runtime's `Cluster`), render through output.
 """
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -280,9 +281,16 @@ def _up_fields(spec: "ClusterSpec", result: "UpResult") -> list[Column]:
             fields += [Column("Brokers registered", "brokers_registered"), Column("Controller", "controller")]
         else:
             fields.append(Column("Broker (tansu)", lambda r: f"answers on {spec.topology.bootstrap_servers}"))
+    for name, level in result.features.items():
+        changed = next((c for c in result.features_changed if c.startswith(f"{name} ")), None)
+        fields.append(Column(name, _feature_cell(level, changed)))
     if result.manager_url:
         fields.append(Column(f"kafka-manager ({spec.manager_kind})", "manager_url"))
     return fields
+
+
+def _feature_cell(level: int, changed: str | None) -> Callable[[Any], str]:
+    return lambda _r: f"{level} (finalized now: {changed})" if changed else str(level)
 
 
 def cmd_down(

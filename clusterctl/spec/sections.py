@@ -219,6 +219,15 @@ class KRaftSpec(_Model):
         "long, randomised up to twice it, before it stands for election; the lab's quorum forms ~0.7 s sooner",
     )
 
+    eligible_leader_replicas_version: int | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="eligible.leader.replicas.version (KIP-966, Kafka 4.0+): 1 keeps out-of-ISR replicas that are "
+        "safe to elect (ELR), 0 turns it off; `up` finalizes it (kafka-features upgrade/downgrade); null = as "
+        "formatted (on for new clusters from 4.1, off on 4.0)",
+    )
+
     @field_validator("controllers")
     @classmethod
     def _quorum_size(cls, v: int) -> int:
