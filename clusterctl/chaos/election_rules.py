@@ -153,13 +153,14 @@ BOUNDS = {
 
 
 def mark_failovers(faults: list[Any], elections_: list[Election]) -> None:
-    """Name, on each fault's partition rows, the election from outside the ISR after it (the one that gave the row's
-    new leader, else the first): the new leader's time and the write gap are bounded by that broker's return, not
-    by a session timeout (bounds.explain shows it)."""
+    """Name, on each fault's partition rows, the election from outside the ISR after it that ended a wait without a
+    leader (the one that gave the row's new leader, else the first): the new leader's time and the write gap are
+    bounded by that broker's return, not by a session timeout (bounds.explain shows it). An election at the moment
+    the old leader was fenced (its broker back already) stays bounded by the session timeout."""
     for f in faults:
         for p in f.partitions:
-            after = [e for e in elections_ if e.t >= f.t and e.rule != ISR and (e.topic, e.partition)
-                     == (p.topic, p.partition)]  # fmt: skip
+            after = [e for e in elections_ if e.t >= f.t and e.rule != ISR and e.leaderless_s is not None
+                     and (e.topic, e.partition) == (p.topic, p.partition)]  # fmt: skip
             e = next((e for e in after if e.leader == p.new_leader), after[0] if after else None)
             if e is not None:
                 p.elected_by = BOUNDS[e.rule].format(b=e.leader)

@@ -104,7 +104,9 @@ class TopicSpec(_M):
     min_insync_replicas: int = Field(default=2, ge=1)
     unclean_leader_election: bool = Field(default=False, description="unclean.leader.election.enable (can lose data)")
     replica_assignment: list[list[int]] | None = Field(
-        default=None, description="partition i on these broker ids, the first its preferred leader (default: Kafka's)"
+        default=None,
+        max_length=validate.MAX_PARTITIONS,
+        description="partition i on these broker ids, the first its preferred leader (default: Kafka's)",
     )
 
     @model_validator(mode="after")

@@ -290,7 +290,8 @@ def _up_fields(spec: "ClusterSpec", result: "UpResult") -> list[Column]:
 
 
 def _feature_cell(level: int, changed: str | None) -> Callable[[Any], str]:
-    return lambda _r: f"{level} (finalized now: {changed})" if changed else str(level)
+    was = changed.split(" ")[1] if changed else None  # "NAME OLD -> NEW"
+    return lambda _r: f"{level} (was {was}: finalized by this up)" if changed else str(level)
 
 
 def cmd_down(
