@@ -1,12 +1,13 @@
-"""The observer's ELR sampler (KRaft with ELR on, KIP-966): DescribeTopicPartitions every `elr_interval`.
+"""The observer's ELR sampler (KRaft, KIP-966): DescribeTopicPartitions every ELR_INTERVAL_S.
 
 Metadata (samplers.py) gives leader, replicas and ISR; only DescribeTopicPartitions gives each partition's
 eligible leader replicas and last known leader, which say by which rule a leaderless partition got its next
-leader (elections.py). A change of leader, ISR, ELR or last known ELR is recorded as an ElrSample, and a change
-of ELR or last known ELR as an event. Each poll asks one broker at a time (not one the drill paused), each
-request bounded; the broker that answered last is asked first, and an answer with an older leader epoch than
-one recorded (a broker just unpaused, its metadata not caught up) is dropped. No answer from any broker records
-nothing (metadata's gap shows that time).
+leader (election_rules.py). A change of leader, ISR, ELR or last known ELR is recorded as an ElrSample; a change
+of ELR or last known ELR (or a first answer with either) also as an event. Each poll asks one broker at a time
+(not one the drill paused), each request bounded; the broker that answered last is asked first, and an answer
+with an older leader epoch than one recorded (a broker just unpaused, its metadata not caught up) is dropped. No
+answer from any broker records nothing (metadata's gap shows that time). A cluster whose brokers lack API 75
+(3.x before KRaft's DescribeTopicPartitions) ends the sampler at once.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class ElrWatch(Recorder):
                 self.timeline.elr.append(
                     ElrSample(now, key[0], key[1], state[0], list(state[1]), list(elr), list(known), p.leader_epoch)
                 )
-            if prev is None or prev[2:] != state[2:]:
+            if (prev is None and (elr or known)) or (prev is not None and prev[2:] != state[2:]):
                 detail = f"elr {ids_text(elr)} last known elr {ids_text(known)} (isr {ids_text(state[1])})"
                 self.event(
                     "elr", "elr", f"{key[0]}-{key[1]}", detail, {"elr": list(elr), "last_known_elr": list(known)}

@@ -48,9 +48,22 @@ class VerifySteps:
                 self.observer.event("feature", "feature", name, f"{name} {before or 0} -> {level} for this run", level)
         if self.spec.kraft_mode:
             try:
-                self.elr_level = features.describe_features(self._addresses()).finalized.get(ELR_FEATURE, 0)
+                level = features.describe_features(self._addresses()).finalized.get(ELR_FEATURE, 0)
             except ClusterctlError:
-                self.elr_level = None
+                return
+            if level or ELR_FEATURE in self.sc.features or self._knows_elr():
+                self.elr_level = level
+
+    def _knows_elr(self) -> bool:
+        """Whether the brokers' Kafka has KIP-966 (4.0+), by their image's tag (unknown: no)."""
+        from clusterctl.spec.capabilities import NO, supports
+        from clusterctl.spec.profiles import kafka_version_of
+
+        try:
+            version = kafka_version_of(self.spec.broker_image)
+        except ClusterctlError:
+            return False
+        return version is not None and supports(version, "elr") != NO
 
     def _restore_features(self) -> str | None:
         """Finalize again the levels the scenario changed; what failed, or None."""
@@ -89,6 +102,8 @@ class VerifySteps:
         self.verify_result = verify_drill(self.bootstrap, self.load.ledger_path, v.timeout)
         summary = self.verify_result.summary()
         rule = self._safety()
+        if rule and self.observer is not None:  # the console's drill page lists it with the run's events
+            self.observer.event("verify", "safety", "acknowledged writes", rule)
         if self.sc.expect == "loss":
             if self.verify_result.lost_count == 0:
                 raise VerificationError(
