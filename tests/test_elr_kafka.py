@@ -111,8 +111,11 @@ def _drill(spec_path: Path, name: str) -> dict[str, Any]:
 def test_last_replica_standing_loses_nothing_and_names_the_elr_election(elr_cluster: Path) -> None:
     r = _drill(elr_cluster, "last-replica-standing")
     assert r["ok"] and r["bounds"][ELR] == "1" and r["verify"]["lost_count"] == 0 and r["verify"]["acked"] > 0
-    steps = {s["index"]: s for s in r["steps"]}
-    assert "elr [1, 3] last known elr [1]" in steps[16]["detail"] and "leader -1" in steps[18]["detail"]
+    details = {s["description"]: s["detail"] for s in r["steps"]}
+    assert (
+        "elr [1, 3] last known elr [1]" in details["wait_for elr {'equals': [1, 3], 'last_known_elr': [1]} within 30s"]
+    )
+    assert "leader -1" in details["assert leader {'equals': -1}"]  # broker 2, back first, was not elected
     elected = [(e["leader_before"], e["leader"], e["rule"], e["elr_before"]) for e in r["elections"]]
     assert (-1, 3, "elr", [1, 3]) in elected and not [e for e in elected if e[2] == "unclean"]
     assert r["safety"].startswith("0 lost, kept safe by ELR: broker 3 leads") and "no unclean election" in r["safety"]

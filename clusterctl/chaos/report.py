@@ -264,6 +264,8 @@ def _quorum_context(result: Any, t0: float) -> dict[str, Any]:
     changes = [[c.action, f"{c.node_id} ({c.service})", c.directory_id, c.seconds, c.tool_seconds,
                 ", ".join(c.voters), c.leader_id] for c in getattr(result, "quorum_changes", None) or []]  # fmt: skip
     return {"mw": mw, "metadata_rows": rows, "quorum_rows": changes}
+
+
 def _election_rows(result: Any) -> list[list[Any]]:
     """Elections out of a leaderless partition or from outside the ISR (election_rules.py), a row each."""
     return [
