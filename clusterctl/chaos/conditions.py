@@ -103,15 +103,9 @@ class Conditions:
         name = c.name
         if name == "controller_caught_up":
             return self._caught_up(c)
-        if name == "elr":
-            from clusterctl.chaos.elr_steps import check_elr
-            from clusterctl.kafka.topicpartitions import parse_bootstrap
-
-            assert c.elr is not None
-            got, self.last_seen = check_elr(parse_bootstrap(self._live_bootstrap()), c.elr, self.topic)
-            return got
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
-            got, self.last_seen = check_kraft_condition(self.spec, c, self._at_fault()[1], self._live_bootstrap())
+            live = self._live_bootstrap()
+            got, self.last_seen = check_kraft_condition(self.spec, c, self._at_fault()[1], live, self.topic)
             return got
         if name == "spark_committed":
             return self._spark_committed(c)
@@ -175,10 +169,8 @@ class Conditions:
         if name == "leader":
             lc = c.leader
             assert lc is not None
-            if lc.equals == -1:  # no leader: Kafka's own "Leader: -1"
-                return self.last_seen if p.leader < 0 else None
             ok = (lc.equals is None or p.leader == lc.equals) and (lc.not_equals is None or p.leader != lc.not_equals)
-            return self.last_seen if ok and p.leader >= 0 else None
+            return self.last_seen if ok and (p.leader >= 0 or lc.equals == -1) else None  # -1: no leader, as Kafka says
         if name == "leader_changed":
             before = self._at_fault()[0].get((p.topic, p.partition))
             if before is None:
@@ -214,14 +206,19 @@ class Conditions:
 
 
 def check_kraft_condition(
-    spec: ClusterSpec, c: Any, controller_at_fault: int | None, bootstrap: str
+    spec: ClusterSpec, c: Any, controller_at_fault: int | None, bootstrap: str, topic: str = ""
 ) -> tuple[str | None, str]:
-    """(what holds, or None; what was seen) for controller_quorum, controller_changed, broker_fenced and
-    broker_registered (kraft: listed in metadata)."""
+    """(what holds, or None; what was seen) for controller_quorum, controller_changed, broker_fenced,
+    broker_registered (kraft: listed in metadata) and elr (KIP-966: DescribeTopicPartitions; `topic` by default)."""
     from clusterctl.chaos.faults import active_controller
     from clusterctl.kafka.kraft import quorum as kraft
 
     name = c.name
+    if name == "elr":
+        from clusterctl.chaos.elr_steps import check_elr
+        from clusterctl.kafka.topicpartitions import parse_bootstrap
+
+        return check_elr(parse_bootstrap(bootstrap), c.elr, topic)
     if name == "controller_changed":
         if controller_at_fault is None:
             raise UsageError("controller_changed needs a fault step before it (with a known active controller)")

@@ -220,10 +220,7 @@ class Runner(NodeSteps, QuorumSteps, MigrateSteps, VerifySteps):
             error = f"verification failed: {self.verify_result.summary()}"
         acks = self._ack_times()
         faults = analyze(timeline, acks)
-        from clusterctl.chaos.election_rules import elections, mark_failovers, safety
-
-        elected = elections(timeline, self.sc.topic.min_insync_replicas)
-        mark_failovers(faults, elected)
+        elected, safety = self._election_rules(timeline, faults)
         return ScenarioResult(
             scenario=self.sc.name,
             file=self.file,
@@ -244,7 +241,7 @@ class Runner(NodeSteps, QuorumSteps, MigrateSteps, VerifySteps):
             loss_settings=self.sc.loss_settings(),
             bounds=failover_bounds(self.spec) | self._feature_bounds(),
             elections=elected,
-            safety=safety(elected, self.verify_result, self.sc.expect),
+            safety=safety,
             timeline=timeline,
             interrupted=interrupted,
             fault_not_applied=not_applied,

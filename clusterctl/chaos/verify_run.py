@@ -82,6 +82,14 @@ class VerifySteps:
         return {} if self.elr_level is None else {ELR_FEATURE: str(self.elr_level)}
 
     # -- verify
+    def _election_rules(self, timeline: Any, faults: list[Any]) -> tuple[list[Any], str | None]:
+        """The run's elections with their rules (naming on the fault rows what bounded a time), and its safety line."""
+        from clusterctl.chaos.election_rules import elections, mark_failovers, safety
+
+        elected = elections(timeline, self.sc.topic.min_insync_replicas)
+        mark_failovers(faults, elected)
+        return elected, safety(elected, self.verify_result, self.sc.expect)
+
     def _safety(self) -> str | None:
         from clusterctl.chaos.election_rules import elections, safety
 
