@@ -266,7 +266,11 @@ def listings(spec: ClusterSpec, bootstrap: str, broker: int) -> dict[str, list[i
     others = [a for a in bootstrap.split(",") if a and a != own]
     answers = wiremeta.ask_each(others or [own], [], timeout=ASK_TIMEOUT_S)  # a lone broker: its own word
     lists = {a: sorted(m.brokers) for a, m in answers.items() if not isinstance(m, str)}
-    return lists or f"metadata unanswered ({'; '.join(map(str, answers.values())) or 'no other broker to ask'})"
+    return lists or _unanswered(answers)
+
+
+def _unanswered(answers: dict[str, Any]) -> str:
+    return f"metadata unanswered ({'; '.join(map(str, answers.values())) or 'no broker to ask'})"
 
 
 def _listing_line(listed: dict[str, list[int]]) -> str:
@@ -287,7 +291,7 @@ def isr_full_everywhere(bootstrap: str, topic: str) -> tuple[str | None, str]:
     answers = wiremeta.ask_each(bootstrap.split(","), [topic], timeout=ASK_TIMEOUT_S)
     views = {a: m.topics.get(topic) for a, m in answers.items() if not isinstance(m, str)}
     if not views:
-        return None, f"metadata unanswered ({'; '.join(map(str, answers.values()))})"
+        return None, _unanswered(answers)
     behind = [
         f"{p.partition}: isr {list(p.isr)} replicas {list(p.replicas)} (as {a} says)"
         for a, parts in sorted(views.items())

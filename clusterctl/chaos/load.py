@@ -269,23 +269,21 @@ def verify_drill(
     ledger = read_ledger(ledger_path)
     waited = agree_on_leaders(bootstrap, ledger.topic, converge_timeout) if converge_timeout > 0 else ""
     try:
-        first = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+        result = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
     except ClusterctlError:  # no answer at all right after a heal was seen too (same run series): one more try
         time.sleep(reread_after)
-        again = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
-        again.metadata_wait = waited
-        return again
-    first.metadata_wait = waited
-    if not first.lost_count:
-        return first
-    time.sleep(reread_after)
-    second = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
-    second.first_read_missing = first.lost_count
-    second.first_read_where = "; ".join(
-        f"{p.topic}-{p.partition}: {p.lost_offsets}" for p in first.partitions if p.lost
-    )
-    second.metadata_wait = waited
-    return second
+        result = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+    else:
+        if result.lost_count:
+            first = result
+            time.sleep(reread_after)
+            result = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+            result.first_read_missing = first.lost_count
+            result.first_read_where = "; ".join(
+                f"{p.topic}-{p.partition}: {p.lost_offsets}" for p in first.partitions if p.lost
+            )
+    result.metadata_wait = waited
+    return result
 
 
 def _agreed(line: str | None) -> bool:

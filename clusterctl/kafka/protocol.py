@@ -87,6 +87,10 @@ class Reader:
     def array_len(self) -> int:
         return max(0, self.uvarint() - 1)
 
+    def int32_array(self) -> list[int]:
+        """A compact array of int32 (replica and ISR lists)."""
+        return [self.int32() for _ in range(self.array_len())]
+
     def tags(self) -> None:
         for _ in range(self.uvarint()):
             self.uvarint()

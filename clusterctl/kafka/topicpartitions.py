@@ -73,10 +73,6 @@ def encode_request(correlation_id: int, topics: list[str], cursor: tuple[str, in
     return frame(header(API_KEY, VERSION, correlation_id, flexible=True) + body)
 
 
-def _ints(r: Reader) -> list[int]:
-    return [r.int32() for _ in range(r.array_len())]
-
-
 def _nullable_ints(r: Reader) -> list[int] | None:
     n = r.uvarint()
     return None if n == 0 else [r.int32() for _ in range(n - 1)]
@@ -102,9 +98,9 @@ def decode_response(
         r.int8()  # is internal
         for _ in range(r.array_len()):
             p_code, index, leader, epoch = r.int16(), r.int32(), r.int32(), r.int32()
-            replicas, isr = _ints(r), _ints(r)
+            replicas, isr = r.int32_array(), r.int32_array()
             elr, last_known = _nullable_ints(r), _nullable_ints(r)
-            offline = _ints(r)
+            offline = r.int32_array()
             r.tags()
             parts.append(PartitionElr(name, index, leader, epoch, replicas, isr, elr, last_known, offline,
                                       _error(p_code)))  # fmt: skip

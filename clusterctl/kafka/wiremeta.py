@@ -14,7 +14,7 @@ import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from clusterctl.kafka.protocol import Reader, compact_str, exchange, frame, header, uvarint
+from clusterctl.kafka.protocol import Reader, check_correlation, compact_str, exchange, frame, header, uvarint
 
 API_KEY = 3
 VERSION = 12  # flexible; Kafka 3.1+ and 4.x (4.0 dropped v0-v3, KIP-896)
@@ -51,14 +51,9 @@ def encode_request(correlation_id: int, topics: list[str] | None) -> bytes:
     return frame(header(API_KEY, VERSION, correlation_id, flexible=True) + body)
 
 
-def _int32_array(r: Reader) -> tuple[int, ...]:
-    return tuple(r.int32() for _ in range(r.array_len()))
-
-
 def decode_response(payload: bytes, correlation_id: int, address: str) -> BrokerMetadata:
     r = Reader(payload, "Metadata response")
-    if (got := r.int32()) != correlation_id:
-        raise ValueError(f"correlation id {got}, expected {correlation_id}")
+    check_correlation(r.int32(), correlation_id)
     r.tags()  # response header v1
     r.int32()  # throttle time
     brokers = set()
@@ -80,8 +75,8 @@ def decode_response(payload: bytes, correlation_id: int, address: str) -> Broker
         parts = []
         for _ in range(r.array_len()):
             p_error, index, leader, epoch = r.int16(), r.int32(), r.int32(), r.int32()
-            replicas, isr = _int32_array(r), _int32_array(r)
-            _int32_array(r)  # offline replicas
+            replicas, isr = tuple(r.int32_array()), tuple(r.int32_array())
+            r.int32_array()  # offline replicas
             r.tags()
             parts.append(PartitionState(index, leader, epoch, replicas, isr, p_error))
         r.int32()  # topic authorized operations
