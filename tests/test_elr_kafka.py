@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from _runtime_helpers import cli, cli_json, release, render, up_json
+from _runtime_helpers import cli, cli_json, release, render, up_json, write_kraft_spec
 
 from clusterctl.errors import ClusterctlError
 from clusterctl.images import build as images
 from clusterctl.images import kafka_maven
 from clusterctl.kafka import features
 from clusterctl.kafka.admin import wait_full_isr
-from clusterctl.runtime import allocate
 from clusterctl.spec.model import load_spec
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
@@ -36,22 +34,9 @@ def elr_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     built = {r.target: r for r in images.build_images(["kafka"], kafka_version=kafka_maven.NEWEST_KAFKA_LINE)}
     version = built["kafka"].image.rpartition(":")[2]
     assert version.split(".")[:2] >= ["4", "1"], version  # ELR on for new clusters from 4.1
-    spec = {
-        "name": f"ctlelr-{uuid.uuid4().hex[:6]}",
-        "profile": "offline",
-        "network": {"subnet": allocate.free_subnet()},
-        "kafka": {
-            "mode": "kraft",
-            "version": version,
-            "brokers": 3,
-            "host_port": allocate.free_port_block(3),
-            "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"},
-        },
-        "kraft": {"controllers": 3, "eligible_leader_replicas_version": 0},
-        "kafka_manager": {"enabled": False},
-    }
-    spec_path = tmp_path_factory.mktemp("elr") / "clusterctl.yaml"
-    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    spec_path = write_kraft_spec(
+        tmp_path_factory.mktemp("elr"), f"ctlelr-{uuid.uuid4().hex[:6]}", version, eligible_leader_replicas_version=0
+    )
     render(spec_path)
     try:
         up = up_json(spec_path, timeout=300)
