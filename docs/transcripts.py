@@ -266,8 +266,8 @@ def cli_error(args: Sequence[str]) -> str | None:
         ctx = command.make_context("clusterctl", list(args))
         while hasattr(command, "resolve_command"):  # a group: its command and what follows it
             rest = [*ctx._protected_args, *ctx.args]
-            if not rest:
-                return "no command"
+            if not rest:  # a group that runs by itself (clusterctl quorum) parses; any other wants a command
+                return None if getattr(command, "invoke_without_command", False) else "no command"
             name, sub, rest = command.resolve_command(ctx, rest)
             if sub is None:
                 return f"no command {name}"

@@ -73,6 +73,28 @@ def write_spec(
     return path
 
 
+def write_kraft_spec(directory: Path, name: str, version: str, **kraft: Any) -> Path:
+    """A test-only KRaft spec beside `write_spec`: 3 controllers (with `kraft` settings) + 3 brokers of
+    clusterctl/kafka:<version>, RF 3 and min.insync 2, on a free subnet and free host ports."""
+    spec: dict[str, Any] = {
+        "name": name,
+        "profile": "offline",
+        "network": {"subnet": allocate.free_subnet()},
+        "kafka": {
+            "mode": "kraft",
+            "version": version,
+            "brokers": 3,
+            "host_port": allocate.free_port_block(3),
+            "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"},
+        },
+        "kraft": {"controllers": 3, **kraft},
+        "kafka_manager": {"enabled": False},
+    }
+    path = directory / "clusterctl.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
 @contextmanager
 def running_cluster(
     directory: Path,

@@ -12,6 +12,7 @@ The number of generated cases and their time are printed at the end of the modul
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import io
@@ -268,6 +269,33 @@ def test_step_bounds_hold_at_their_edges_through_the_cli(
         else:
             line = one_line(code, err, doc)
             assert code == 2 and str(low if value < low else high) in line, line
+
+
+B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+@settings(FUZZ, max_examples=80)
+@given(
+    text=st.one_of(
+        st.text(alphabet=B64URL, min_size=20, max_size=24),
+        st.text(min_size=0, max_size=30),
+        st.binary(min_size=16, max_size=16).map(lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")),
+    )
+)
+def test_directory_ids_are_22_base64url_characters_of_16_bytes(text: str) -> None:
+    """`quorum remove-controller --directory-id` (and a drill's directory_id): exactly what Kafka prints for a Uuid
+    (16 bytes in base64url, the last character holding 2 bits), never the zero id; else one line, exit 2, before
+    the spec is read."""
+    ok = len(text) == 22 and set(text) <= set(B64URL) and text[-1] in "AQgw" and text != "A" * 22
+    with CASES.case():
+        if ok:
+            assert validate.directory_id(text) == text
+            return
+        with pytest.raises(UsageError):
+            validate.directory_id(text)
+        if text and not text.startswith("-") and "\x00" not in text:
+            code, err = run_cli(["quorum", "remove-controller", "101", "--directory-id", text])
+            assert code == 2 and "is not a directory id" in one_line(code, err, text)
 
 
 NON_FINITE = st.sampled_from(["nan", "NaN", "-nan", "inf", "-inf", "Infinity", "-Infinity", "1e400", "-1e999"])

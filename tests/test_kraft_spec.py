@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from clusterctl.compose.environment import CLUSTER_ID_VAR
+from clusterctl.compose.environment import CLUSTER_ID_VAR, quorum_env
 from clusterctl.compose.render import ENV_FILE, existing_cluster_id, render, render_compose
 from clusterctl.errors import SpecError
 from clusterctl.spec.model import ClusterSpec, parse_spec
@@ -41,6 +41,12 @@ CASES: dict[str, dict[str, Any]] = {
         "kraft": {"controllers": 1},
     },
     "kraft-apache": {"name": "lab", "profile": "apache", "kafka": {"mode": "kraft"}},
+    "kraft-dynamic": {
+        "name": "lab",
+        "profile": "offline",
+        "kafka": {"mode": "kraft", "version": "4.4.0"},
+        "kraft": {"quorum": "dynamic"},
+    },
     "kraft-5-controllers": {
         "name": "big",
         "profile": "default",
@@ -85,14 +91,17 @@ def test_kraft_rendering_passes_docker_compose_config(case: str, tmp_path: Path)
     assert "--zookeeper" not in manager["command"] and "--bootstrap-server" in manager["command"]
     cluster_id = existing_cluster_id(tmp_path / "out")
     assert cluster_id is not None and len(cluster_id) == 22
-    voters = spec.topology.controller_quorum_voters
+    quorum = quorum_env(spec)  # static: the voters; dynamic: where to ask for them
+    dynamic = spec.kraft.quorum == "dynamic"
+    assert list(quorum) == [f"KAFKA_CONTROLLER_QUORUM_{'BOOTSTRAP_SERVERS' if dynamic else 'VOTERS'}"]
     controllers = [s for s in svc if s.startswith("controller")]
     assert len(controllers) == (0 if spec.kraft.combined else spec.kraft.controllers)
     for name in controllers:
         env = svc[name]["environment"]
         assert env["KAFKA_PROCESS_ROLES"] == "controller"
         assert env["CLUSTER_ID"] == cluster_id  # compose substituted it from .env
-        assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == voters
+        assert {k: env.get(k) for k in quorum} == quorum
+        assert ("KAFKA_CONTROLLER_QUORUM_VOTERS" in env) == (spec.kraft.quorum == "static")
         assert env["KAFKA_LISTENERS"] == f"CONTROLLER://0.0.0.0:{spec.kraft.controller_port}"
         assert "KAFKA_ADVERTISED_LISTENERS" not in env
         assert not svc[name].get("ports"), "the controller listener stays on the cluster network"
@@ -100,7 +109,8 @@ def test_kraft_rendering_passes_docker_compose_config(case: str, tmp_path: Path)
         env = svc[f"kafka{b}"]["environment"]
         assert env["CLUSTER_ID"] == cluster_id and env["KAFKA_NODE_ID"] == str(b)
         assert "KAFKA_ZOOKEEPER_CONNECT" not in env and "KAFKA_BROKER_ID" not in env
-        assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == voters
+        assert {k: env.get(k) for k in quorum} == quorum
+        assert ("KAFKA_CONTROLLER_QUORUM_VOTERS" in env) == (spec.kraft.quorum == "static")
         # network + host listeners as in ZK mode; the controller listener is never advertised
         assert env["KAFKA_ADVERTISED_LISTENERS"] == spec.topology.broker_advertised_listeners(b)
         assert "CONTROLLER" not in env["KAFKA_ADVERTISED_LISTENERS"]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from clusterctl.kafka import logdirs
-from clusterctl.kafka.protocol import recv_exact
+from clusterctl.kafka.protocol import encode_api_versions, recv_exact
 
 
 def test_request_bytes() -> None:
@@ -22,7 +22,7 @@ def test_request_bytes() -> None:
     assert body[:8] == struct.pack(">hhi", 35, 4, 7)  # api key 35, version 4, correlation 7
     assert body[8:20] == b"\x00\x0aclusterctl" and body[20] == 0  # client id, no header tags
     assert body[21:] == b"\x00\x00"  # topics: null (every topic), no request tags
-    assert logdirs.encode_api_versions(1)[4:] == struct.pack(">hhi", 18, 0, 1) + b"\x00\x0aclusterctl"
+    assert encode_api_versions(1)[4:] == struct.pack(">hhi", 18, 0, 1) + b"\x00\x0aclusterctl"
 
 
 def _str(s: str) -> bytes:

@@ -1,7 +1,7 @@
 """The migration drills on real Kafka 3.9 (the session's, from Maven Central): `scenario run zk-to-kraft`,
-`zk-to-kraft-rollback` and `zk-to-kafka4` (on to the newest 4.x), each on its own fresh 3 ZooKeeper + 3 broker
-cluster. Test-only spec: a free
-subnet and free host ports.
+`zk-to-kraft-rollback` then `zk-to-kraft-rollback-from-kraft-brokers` (one cluster: a rolled-back migration starts
+again), and `zk-to-kafka4` (on to the newest 4.x), each test on its own fresh 3 ZooKeeper + 3 broker cluster.
+Test-only spec: a free subnet and free host ports.
 """
 
 from __future__ import annotations
@@ -69,17 +69,15 @@ def test_zk_to_kraft_under_load_keeps_every_write(zk_cluster: Path) -> None:
     assert leftovers(project) == {"containers": [], "networks": [], "volumes": []}
 
 
-def test_zk_to_kraft_rollback_from_dual_write(zk_cluster: Path) -> None:
+def test_zk_to_kraft_rolled_back_from_dual_write_then_from_kraft_brokers(zk_cluster: Path) -> None:
+    """Rollback from phase 2, then, on the same cluster (a rolled-back migration starts again from phase 1), from
+    phase 3: the brokers back into ZooKeeper mode first (migration still on), then phase 2's revert."""
     result = _run(zk_cluster, "zk-to-kraft-rollback")
     assert [(p["phase"], p["done"]) for p in result["phases"]] == [(p, True) for p in [*PHASES[:2], "rollback"]]
     assert not load_spec(zk_cluster).kraft_mode
     status = json.loads(cli(zk_cluster, "migrate", "kraft", "--status", "--json").stdout)
     assert [p["state"] for p in status["phases"]][:2] == ["rolled back", "rolled back"]
 
-
-def test_zk_to_kraft_rollback_from_kraft_brokers(zk_cluster: Path) -> None:
-    """Rollback from phase 3: the brokers back into ZooKeeper mode first (migration still on), then phase 2's revert;
-    then `status` names the fresh start that `migrate kraft` would make."""
     result = _run(zk_cluster, "zk-to-kraft-rollback-from-kraft-brokers")
     assert [(p["phase"], p["done"]) for p in result["phases"]] == [(p, True) for p in [*PHASES[:3], "rollback"]]
     assert not load_spec(zk_cluster).kraft_mode

@@ -320,6 +320,9 @@ def test_status_after_a_rollback() -> None:
         ({}, True, "combined mode (brokers that are also controllers) cannot migrate from ZooKeeper"),
         ({"profile": "wurstmeister", "images": {"kafka": "wurstmeister/kafka:2.13-3.7.0"}}, False,
          "profile wurstmeister's broker image has no KRaft support"),
+        ({"deploy": {"target": "swarm", "racks": [{"name": "r1", "address": "127.0.0.1"}]},
+          "kafka_manager": {"enabled": False}}, False,
+         "cluster mig runs on a swarm (deploy.target swarm): the migration adds controllers"),
     ],
 )  # fmt: skip
 def test_refusals(changes: dict[str, Any], combined: bool, expected: str) -> None:

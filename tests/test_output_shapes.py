@@ -71,6 +71,8 @@ def test_topic_describe_json_and_filters(out) -> None:
         "offline": True,
         "under_replicated": True,
         "error": "LEADER_NOT_AVAILABLE",
+        "elr": None,  # KIP-966 (Kafka 4.x with ELR on): from DescribeTopicPartitions; None where not reported
+        "last_known_elr": None,
     }
     under = topic_cli.filter_partitions([t], under_replicated=True, unavailable=False)
     assert [p.partition for p in under[0].partitions] == [0, 2]

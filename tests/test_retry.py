@@ -95,7 +95,7 @@ def test_a_create_whose_answer_was_lost_is_asked_again_and_the_topic_found_is_it
 
     asked: list[bool] = []
 
-    def once(_b: str, _n: str, _p: int, _rf: int, _c: object, if_not_exists: bool) -> admin.TopicChange:
+    def once(_b: str, _n: str, _p: int, _rf: int, _c: object, if_not_exists: bool, _a: object) -> admin.TopicChange:
         asked.append(if_not_exists)
         if len(asked) == 1:  # sent; the broker's answer never came (timed out, or librdkafka dropped its handle)
             exc = ClusterctlError(f"{code}: no answer")

@@ -19,13 +19,16 @@ SHIPPED = {
     "slow-controller-quorum", "zk-to-kraft", "zk-to-kraft-rollback", "zk-to-kraft-rollback-from-kraft-brokers",
     "zk-to-kafka4", "upgrade-to-kafka4",
     "upgrade-rollback", "spark-kill-worker", "spark-kill-leader",
-    "spark-restart-driver", "kill-node", "group-member-crash", "group-coordinator-loss",
+    "spark-restart-driver", "kill-node", "group-member-crash", "group-coordinator-loss", "replace-dead-controller",
+    "last-replica-standing",
+    "last-replica-standing-unclean", "unclean-election-elr",
 }  # fmt: skip
 # the tests that run shipped scenarios end to end: tansu/ZooKeeper (CI) and real Apache Kafka (ZooKeeper and KRaft mode)
 DRILL_TESTS = (
     "test_chaos_zk.py", "test_chaos_kafka.py", "test_kraft_cluster.py", "test_scenario_compare.py",
     "test_chaos_degraded.py", "test_chaos_disk.py", "test_migration_drill_kafka.py", "test_spark_drills.py",
     "test_spark_drill_kafka.py", "test_swarm_kafka.py", "test_upgrade_kafka.py", "test_group_drills_kafka.py",
+    "test_dynamic_quorum_kafka.py", "test_elr_kafka.py",
 )  # fmt: skip
 
 
@@ -34,7 +37,8 @@ def test_shipped_scenarios_validate() -> None:
     assert set(infos) >= SHIPPED
     assert infos["zk-node-loss"].requires == "zookeeper" and infos["kill-leader"].requires == "kafka"
     assert infos["short-pause"].requires == infos["short-partition"].requires == "any"
-    assert {n for n, i in infos.items() if i.expect == "loss"} == {"acks1-leader-isolated", "unclean-election"}
+    negative = {"acks1-leader-isolated", "unclean-election", "unclean-election-elr", "last-replica-standing-unclean"}
+    assert {n for n, i in infos.items() if i.expect == "loss"} == negative
     for p in SCENARIO_DIR.glob("*.yaml"):
         assert parse_scenario(p.read_text(), str(p)).name == p.stem
 

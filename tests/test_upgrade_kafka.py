@@ -17,14 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from _runtime_helpers import CLI, cli, release, render, up_json
+from _runtime_helpers import CLI, cli, release, render, up_json, write_kraft_spec
 
 from clusterctl.images import build as images
 from clusterctl.images import kafka_maven
 from clusterctl.kafka import upgrade_plan as plan
 from clusterctl.kafka.brokers import metadata_brokers
-from clusterctl.runtime import allocate
 from clusterctl.spec.model import load_spec
 from clusterctl.wait import wait_until
 
@@ -39,22 +37,7 @@ def kraft_39(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     newest = {r.target: r for r in images.build_images(["kafka"], kafka_version=kafka_maven.NEWEST_KAFKA_LINE)}
     to = newest["kafka"].image.rpartition(":")[2]
     assert to.startswith("4."), to
-    spec = {
-        "name": f"ctlupg-{uuid.uuid4().hex[:6]}",
-        "profile": "offline",
-        "network": {"subnet": allocate.free_subnet()},
-        "kafka": {
-            "mode": "kraft",
-            "version": FROM,
-            "brokers": 3,
-            "host_port": allocate.free_port_block(3),
-            "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"},
-        },
-        "kraft": {"controllers": 3},
-        "kafka_manager": {"enabled": False},
-    }
-    spec_path = tmp_path / "clusterctl.yaml"
-    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    spec_path = write_kraft_spec(tmp_path, f"ctlupg-{uuid.uuid4().hex[:6]}", FROM)
     render(spec_path)
     try:
         up_json(spec_path, timeout=300)

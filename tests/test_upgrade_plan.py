@@ -48,7 +48,10 @@ def spec(**changes: Any) -> Any:
         ({"kafka__engine": "tansu", "kafka__mode": "zookeeper", "kafka__version": None, "kafka__brokers": 1,
           "kafka__defaults": {"replication_factor": 1, "min_insync_replicas": 1}},
          "3.9.2", "4.4.0", {}, "runs tansu, not Apache Kafka"),
-        ({"profile__": None}, "3.9.2", "4.4.0", {}, "the default profile's images"),
+        ({"profile__": None}, "3.9.2", "4.4.0", {}, "runs confluentinc/cp-kafka:7.9.1 from a registry"),
+        ({"deploy__target": "swarm", "deploy__racks": [{"name": "r1", "address": "127.0.0.1"}],
+          "kafka_manager__enabled": False}, "3.9.2", "4.4.0", {},
+         "runs on a swarm (deploy.target swarm): `upgrade` rolls compose clusters"),
         ({"kafka__mode": "zookeeper"}, "3.9.2", "4.4.0", {},
          "runs ZooKeeper mode: `upgrade` rolls KRaft clusters (Kafka 4.0+ has no ZooKeeper mode); migrate first with "
          "`clusterctl migrate kraft` on 3.9, then upgrade"),

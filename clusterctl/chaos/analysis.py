@@ -24,6 +24,8 @@ class PartitionFailover:
     write_gap_s: float | None = None  # longest wait for an acknowledged write after the fault (drill ledger)
     # other faults whose windows hold this row's leader change or longest write gap too: either could explain it
     also: list[str] = field(default_factory=list)
+    # a new leader from outside the ISR (election_rules.py): what bounds the time instead of a timeout
+    elected_by: str | None = None
 
 
 @dataclass

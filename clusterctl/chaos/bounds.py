@@ -14,6 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 SESSION = "zookeeper.session.timeout.ms"
+FETCH_TIMEOUT = "controller.quorum.fetch.timeout.ms"  # KRaft: a voter that hears nothing from its leader this long
+ELECTION_TIMEOUT = "controller.quorum.election.timeout.ms"  # ... stands for election after this (randomised to 2x)
+KAFKA_FETCH_TIMEOUT_MS = 2000  # Kafka's default; the lab keeps it
+# a broker's channel to the active controller keeps connecting to a controller whose address stopped answering (its
+# container is gone) until this runs out, ±20% jitter, even once it knows the new leader
+CONNECTION_SETUP = "socket.connection.setup.timeout.ms"
+KAFKA_CONNECTION_SETUP_TIMEOUT_MS = 10_000
+# faults that take the quorum's leader away: a new one is elected among the voters left
+LEADER_LOST = {"kill-controller", "wipe-controller"}
 KRAFT_SESSION = "broker.session.timeout.ms"  # KRaft: the active controller fences a broker silent this long
 REPLICA_LAG = "replica.lag.time.max.ms"
 
@@ -32,17 +41,27 @@ def settings_of(spec: Any) -> dict[str, int]:
         return {}
     d = spec.kafka.defaults
     if getattr(spec, "kraft_mode", False):
-        return {KRAFT_SESSION: spec.kraft.broker_session_timeout_ms, REPLICA_LAG: d.replica_lag_time_max_ms}
+        return {
+            KRAFT_SESSION: spec.kraft.broker_session_timeout_ms,
+            REPLICA_LAG: d.replica_lag_time_max_ms,
+            FETCH_TIMEOUT: KAFKA_FETCH_TIMEOUT_MS,
+            ELECTION_TIMEOUT: spec.kraft.quorum_election_timeout_ms,
+            CONNECTION_SETUP: KAFKA_CONNECTION_SETUP_TIMEOUT_MS,
+        }
     return {SESSION: d.zookeeper_session_timeout_ms, REPLICA_LAG: d.replica_lag_time_max_ms}
 
 
 def bounding_setting(action: str, metric: str, led_by_target: bool, settings: dict[str, Any]) -> str | None:
     """'zookeeper.session.timeout.ms 6000' for the setting that bounds `metric` after `action`, or None.
 
-    metric: detected | new_leader | isr_shrunk | write_gap.
+    metric: detected | new_leader | isr_shrunk | write_gap | metadata_gap.
     """
     if not settings:
         return None
+    if action in LEADER_LOST and FETCH_TIMEOUT in settings:
+        if metric == "metadata_gap":
+            return metadata_gap_bound(settings, True)
+        return quorum_election(settings) if metric == "detected" else None
     if action in GRACEFUL:
         return "controlled shutdown (leadership moves first)" if metric in ("new_leader", "write_gap") else None
     if action in DEGRADED:
@@ -60,9 +79,37 @@ def bounding_setting(action: str, metric: str, led_by_target: bool, settings: di
     return None
 
 
-def explain(seconds: float | None, action: str, metric: str, led_by_target: bool, settings: dict[str, Any]) -> str:
-    """'15.8 ≈ zookeeper.session.timeout.ms 18000' (or just the number when no setting bounds it)."""
+def quorum_election(settings: dict[str, Any]) -> str:
+    """What bounds a new quorum leader: the followers' fetch timeout, then an election timeout (randomised up to
+    twice it) before a vote."""
+    election = int(settings.get(ELECTION_TIMEOUT, 0))
+    return f"{FETCH_TIMEOUT} {settings.get(FETCH_TIMEOUT)} + {ELECTION_TIMEOUT} {election}-{2 * election}"
+
+
+def metadata_gap_bound(settings: dict[str, Any], leader_lost: bool) -> str:
+    """What bounds the longest metadata-write gap of a drill on the controller quorum."""
+    if leader_lost and FETCH_TIMEOUT in settings:
+        return (
+            f"{CONNECTION_SETUP} {settings.get(CONNECTION_SETUP)} ±20%: the brokers forward writes to the lost "
+            f"leader's address until then (a new quorum leader after {quorum_election(settings)})"
+        )
+    return "one commit by a majority of the voters, which stayed up"
+
+
+def explain(
+    seconds: float | None,
+    action: str,
+    metric: str,
+    led_by_target: bool,
+    settings: dict[str, Any],
+    elected_by: str | None = None,
+) -> str:
+    """'15.8 ≈ zookeeper.session.timeout.ms 18000' (or just the number when no setting bounds it). `elected_by`:
+    the new leader came from outside the ISR (an ELR member, the last known leader, an unclean election): its
+    return bounds the new leader's time and the write gap, not a timeout."""
     if seconds is None:
         return "-"
+    if elected_by and (metric == "write_gap" or (metric == "new_leader" and led_by_target)):
+        return f"{seconds:.1f} ≈ {elected_by}"
     bound = bounding_setting(action, metric, led_by_target, settings)
     return f"{seconds:.1f} ≈ {bound}" if bound else f"{seconds:.1f}"

@@ -17,6 +17,8 @@ from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.wait import wait_until
 
+ASK_TIMEOUT_S = 1.5  # one broker's Metadata answer; a broker a fault cut off is left out after it
+
 
 class Conditions:
     """Checks a run's conditions; remembers the leaders and the controller seen just before the latest fault."""
@@ -38,6 +40,7 @@ class Conditions:
         # the partitions no live member of the drill's group read since the latest fault; set by start_group
         self.group_waiting: Callable[[], tuple[list[int], str]] | None = None
         self.stopped: set[int] = set()  # brokers on a host the run stopped (kill_node); the Runner shares the set
+        self.wiped: list[tuple[int, str | None]] = []  # (node id, its old directory id) per wipe-controller, in order
 
     def wait(self, check: Callable[[], str | None], timeout: float, what: str) -> str:
         t0 = time.monotonic()
@@ -73,12 +76,38 @@ class Conditions:
         self.last_seen = f"spark job {w.job}: " + ("no batch committed" if last is None else f"batch {last} committed")
         return self.last_seen if last is not None and last + 1 >= w.batches else None
 
+    def controller(self, given: int | None, what: str) -> int:
+        """A step's controller: the one it names, else the one the latest wipe-controller fault hit."""
+        if given is not None:
+            return given
+        if not self.wiped:
+            raise UsageError(f"{what}: no controller given and no wipe-controller fault before it")
+        return self.wiped[-1][0]
+
+    def _caught_up(self, c: Condition) -> str | None:
+        """The controller (on the directory it runs on now) fetches from the leader and has the high watermark."""
+        from clusterctl.runtime import voters
+
+        ref = c.controller_caught_up
+        node = self.controller(ref.controller if ref else None, "controller_caught_up")
+        try:
+            directory = voters.directory_of(self.spec, node)
+            info, why = voters.behind(self.spec, node, directory)
+        except ClusterctlError as exc:
+            self.last_seen = str(exc)
+            return None
+        self.last_seen = why or f"controller {node} ({directory}) at the high watermark {info.high_watermark}"
+        return None if why else self.last_seen
+
     def check(self, c: Condition) -> str | None:
         from clusterctl.zookeeper import client as zk
 
         name = c.name
+        if name == "controller_caught_up":
+            return self._caught_up(c)
         if name in KRAFT_CONDITIONS or (name == "broker_registered" and self.spec.kraft_mode):
-            got, self.last_seen = check_kraft_condition(self.spec, c, self._at_fault()[1], self.bootstrap)
+            live = self._live_bootstrap()
+            got, self.last_seen = check_kraft_condition(self.spec, c, self._at_fault()[1], live, self.topic)
             return got
         if name == "spark_committed":
             return self._spark_committed(c)
@@ -114,12 +143,10 @@ class Conditions:
             self.last_seen = f"registered brokers {ids}"
             return self.last_seen if (b.id in ids) == b.registered else None
         if name == "isr_full":
-            parts = self.partitions((c.isr_full or TopicRef()).topic)
-            bad = [p for p in parts if p.leader < 0 or set(p.isr) != set(p.replicas)]
-            self.last_seen = f"{len(bad)} of {len(parts)} partitions not fully in sync" + (
-                f" (e.g. {bad[0].partition}: isr {bad[0].isr} replicas {bad[0].replicas})" if bad else ""
+            got, self.last_seen = isr_full_everywhere(
+                self._live_bootstrap(), (c.isr_full or TopicRef()).topic or self.topic
             )
-            return f"all {len(parts)} partitions in sync" if parts and not bad else None
+            return got
         if name == "leaders_live":
             parts = self.partitions((c.leaders_live or TopicRef()).topic)
             bad = [f"{p.partition}: leader {p.leader}" for p in parts if p.leader < 0 or p.leader in self.stopped]
@@ -151,7 +178,7 @@ class Conditions:
             lc = c.leader
             assert lc is not None
             ok = (lc.equals is None or p.leader == lc.equals) and (lc.not_equals is None or p.leader != lc.not_equals)
-            return self.last_seen if ok and p.leader >= 0 else None
+            return self.last_seen if ok and (p.leader >= 0 or lc.equals == -1) else None  # -1: no leader, as Kafka says
         if name == "leader_changed":
             before = self._at_fault()[0].get((p.topic, p.partition))
             if before is None:
@@ -187,14 +214,19 @@ class Conditions:
 
 
 def check_kraft_condition(
-    spec: ClusterSpec, c: Any, controller_at_fault: int | None, bootstrap: str
+    spec: ClusterSpec, c: Any, controller_at_fault: int | None, bootstrap: str, topic: str = ""
 ) -> tuple[str | None, str]:
-    """(what holds, or None; what was seen) for controller_quorum, controller_changed, broker_fenced and
-    broker_registered (kraft: listed in metadata)."""
+    """(what holds, or None; what was seen) for controller_quorum, controller_changed, broker_fenced,
+    broker_registered (kraft: listed in metadata) and elr (KIP-966: DescribeTopicPartitions; `topic` by default)."""
     from clusterctl.chaos.faults import active_controller
     from clusterctl.kafka.kraft import quorum as kraft
 
     name = c.name
+    if name == "elr":
+        from clusterctl.chaos.elr_steps import check_elr
+        from clusterctl.kafka.topicpartitions import parse_bootstrap
+
+        return check_elr(parse_bootstrap(bootstrap), c.elr, topic)
     if name == "controller_changed":
         if controller_at_fault is None:
             raise UsageError("controller_changed needs a fault step before it (with a known active controller)")
@@ -222,14 +254,61 @@ def check_kraft_condition(
         if c.controller_quorum == "ok":
             return (seen if v.leader_id is not None else None), seen
         return (seen if v.leader_id is not None and len(caught_up) == n else None), seen
-    from clusterctl.kafka.brokers import metadata_brokers
-
-    live, err = metadata_brokers(bootstrap)
-    if live is None:
-        return None, f"metadata unanswered ({err})"
-    seen = f"unfenced brokers {live}"
+    b = c.broker_fenced if name == "broker_fenced" else c.broker_registered
+    listed = listings(spec, bootstrap, b.id)
+    if isinstance(listed, str):
+        return None, listed
+    seen = _listing_line(listed)
     if name == "broker_fenced":
-        b = c.broker_fenced
-        return (seen if (b.id not in live) == b.fenced else None), seen
-    b = c.broker_registered
-    return (seen if (b.id in live) == b.registered else None), seen
+        return (seen if all((b.id not in v) == b.fenced for v in listed.values()) else None), seen
+    return (seen if all((b.id in v) == b.registered for v in listed.values()) else None), seen
+
+
+def listings(spec: ClusterSpec, bootstrap: str, broker: int) -> dict[str, list[int]] | str:
+    """address -> the unfenced brokers it lists, for every live broker asked on its own (clusterctl.kafka.wiremeta);
+    or why none answered. `broker`'s own answer is left out: cut off from the controllers, a broker keeps listing
+    itself and the others from its old metadata until it is back."""
+    from clusterctl.kafka import wiremeta
+
+    own = f"{spec.topology.host}:{spec.topology.broker_host_port(broker)}"
+    others = [a for a in bootstrap.split(",") if a and a != own]
+    answers = wiremeta.ask_each(others or [own], [], timeout=ASK_TIMEOUT_S)  # a lone broker: its own word
+    lists = {a: sorted(m.brokers) for a, m in answers.items() if not isinstance(m, str)}
+    return lists or _unanswered(answers)
+
+
+def _unanswered(answers: dict[str, Any]) -> str:
+    return f"metadata unanswered ({'; '.join(map(str, answers.values())) or 'no broker to ask'})"
+
+
+def _listing_line(listed: dict[str, list[int]]) -> str:
+    if len({tuple(v) for v in listed.values()}) == 1:
+        return f"unfenced brokers {next(iter(listed.values()))}"
+    return "unfenced brokers differ: " + ", ".join(f"{a} lists {v}" for a, v in sorted(listed.items()))
+
+
+def isr_full_everywhere(bootstrap: str, topic: str) -> tuple[str | None, str]:
+    """(what holds, or None; what was seen): every live broker, asked on its own, has every partition of `topic`
+    led with its whole replica set in sync, and all of them name the same leader and leader epoch.
+
+    Right after a healed partition the broker that was cut off still answers from its old metadata, a full ISR
+    included (13 s on Kafka 4.4.0 here): a check asking any one broker could pass on that answer alone.
+    """
+    from clusterctl.kafka import wiremeta
+
+    answers = wiremeta.ask_each(bootstrap.split(","), [topic], timeout=ASK_TIMEOUT_S)
+    views = {a: m.topics.get(topic) for a, m in answers.items() if not isinstance(m, str)}
+    if not views:
+        return None, _unanswered(answers)
+    behind = [
+        f"{p.partition}: isr {list(p.isr)} replicas {list(p.replicas)} (as {a} says)"
+        for a, parts in sorted(views.items())
+        for p in parts or []
+        if p.leader < 0 or set(p.isr) != set(p.replicas)
+    ]
+    count = max(len(parts or []) for parts in views.values())
+    if behind:
+        return None, f"{len(behind)} partition answers of {len(views)} brokers not fully in sync (e.g. {behind[0]})"
+    if split := wiremeta.converged(answers, topic):
+        return None, split
+    return f"all {count} partitions in sync, as each of {len(views)} brokers says", f"all {count} partitions in sync"

@@ -233,6 +233,9 @@ class VerifyResult:
     # this result is: the acknowledged records it missed, and where (e.g. "drill-x-2: 853-2702"); 0 when none
     first_read_missing: int = 0
     first_read_where: str = ""
+    # before reading: how long the brokers took to agree on the topic's leaders, and the disagreement seen first
+    # (a broker back from a network partition answers from its old metadata for a while); "" when they agreed
+    metadata_wait: str = ""
 
     def summary(self) -> str:
         again = (
@@ -240,10 +243,11 @@ class VerifyResult:
             if self.first_read_missing and not self.lost_count
             else ""
         )
+        waited = f"; read after {self.metadata_wait}" if self.metadata_wait else ""
         return (
             f"acked {self.acked}, consumed {self.consumed}, lost {self.lost_count}, "
             f"duplicated {self.duplicated_count}, unacked-but-present {self.unacked_present_count}, "
-            f"reordered {self.reordered_count}{again}"
+            f"reordered {self.reordered_count}{again}{waited}"
         )
 
     def raise_on_failure(self) -> None:

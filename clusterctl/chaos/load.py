@@ -30,11 +30,12 @@ from clusterctl.chaos.ledger import (
     verify,
 )
 from clusterctl.chaos.timeline import INTERVAL_S
-from clusterctl.errors import ClusterctlError
+from clusterctl.errors import ClusterctlError, TimeoutError_
 from clusterctl.kafka.clients import ConsumedRecord
 from clusterctl.kafka.connection import check_topic, producer_config
 from clusterctl.kafka.readback import read_to_end
 from clusterctl.kafka.settings import DRILL_LINGER_MS
+from clusterctl.wait import wait_until
 
 
 @dataclass
@@ -245,6 +246,7 @@ def _consumed(msg: Any) -> ConsumedRecord:
 
 
 REREAD_AFTER_S = 5.0
+CONVERGE_TIMEOUT_S = 60.0  # 13 s seen after a healed partition on Kafka 4.4.0 (wiremeta)
 
 
 def verify_drill(
@@ -253,27 +255,69 @@ def verify_drill(
     timeout: float = 120.0,
     read: Callable[[str, str, float], list[ConsumedRecord]] = consume_all,
     reread_after: float = REREAD_AFTER_S,
+    converge_timeout: float = CONVERGE_TIMEOUT_S,
 ) -> VerifyResult:
     """Read the ledger, consume its topic from the beginning, and compare.
 
-    A read back that finds acknowledged records missing is done once more after `reread_after` seconds, from new
-    end offsets. Right after a healed network partition on Kafka 4.4.0 (1 run of 12), a read back ending 1.1 s
-    after the heal stopped 1,850 records short on the partition the isolated broker had led; the likeliest cause,
-    not proven, is an end offset answered from metadata not yet caught up. A record that is really gone is
-    missing from both reads; the result is the second read's, with what the first one missed kept beside it.
+    The read waits first (up to `converge_timeout`) until the brokers agree on the topic's leaders: right after a
+    healed network partition, the broker that was cut off answers from its old metadata for a while (13 s on Kafka
+    4.4.0 here), naming itself leader with its old high watermark, and a read through it stops short (1,850
+    records once, in 1 run of 12, before this wait). A read back that still finds acknowledged records missing is
+    done once more after `reread_after` seconds, from new end offsets: a record that is really gone is missing
+    from both reads; the result is the second read's, with what the first one missed kept beside it.
     """
     ledger = read_ledger(ledger_path)
+    waited = agree_on_leaders(bootstrap, ledger.topic, converge_timeout) if converge_timeout > 0 else ""
     try:
-        first = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+        result = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
     except ClusterctlError:  # no answer at all right after a heal was seen too (same run series): one more try
         time.sleep(reread_after)
-        return verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
-    if not first.lost_count:
-        return first
-    time.sleep(reread_after)
-    second = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
-    second.first_read_missing = first.lost_count
-    second.first_read_where = "; ".join(
-        f"{p.topic}-{p.partition}: {p.lost_offsets}" for p in first.partitions if p.lost
-    )
-    return second
+        result = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+    else:
+        if result.lost_count:
+            first = result
+            time.sleep(reread_after)
+            result = verify(ledger.entries, read(bootstrap, ledger.topic, timeout))
+            result.first_read_missing = first.lost_count
+            result.first_read_where = "; ".join(
+                f"{p.topic}-{p.partition}: {p.lost_offsets}" for p in first.partitions if p.lost
+            )
+    result.metadata_wait = waited
+    return result
+
+
+def _agreed(line: str | None) -> bool:
+    return line is None
+
+
+def _said(line: str | None) -> str:
+    return line or "agreed"
+
+
+def agree_on_leaders(bootstrap: str, topic: str, timeout: float = CONVERGE_TIMEOUT_S) -> str:
+    """Wait until every broker, asked on its own, names the same leader and leader epoch for each partition of
+    `topic`; "" when they did at once, else how long it took and the disagreement seen first (or still seen when
+    `timeout` ran out: the read then goes ahead, and what it misses is counted as it finds it)."""
+    from clusterctl.kafka import wiremeta
+
+    started = time.monotonic()
+    seen: list[str] = []
+
+    def split() -> str | None:
+        answers = wiremeta.ask_each(bootstrap.split(","), [topic])
+        if all(isinstance(a, str) for a in answers.values()):
+            return None  # nobody to agree: the read finds that out itself, and says so
+        line = wiremeta.converged(answers, topic)
+        if line:
+            seen.append(line)
+        return line
+
+    try:
+        wait_until(
+            split, timeout=timeout, what=f"the brokers to agree on the leaders of {topic}", interval=0.25,
+            done=_agreed, seen=_said,
+        )  # fmt: skip
+    except TimeoutError_:
+        return f"the brokers still disagreeing after {timeout:.0f} s ({seen[-1]})"
+    took = time.monotonic() - started
+    return f"{took:.1f} s for the brokers to agree on the leaders (first seen: {seen[0]})" if seen else ""

@@ -13,6 +13,8 @@ Sources (each on its own thread, all optional):
   controller, its epoch, whether the quorum has a leader), and the fenced brokers (spec brokers that metadata
   does not list: KRaft brokers report only unfenced ones). Metadata's controller id is not recorded there:
   a KRaft broker reports a random live broker in that field.
+- KRaft with ELR on (`watch_elr`): DescribeTopicPartitions every 0.5 s, each partition's eligible leader replicas
+  and last known leader (elrwatch.py).
 - The drill producer's per-interval acks and errors (attached at the end).
 
 Only changes are stored (plus one sample at start and end), so a long drill stays small. Failover times
@@ -25,6 +27,7 @@ import contextlib
 import time
 from typing import Any
 
+from clusterctl.chaos.elrwatch import ElrWatch
 from clusterctl.chaos.samplers import Samplers
 from clusterctl.chaos.timeline import (
     ControllerSample,
@@ -37,7 +40,7 @@ from clusterctl.chaos.timeline import (
 from clusterctl.chaos.zkwatch import ZkWatcher
 
 
-class Observer(Samplers, ZkWatcher):
+class Observer(Samplers, ZkWatcher, ElrWatch):
     """Start with `start()`, mark faults with `mark()`, stop with `stop()` → Timeline."""
 
     def add_topic(self, topic: str) -> None:
@@ -54,6 +57,8 @@ class Observer(Samplers, ZkWatcher):
             self._spawn(self._metadata_loop, "observe-metadata")
         if self.spec is not None and self.kraft:
             self._spawn(self._quorum_loop, "observe-quorum")
+            if self.watch_elr:
+                self._spawn(self._elr_loop, "observe-elr")
         elif self.spec is not None:
             self._spawn(self._zk_mode_loop, "observe-zk-mode")
         if self.watch_zk:

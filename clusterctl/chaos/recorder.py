@@ -34,6 +34,7 @@ class Recorder:
         poll_metadata: bool = True,
         quorum_interval: float = 0.5,
         live_path: Path | None = None,
+        watch_elr: bool = False,
     ) -> None:
         self.spec = spec
         self.live_path = live_path  # events are appended here as JSON lines as they happen (the console tails it)
@@ -46,6 +47,7 @@ class Recorder:
         self.zk_connect = zk_connect or (spec.topology.zk_connect if spec and not self.kraft else None)
         self.watch_zk = watch_zk and bool(self.zk_connect)
         self.poll_metadata = poll_metadata and bootstrap is not None
+        self.watch_elr = watch_elr and self.kraft  # KIP-966: DescribeTopicPartitions (elrwatch.py)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []

@@ -34,7 +34,9 @@ from clusterctl.wait import wait_until
 
 def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[FaultResult]:
     """Undo every fault: free filled disks (restarting their nodes), reconnect detached nodes, remove network
-    degradations, unpause paused and start stopped containers."""
+    degradations, unpause paused and start stopped containers; on a dynamic quorum, start a wiped controller on a
+    fresh disk and make every controller of the spec a voter again."""
+    from clusterctl.chaos.controllers import missing_controllers, provision_controller, restore_voters
     from clusterctl.chaos.degrade import heal_all_network
     from clusterctl.chaos.disk import heal_all_disks
     from clusterctl.runtime.cluster import Cluster
@@ -71,6 +73,8 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
         problems.append(exc.message)
     for d in detached or []:
         undo(partial(reconnect, d, spec))
+    for node_id in missing_controllers(spec):  # wiped (kraft.quorum dynamic): a replacement on a fresh disk
+        undo(partial(provision_controller, spec, node_id))
     for service, target in (
         [(spec.topology.zk_service(i), f"zk {i}") for i in spec.topology.zk_ids]
         + [(spec.topology.controller_service(i), f"controller {i}") for i in spec.topology.dedicated_controller_ids]
@@ -92,6 +96,10 @@ def heal_all(spec: ClusterSpec, detached: list[Detached] | None = None) -> list[
             undo(partial(reconnect, Detached(name, spec.topology.network_name, ip, [service]), spec))
     try:
         out.extend(heal_all_network(spec))
+    except ClusterctlError as exc:
+        problems.append(exc.message)
+    try:  # after the network: a replaced controller must reach the leader to catch up
+        out.extend(restore_voters(spec))
     except ClusterctlError as exc:
         problems.append(exc.message)
     _forget_healed(spec)

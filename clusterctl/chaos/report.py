@@ -245,12 +245,37 @@ def render_html(result: Any) -> str:
             for p in getattr(result, "phases", None) or []
         ],
         events=[[f"{e.t - tl.started:.3f}", e.source, e.kind, e.subject, e.detail] for e in tl.events],
+        elections=_election_rows(result),
         load=result.load,
         spark=getattr(result, "spark", None),
         **pipeline_context(getattr(result, "pipeline", None), tl.started),
         **_verify_context(result),
         **group_context(getattr(result, "group", None), tl.started),
+        **_quorum_context(result, tl.started),
     )
+
+
+def _quorum_context(result: Any, t0: float) -> dict[str, Any]:
+    """The controller quorum section: the metadata-write probe and each voter change (dynamic quorum drills)."""
+    mw = getattr(result, "metadata_writes", None)
+    rows = []
+    if mw is not None:
+        at = [None if t is None else round(t - t0, 2) for t in (mw.gap_from, mw.gap_to)]
+        rows = [[mw.writes, mw.failed, mw.longest_gap_s, *at, mw.median_ms, mw.max_ms, mw.bound or "-"]]
+    changes = [[c.action, f"{c.node_id} ({c.service})", c.directory_id, c.seconds, c.tool_seconds,
+                ", ".join(c.voters), c.leader_id] for c in getattr(result, "quorum_changes", None) or []]  # fmt: skip
+    return {"mw": mw, "metadata_rows": rows, "quorum_rows": changes}
+
+
+def _election_rows(result: Any) -> list[list[Any]]:
+    """Elections out of a leaderless partition or from outside the ISR (election_rules.py), a row each."""
+    return [
+        [f"{e.topic}-{e.partition}", e.leader_before, e.leader, e.rule, e.leaderless_s, e.isr_before,
+         "-" if e.elr_before is None else e.elr_before, "-" if e.last_known_before is None else e.last_known_before,
+         e.detail]
+        for e in getattr(result, "elections", None) or []
+        if e.leaderless_s is not None or e.rule != "isr"
+    ]  # fmt: skip
 
 
 def _fault_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
@@ -268,9 +293,10 @@ def _partition_rows(result: Any, settings: dict[str, Any]) -> list[list[Any]]:
 
     return [
         [f.action, f"{p.topic}-{p.partition}", p.leader_before, p.new_leader,
-         explain(p.time_to_new_leader_s, f.action, "new_leader", p.led_by_target, settings),
+         explain(p.time_to_new_leader_s, f.action, "new_leader", p.led_by_target, settings, p.elected_by),
          explain(p.isr_shrunk_s, f.action, "isr_shrunk", p.led_by_target, settings), p.isr_full_s, p.unavailable_s,
-         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings), ", ".join(p.also) or "-"]
+         explain(p.write_gap_s, f.action, "write_gap", p.led_by_target, settings, p.elected_by),
+         ", ".join(p.also) or "-"]
         for f in result.faults
         for p in f.partitions
     ]  # fmt: skip
@@ -302,7 +328,8 @@ def write_summary_html(rep: Any, path: Path) -> Path:
     runs = [
         {
             "cells": [r.run, r.verdict, r.acked, r.lost, r.duplicated, r.detected_s, r.new_leader_s,
-                      r.isr_shrunk_s, r.write_gap_s, r.stall_s, _spark_cell(r), r.fault],
+                      r.isr_shrunk_s, r.write_gap_s, r.stall_s, _spark_cell(r), r.metadata_gap_s, r.load_average,
+                      r.fault],
             "href": os.path.relpath(r.report, path.parent) if r.report else None,
         }
         for r in rep.runs

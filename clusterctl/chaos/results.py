@@ -9,13 +9,16 @@ from clusterctl.errors import ClusterctlError
 
 if TYPE_CHECKING:
     from clusterctl.chaos.analysis import FaultMetrics, PhaseMetrics
+    from clusterctl.chaos.election_rules import Election
     from clusterctl.chaos.group_timeline import GroupReport
     from clusterctl.chaos.ledger import VerifyResult
     from clusterctl.chaos.load import LoadSummary
+    from clusterctl.chaos.metadata_probe import MetadataWrites
     from clusterctl.chaos.pipeline import SparkVerifyResult
     from clusterctl.chaos.pipeline_timeline import PipelineTimeline
     from clusterctl.chaos.snapshot import ClusterSnapshot
     from clusterctl.chaos.timeline import Timeline
+    from clusterctl.runtime.voters import VoterChange
 
 
 @dataclass
@@ -59,6 +62,10 @@ class ScenarioResult:
     spark: SparkVerifyResult | None = None  # verify_spark: the job's output against its input
     pipeline: PipelineTimeline | None = None  # the Spark jobs' micro-batches and each fault's pipeline stall
     group: GroupReport | None = None  # the drill's consumer group: each fault's consume gap, what it read
+    metadata_writes: MetadataWrites | None = None  # metadata_probe: the quorum's writes and their longest gap
+    quorum_changes: list[VoterChange] = field(default_factory=list)  # add-controller / remove-controller steps
+    elections: list[Election] = field(default_factory=list)  # each leader change and the rule that allowed it
+    safety: str | None = None  # the rule that kept acknowledged writes (ELR, last known leader), or the loss's election
 
 
 def verdict_of(ok: bool, interrupted: bool, fault_not_applied: bool) -> str:

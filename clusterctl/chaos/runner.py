@@ -21,6 +21,7 @@ from clusterctl.chaos.conditions import Conditions
 from clusterctl.chaos.group_run import GroupSteps
 from clusterctl.chaos.migrate_run import MigrateSteps
 from clusterctl.chaos.node_run import NodeSteps
+from clusterctl.chaos.quorum_run import QuorumSteps
 from clusterctl.chaos.results import ScenarioResult, StepFailed, StepResult, verdict_of
 from clusterctl.chaos.scenario import (
     Condition,
@@ -31,10 +32,10 @@ from clusterctl.chaos.scenario import (
     Scenario,
     StartLoad,
     Step,
-    Verify,
     WaitFor,
 )
 from clusterctl.chaos.spark_steps import SparkJob, VerifySpark
+from clusterctl.chaos.verify_run import VerifySteps
 from clusterctl.errors import ClusterctlError, FaultNotAppliedError, UsageError, VerificationError
 from clusterctl.spec.model import ClusterSpec
 
@@ -43,7 +44,7 @@ from clusterctl.spec.model import ClusterSpec
 BACKGROUND_JOIN_S = 60.0
 
 
-class Runner(GroupSteps, NodeSteps, MigrateSteps):
+class Runner(GroupSteps, NodeSteps, QuorumSteps, MigrateSteps, VerifySteps):
     """Runs one scenario against the spec's cluster with an observer attached."""
 
     def __init__(
@@ -77,7 +78,9 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
         self.paused: set[int] = set()  # brokers this run paused: metadata requests avoid them
         self.freeze_retries = 0
         self.snapshots: dict[str, Any] = {}
+        self.features_before: dict[str, int | None] = {}  # feature levels the run changed, restored after it
         self.cond = Conditions(spec, self.bootstrap, self.topic, self._live_bootstrap)
+        self.probe, self.metadata_writes, self.quorum_changes, self.leader_wiped = None, None, [], False
         self.stopped: set[int] = self.cond.stopped  # brokers on a host a kill_node step stopped
 
     # -- checks before anything is touched
@@ -172,9 +175,8 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
         steps = self.sc.parsed_steps()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         poll_md = self.sc.requires == "kafka" or any(s.kind in ("create_topic", "start_load") for s in steps)
-        self.observer = Observer(
-            self.spec, self.bootstrap if poll_md else None, [self.topic], live_path=self.work_dir / "events.jsonl"
-        ).start()
+        self.observer = Observer(self.spec, self.bootstrap if poll_md else None, [self.topic],
+                                 live_path=self.work_dir / "events.jsonl", watch_elr=poll_md).start()  # fmt: skip
         from clusterctl.chaos.scenario_checks import fault_refs
 
         self.cond.fault_refs = fault_refs(steps)
@@ -184,6 +186,7 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
         interrupted = not_applied = False
         i = 0
         try:
+            self._set_features()
             for i, step in enumerate(steps, 1):
                 desc = step.describe()
                 self.cond.step = i
@@ -219,6 +222,7 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
             error = f"verification failed: {self.verify_result.summary()}"
         acks = self._ack_times()
         faults = analyze(timeline, acks)
+        elected, safety = self._election_rules(timeline, faults)
         return ScenarioResult(
             scenario=self.sc.name,
             file=self.file,
@@ -237,7 +241,9 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
             ledger=self.load.ledger_path if self.load else None,
             expect=self.sc.expect,
             loss_settings=self.sc.loss_settings(),
-            bounds=failover_bounds(self.spec),
+            bounds=failover_bounds(self.spec) | self._feature_bounds(),
+            elections=elected,
+            safety=safety,
             timeline=timeline,
             interrupted=interrupted,
             fault_not_applied=not_applied,
@@ -246,6 +252,8 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
             spark=self.spark_verify,
             pipeline=self._pipeline(timeline, faults, acks),
             group=self._group_report(timeline, faults),
+            metadata_writes=self.metadata_writes,
+            quorum_changes=self.quorum_changes,
         )
 
     def _pipeline(self, timeline: Any, faults: list[Any], acks: Any) -> Any:
@@ -256,10 +264,6 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
             return None
         inputs = {job: run.input_topic for job, run in self.spark_jobs.jobs.items()}
         return pipeline_timeline(self.work_dir, sorted(inputs), timeline, faults, acks, inputs)
-
-    def _verdict_ok(self, v: Any) -> bool:
-        """no-loss: nothing acknowledged lost or reordered; loss (a negative control): something was lost."""
-        return v.lost_count > 0 if self.sc.expect == "loss" else bool(v.ok)
 
     def _ack_times(self) -> dict[tuple[str, int], list[float]] | None:
         from clusterctl.chaos.ledger import read_ledger
@@ -287,6 +291,7 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
             except ClusterctlError as exc:
                 problems.append(str(exc))
         problems += [p for p in [self._close_group()] if p]
+        self._stop_probe()
         try:
             healed = recovery.heal_all(self.spec, self.detached)
             for r in healed:
@@ -299,7 +304,8 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
         except ClusterctlError as exc:
             problems.append(f"heal failed: {exc}")
         self.detached = []
-        return "; ".join(problems) or None
+        problems.append(self._restore_features() or "")
+        return "; ".join(p for p in problems if p) or None
 
     # -- steps
     def _run_step(self, step: Step) -> str | None:
@@ -315,7 +321,8 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
 
         t = self.sc.topic
         # returns once every broker serves the topic with a leader for every partition
-        create_topic(self.bootstrap, self.topic, t.partitions, t.replication_factor, t.configs(), if_not_exists=True)
+        create_topic(self.bootstrap, self.topic, t.partitions, t.replication_factor, t.configs(), if_not_exists=True,
+                     replica_assignment=t.replica_assignment)  # fmt: skip
         # the load is told the partition count: a broker that (re)joined a moment ago may not list the new topic yet
         self.created_partitions = t.partitions
         self.observer.add_topic(self.topic)
@@ -393,46 +400,6 @@ class Runner(GroupSteps, NodeSteps, MigrateSteps):
         if bad:
             raise StepFailed(f"{e.type} election failed for {bad[0].topic}-{bad[0].partition}: {bad[0].error}")
         return f"{e.type} election on {len(res)} partitions"
-
-    def _step_verify(self, v: Verify) -> str:
-        from clusterctl.chaos.load import verify_drill
-
-        if self.load is None:
-            raise UsageError("verify: no load ran in this scenario (add start_load/stop_load)")
-        if self.load_summary is None:
-            self.load_summary = self.load.stop()
-        self.verify_result = verify_drill(self.bootstrap, self.load.ledger_path, v.timeout)
-        summary = self.verify_result.summary()
-        if self.sc.expect == "loss":
-            if self.verify_result.lost_count == 0:
-                raise VerificationError(
-                    f"negative control: this scenario must lose acknowledged writes, but the verifier found none "
-                    f"({summary})"
-                )
-            allowed = "; ".join(self.sc.loss_settings()) or "no setting of the scenario"
-            return f"{summary}: loss expected and found, allowed by {allowed}"
-        if not self.verify_result.ok:
-            raise VerificationError(f"drill verification failed: {summary}")
-        return summary + self._verify_bounds(v)
-
-    def _verify_bounds(self, v: Verify) -> str:
-        """The scenario's own expectations past no loss: at most N duplicated, no partition waiting too long."""
-        from clusterctl.chaos.ledger import read_ledger
-
-        dup = self.verify_result.duplicated_count
-        if v.max_duplicated is not None and dup > v.max_duplicated:
-            raise VerificationError(f"{dup} acknowledged records read back more than once (at most {v.max_duplicated})")
-        if v.max_write_gap is None:
-            return ""
-        gap = read_ledger(self.load.ledger_path).longest_ack_gap()
-        if gap is None:
-            raise VerificationError("no partition had two acknowledged writes: the write gap is not known")
-        topic, partition, seconds = gap
-        if seconds > v.max_write_gap:
-            raise VerificationError(
-                f"{topic}-{partition} waited {seconds:.1f}s for an acknowledged write (at most {v.max_write_gap:g}s)"
-            )
-        return f"; longest write gap {seconds:.1f}s ({topic}-{partition}, at most {v.max_write_gap:g}s)"
 
     def _step_spark_job(self, a: SparkJob) -> str:
         from clusterctl.chaos.pipeline import SparkJobs

@@ -22,16 +22,19 @@ A scenario file:
 Migration drills (migration_steps.py) add consume {group, max_messages}, snapshot {name, same_as} and
 migrate {to: kraft | zookeeper, until_phase}; upgrade {to: VERSION | newest, finalize} rolls a KRaft cluster.
 Swarm drills (`deploy: swarm`, node_steps.py) add kill_node {rack: NAME | leader | follower, partition} and the
-condition leaders_live {topic}.
+condition leaders_live {topic}. Dynamic-quorum drills (quorum_steps.py) add quorum {action: provision-controller |
+add-controller | remove-controller}, metadata_probe {action: start | stop} and the condition controller_caught_up.
 `spark_job: {job: key_counts}` (again: resume; `action: stop | kill`) and `verify_spark: {job: key_counts}`
 run a Spark job beside the load and check its results exactly (pipeline.py, docs/spark.md).
 `start_group: {members: 3, protocol: consumer}` runs a consumer group beside the load, with the faults kill-member
 and kill-coordinator, the condition group_consuming and `verify_group` (group_steps.py, docs/consumer-groups.md).
+KIP-966 drills (elr_steps.py) add `features: {eligible.leader.replicas.version: 0 | 1}` (finalized for the run)
+and the condition elr {topic, partition, equals, last_known_elr}; `topic.replica_assignment` pins the replicas.
 
 Each step is a one-key mapping. Conditions (for `wait_for` and `assert`): isr_size {topic, partition,
 equals}, isr_full {topic}, leader {topic, partition, equals | not_equals}, preferred_leaders {topic},
 leader_changed {topic, partition, fault}, zk_quorum: lost | ok | healthy (all serving),
-zk_mode {id, mode}, broker_registered {id, registered}. `topic`
+zk_mode {id, mode}, broker_registered {id, registered}; `leader: {equals: -1}` holds while there is none. `topic`
 defaults to the scenario's topic (a fresh name per run unless `topic.name` is set). leader_changed and
 controller_changed compare with the state at a fault: the step `fault: N` names, by default the latest fault of
 their kind before them (scenario_checks.py checks every step's references before anything starts).
@@ -49,9 +52,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from clusterctl.chaos.elr_steps import ElrIs, check_assignment, check_features
 from clusterctl.chaos.group_steps import GroupConsuming, StartGroup, VerifyGroup, check_group_steps
 from clusterctl.chaos.migration_steps import Consume, Migrate, Snapshot, Upgrade, check_steps
 from clusterctl.chaos.node_steps import KillNode, check_node_steps
+from clusterctl.chaos.quorum_steps import ControllerRef, MetadataProbe, QuorumChange, check_quorum_steps
 from clusterctl.chaos.scenario_checks import KRAFT_CONDITIONS as KRAFT_CONDITIONS  # conditions.py asks here
 from clusterctl.chaos.scenario_checks import check_references
 from clusterctl.chaos.spark_steps import SparkCommitted, SparkJob, VerifySpark
@@ -78,6 +83,7 @@ FaultAction = Literal[
     "kill-controller",
     "kill-controller-quorum",
     "start-controller",
+    "wipe-controller",
     "delay",
     "loss",
     "rate",
@@ -102,6 +108,17 @@ class TopicSpec(_M):
     replication_factor: int = Field(default=3, ge=1, le=validate.MAX_REPLICATION_FACTOR)
     min_insync_replicas: int = Field(default=2, ge=1)
     unclean_leader_election: bool = Field(default=False, description="unclean.leader.election.enable (can lose data)")
+    replica_assignment: list[list[int]] | None = Field(
+        default=None,
+        max_length=validate.MAX_PARTITIONS,
+        description="partition i on these broker ids, the first its preferred leader (default: Kafka's)",
+    )
+
+    @model_validator(mode="after")
+    def _assignment(self) -> TopicSpec:
+        if self.replica_assignment is not None:
+            check_assignment(self.replica_assignment, self.partitions, self.replication_factor)
+        return self
 
     def configs(self) -> dict[str, str]:
         """The topic configs the drill creates it with."""
@@ -175,9 +192,11 @@ class Condition(_M):
     broker_registered: BrokerRegistered | None = None
     controller_quorum: Literal["lost", "ok", "healthy"] | None = None  # kraft: leader? every voter caught up?
     controller_changed: ControllerChanged | None = None  # the active controller differs from the one at the fault
+    controller_caught_up: ControllerRef | None = None  # kraft.quorum dynamic: fetching, at the high watermark
     broker_fenced: BrokerFenced | None = None  # kraft: absent from metadata
     spark_committed: SparkCommitted | None = None  # a drill's Spark job has committed N micro-batches
     group_consuming: GroupConsuming | None = None  # every partition: a record written after the latest fault read
+    elr: ElrIs | None = None  # kraft, KIP-966: a partition's eligible leader replicas (DescribeTopicPartitions)
 
     @model_validator(mode="after")
     def _one(self) -> Condition:
@@ -242,7 +261,9 @@ class Fault(_M):
     action: FaultAction
     broker: int | None = None
     zk: int | None = None
-    controller: int | None = Field(default=None, description="start-controller: voter node id")
+    controller: int | None = Field(
+        default=None, description="start-controller, wipe-controller: voter node id (wipe: default the active one)"
+    )
     spark_worker: int | None = Field(default=None, description="kill/start-spark-worker: spark-workerN of the spec")
     member: int | None = Field(default=None, description="kill-member: member N of the drill's group")
     node: str | None = Field(
@@ -279,6 +300,10 @@ class Fault(_M):
             raise ValueError(f"{a} needs spark_worker: <N of spark-workerN>")
         if a == "start-controller" and self.controller is None:
             raise ValueError("start-controller needs controller: <voter node id>")
+        if a == "wipe-controller" and self.node not in (None, "controller", "follower"):
+            raise ValueError(
+                "wipe-controller takes controller: <voter node id>, or node: controller (the active one) | follower"
+            )
         if a == "partition-node" and self.node is None:
             raise ValueError("partition-node needs node: <service, e.g. kafka2 or zk1>")
         if a == "fill-disk" and self.node is None:
@@ -341,6 +366,8 @@ STEP_MODELS: dict[str, type[BaseModel] | None] = {
     "kill_node": KillNode,
     "start_group": StartGroup,
     "verify_group": VerifyGroup,
+    "quorum": QuorumChange,
+    "metadata_probe": MetadataProbe,
     "sleep": None,  # a number of seconds
 }
 
@@ -375,7 +402,15 @@ class Scenario(_M):
         default="no-loss", description="loss: a negative control that passes only when acknowledged writes are lost"
     )
     topic: TopicSpec = TopicSpec()
+    features: dict[str, int] = Field(
+        default_factory=dict, description="feature levels finalized for the run (mode kraft), restored after it"
+    )
     steps: list[dict[str, Any]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _features(self) -> Scenario:
+        check_features(self.features, self.mode)
+        return self
 
     def parsed_steps(self) -> list[Step]:
         return [_parse_step(i, raw) for i, raw in enumerate(self.steps, 1)]
@@ -440,6 +475,7 @@ def parse_scenario(text: str, source: str = "<scenario>") -> Scenario:
         check_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode, sc.requires)
         check_node_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.deploy)
         check_group_steps([(s.kind, s.args) for s in sc.parsed_steps()])
+        check_quorum_steps([(s.kind, s.args) for s in sc.parsed_steps()], sc.mode)
         check_references(sc)
     except ValidationError as exc:
         raise SpecError(f"{source}: {_first_error(exc)}") from None

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # scenario.py imports this module (it calls check_references while it parses)
     from clusterctl.chaos.scenario import Fault, Scenario, Step
 
-KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced")
+KRAFT_CONDITIONS = ("controller_quorum", "controller_changed", "broker_fenced", "controller_caught_up", "elr")
 CONDITION_STEPS = ("wait_for", "assert")
 
 # fault actions that undo rather than break: never "the fault" a condition compares with
 RESTORING = ("start-broker", "start-zk", "start-controller", "start-spark-worker", "unpause-brokers")
-CONTROLLER_ACTIONS = ("kill-controller", "kill-controller-quorum")
+CONTROLLER_ACTIONS = ("kill-controller", "kill-controller-quorum", "wipe-controller")
 ZK_CONDITIONS = ("zk_quorum", "zk_mode")
 ROLES = ("leader", "follower", "zk-leader", "controller")
 NO_TOPIC_CONDITIONS = ("spark_committed", "zk_mode", "broker_registered", "broker_fenced", "group_consuming")
@@ -42,7 +42,8 @@ def _uses_topic(step: Step) -> bool:
     if step.kind == "elect":
         return not a.all and a.topic is None
     if step.kind == "fault":
-        return a.topic is None and (a.action in ("kill-leader", "pause-followers") or a.node in ("leader", "follower"))
+        replica = a.node in ("leader", "follower") and a.action != "wipe-controller"  # its follower is a voter
+        return a.topic is None and (a.action in ("kill-leader", "pause-followers") or replica)
     if step.kind == "kill_node":
         return a.topic is None and a.rack in ("leader", "follower")
     if step.kind in CONDITION_STEPS:
@@ -165,7 +166,7 @@ def _check_condition_mode(where: str, name: str, mode: str) -> None:
 def _check_fault_mode(where: str, f: Fault, mode: str) -> None:
     if mode == "kraft" and f.action.endswith("-zk"):
         raise ValueError(f"{where}: {f.action} breaks ZooKeeper; this is for mode: kraft (no ZooKeeper)")
-    if mode == "zookeeper" and f.action in ("kill-controller-quorum", "start-controller"):
+    if mode == "zookeeper" and f.action in ("kill-controller-quorum", "start-controller", "wipe-controller"):
         raise ValueError(f"{where}: {f.action} is for a KRaft quorum; this is for mode: zookeeper")
 
 
@@ -175,6 +176,13 @@ def check_against_spec(sc: Scenario, spec: Any) -> None:
     from clusterctl.errors import ClusterctlError, UsageError
 
     mode = spec.kafka.mode
+    _check_quorum_kind(sc, spec)
+    for replicas in sc.topic.replica_assignment or []:
+        for broker in replicas:
+            try:
+                targets.broker_target(spec, broker)
+            except ClusterctlError as exc:
+                raise UsageError(f"scenario {sc.name}: topic.replica_assignment: {exc.message}") from None
     for i, step in enumerate(sc.parsed_steps(), 1):
         where = f"step {i} ({step.describe()})"
         a = step.args
@@ -186,6 +194,10 @@ def check_against_spec(sc: Scenario, spec: Any) -> None:
                         targets.broker_target(spec, ref.id)
                 if a.zk_mode is not None:
                     targets.zk_target(spec, a.zk_mode.id)
+                if a.controller_caught_up is not None and a.controller_caught_up.controller is not None:
+                    targets.controller_target(spec, a.controller_caught_up.controller)
+            if step.kind == "quorum" and a.controller is not None:
+                targets.controller_target(spec, a.controller)
             if step.kind != "fault":
                 continue
             _check_fault_mode(where, a, mode)
@@ -193,8 +205,8 @@ def check_against_spec(sc: Scenario, spec: Any) -> None:
                 targets.broker_target(spec, a.broker or 0)
             if a.action.endswith("-zk"):
                 targets.zk_target(spec, a.zk or 0)
-            if a.action == "start-controller":
-                targets.controller_target(spec, a.controller or 0)
+            if a.action in ("start-controller", "wipe-controller") and a.controller is not None:
+                targets.controller_target(spec, a.controller)
             if a.action.endswith("-spark-worker"):
                 targets.spark_worker_target(spec, a.spark_worker or 0)
             for node in [a.node, *a.to] if a.node is not None else a.to:
@@ -204,6 +216,22 @@ def check_against_spec(sc: Scenario, spec: Any) -> None:
             raise UsageError(f"scenario {sc.name}: {exc}") from None
         except ClusterctlError as exc:
             raise UsageError(f"scenario {sc.name}: {where}: {exc.message}") from None
+
+
+def _check_quorum_kind(sc: Scenario, spec: Any) -> None:
+    """A drill that changes the quorum's voters needs a dynamic quorum: refused in one line before any work."""
+    from clusterctl.chaos.quorum_steps import uses_dynamic_quorum
+    from clusterctl.errors import UsageError
+
+    if (
+        spec.kraft_mode
+        and spec.kraft.quorum != "dynamic"
+        and uses_dynamic_quorum([(s.kind, s.args) for s in sc.parsed_steps()])
+    ):
+        raise UsageError(
+            f"scenario {sc.name} replaces a controller voter, which needs a dynamic quorum (kraft.quorum: dynamic, "
+            f"KIP-853); cluster {spec.name} runs a static one (controller.quorum.voters, fixed at format time)"
+        )
 
 
 def named_topics(sc: Scenario) -> list[tuple[int, str]]:

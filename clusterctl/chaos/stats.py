@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-METRICS = ("acked", "lost", "duplicated", "detected_s", "new_leader_s", "isr_shrunk_s", "write_gap_s", "stall_s")
+METRICS = (
+    "acked", "lost", "duplicated", "detected_s", "new_leader_s", "isr_shrunk_s", "write_gap_s", "stall_s",
+    "metadata_gap_s",
+)  # fmt: skip
 
 
 @dataclass
@@ -35,6 +38,12 @@ class RunStats:
     spark_missing: int | None = None  # keys missing from the job's output
     spark_mismatched: int | None = None  # keys with another value than the input gives (a double count among them)
     interrupted: bool = False  # a stop signal ended this run (healed, reported; the series ends with it)
+    metadata_gap_s: float | None = None  # metadata_probe: the longest time without a committed metadata write
+    load_average: float | None = None  # the machine's 1-minute load average as the probe stopped
+    metadata_gap_bound: str | None = None  # what bounds that gap in this run (the leader lost, or not)
+    elections: str | None = None  # elections from outside the ISR: "elr 3 after 12.1s" (KIP-966's rules)
+    safety: str | None = None  # the rule that kept acknowledged writes, or the election that lost them
+    elected_by: str | None = None  # the main fault's new leader from outside the ISR: what bounds its times
 
     @property
     def verdict(self) -> str:
@@ -100,8 +109,24 @@ def run_stats(index: int, result: Any) -> RunStats:
         error=result.error,
         isr_shrunk_s=min(shrunk) if shrunk else None,
         interrupted=bool(getattr(result, "interrupted", False)),
+        elections=", ".join(
+            f"{e.rule} {e.leader}" + (f" after {e.leaderless_s:.1f}s" if e.leaderless_s is not None else "")
+            for e in getattr(result, "elections", None) or []
+            if e.rule != "isr"
+        )
+        or None,
+        safety=getattr(result, "safety", None),
+        elected_by=next((p.elected_by for p in (f.partitions if f else []) if p.led_by_target and p.elected_by), None),
         **_spark_stats(result, f),
+        **_metadata_stats(result),
     )
+
+
+def _metadata_stats(result: Any) -> dict[str, Any]:
+    m = getattr(result, "metadata_writes", None)
+    if m is None:
+        return {}
+    return {"metadata_gap_s": m.longest_gap_s, "load_average": m.load_average, "metadata_gap_bound": m.bound}
 
 
 def _spark_stats(result: Any, fault: Any) -> dict[str, Any]:
@@ -127,7 +152,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def summarize(runs: list[RunStats], settings: dict[str, Any], action: str | None) -> list[Summary]:
-    from clusterctl.chaos.bounds import bounding_setting
+    from clusterctl.chaos.bounds import LEADER_LOST, bounding_setting
 
     out = []
     for m in METRICS:
@@ -135,7 +160,13 @@ def summarize(runs: list[RunStats], settings: dict[str, Any], action: str | None
         bound = None
         if action and m.endswith("_s"):
             bound = bounding_setting(action, m.removesuffix("_s"), True, settings)
+        if m == "metadata_gap_s":
+            bound = next((r.metadata_gap_bound for r in runs if r.metadata_gap_bound), None)
+        elected = {r.elected_by for r in runs}
+        if m in ("new_leader_s", "write_gap_s") and len(elected) == 1 and None not in elected:
+            bound = elected.pop()  # every run's new leader came from outside the ISR the same way
         if not values:
+            bound = bound if action not in LEADER_LOST else None  # a follower wiped: no election to bound
             out.append(Summary(m, 0, None, None, None, bound))
             continue
         out.append(

@@ -20,6 +20,9 @@ HEAL_ACTIONS = {
     "heal",
     "heal-network",
     "free-disk",
+    "provision-controller",
+    "add-controller",
+    "remove-controller",
 }
 PAUSE_ACTIONS = {"pause", "pause-broker", "pause-follower"}
 
@@ -69,6 +72,20 @@ class FencedSample:
 
     t: float
     brokers: list[int]
+
+
+@dataclass
+class ElrSample:
+    """KRaft with ELR on (KIP-966): a partition as DescribeTopicPartitions reports it, recorded when it changes."""
+
+    t: float
+    topic: str
+    partition: int
+    leader: int  # -1: no leader
+    isr: list[int]
+    elr: list[int]  # eligible leader replicas: out of the ISR, safe to elect
+    last_known_elr: list[int]  # the last known leader while there is none
+    leader_epoch: int = -1
 
 
 @dataclass
@@ -133,4 +150,5 @@ class Timeline:
     controllers: list[ControllerSample] = field(default_factory=list)  # kraft mode
     fenced: list[FencedSample] = field(default_factory=list)  # kraft mode
     phases: list[PhaseBand] = field(default_factory=list)  # migrate steps
+    elr: list[ElrSample] = field(default_factory=list)  # kraft with ELR on: DescribeTopicPartitions' changes
     mode: str = "zookeeper"

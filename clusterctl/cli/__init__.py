@@ -24,6 +24,7 @@ NOUN_MODULES = (
     "images",
     "versions",
     "cluster",
+    "quorum",
     "topic",
     "group",
     "zk",
@@ -42,7 +43,8 @@ NOUN_MODULES = (
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
 # A command missing here still works: main() then builds every module, as for --help and completion.
 COMMAND_MODULE = {
-    **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "cluster", "quorum"), "cluster"),
+    **dict.fromkeys(("init", "render", "up", "down", "status", "logs", "cluster"), "cluster"),
+    "quorum": "quorum",
     "images": "images",
     "versions": "versions",
     **dict.fromkeys(("topic", "produce", "consume"), "topic"),

@@ -299,6 +299,20 @@ def cmd_chaos_start_controller(
     _emit_faults([faults.start_controller(get_spec(), node_id)], as_json)
 
 
+@chaos_app.command("wipe-controller")
+def cmd_chaos_wipe_controller(
+    node_id: Annotated[int | None, typer.Argument(help="voter node id (101..); default: the active controller")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Dynamic quorum (kraft.quorum: dynamic): SIGKILL a controller and remove its data volume, as if its disk were
+    gone. `chaos heal` starts a replacement on a fresh disk and makes it a voter in place of the dead entry."""
+    from clusterctl.chaos import faults
+    from clusterctl.chaos.controllers import wipe_controller
+
+    spec = get_spec()
+    _emit_faults([wipe_controller(spec, faults.active_controller(spec) if node_id is None else node_id)[0]], as_json)
+
+
 @chaos_app.command("kill-spark-worker")
 def cmd_chaos_kill_spark_worker(
     worker: Annotated[int, typer.Argument(help="Spark worker (N of spark-workerN; spark.enabled)")],
@@ -366,7 +380,7 @@ def cmd_chaos_heal(
     as_json: JsonOpt = False,
 ) -> None:
     """Undo every fault: free filled disks, unpause, reconnect, remove network degradations, start stopped
-    containers; then wait."""
+    containers (a wiped controller of a dynamic quorum on a fresh disk, made a voter again); then wait."""
     from clusterctl.chaos import recovery
     from clusterctl.errors import UsageError
     from clusterctl.output import err_console, info

@@ -1,14 +1,17 @@
-"""CLI for the 'cluster' noun: init, render, up, down, status, logs, quorum and `cluster describe|quorum`.
+"""CLI for the 'cluster' noun: init, render, up, down, status, logs and `cluster describe|quorum` (`quorum` is
+its own noun, cli/quorum.py).
 
 Thin: parse, call the domain layer (spec/, compose/, runtime's `Cluster`), render through output.
 """
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from clusterctl.cli.common import BootstrapOpt, JsonOpt, bootstrap_servers, get_spec, state, timeout_option
+from clusterctl.cli.quorum import cmd_quorum
 from clusterctl.errors import ClusterctlError, UsageError
 from clusterctl.output import Column, emit, info
 from clusterctl.spec import validate
@@ -248,6 +251,9 @@ def cmd_up(
     )
     if result.manager:
         info(result.manager)
+    for f in result.formatted:
+        if f.flag == "--no-initial-controllers":
+            info(f"{f.service} has a fresh disk: an observer until `clusterctl quorum add-controller {f.node_id}`")
 
 
 def _report_left_faults(spec: "ClusterSpec") -> None:
@@ -267,15 +273,25 @@ def _up_fields(spec: "ClusterSpec", result: "UpResult") -> list[Column]:
             Column("Controller quorum", lambda r: f"voters {r.quorum_voters}, leader {r.controller}"),
             Column("Brokers unfenced", "brokers_registered"),
         ]
+        if result.formatted:  # kraft.quorum dynamic: controllers formatted before their first start
+            fields.append(Column("Formatted", lambda r: ", ".join(f"{f.service} {f.flag}" for f in r.formatted)))
     else:
         fields.append(Column("ZooKeeper", lambda r: f"{r.zk_serving}/{r.zk_nodes} serving, leader zk{r.zk_leader}"))
         if spec.kafka.engine == "kafka":
             fields += [Column("Brokers registered", "brokers_registered"), Column("Controller", "controller")]
         else:
             fields.append(Column("Broker (tansu)", lambda r: f"answers on {spec.topology.bootstrap_servers}"))
+    for name, level in result.features.items():
+        changed = next((c for c in result.features_changed if c.startswith(f"{name} ")), None)
+        fields.append(Column(name, _feature_cell(level, changed)))
     if result.manager_url:
         fields.append(Column(f"kafka-manager ({spec.manager_kind})", "manager_url"))
     return fields
+
+
+def _feature_cell(level: int, changed: str | None) -> Callable[[Any], str]:
+    was = changed.split(" ")[1] if changed else None  # "NAME OLD -> NEW"
+    return lambda _r: f"{level} (was {was}: finalized by this up)" if changed else str(level)
 
 
 def cmd_down(
@@ -338,7 +354,10 @@ def render_status(result: "ClusterStatus", spec: "ClusterSpec") -> None:
         ],
     )
     if result.controllers:
-        emit(result.controllers, as_json=False, title="controller quorum", columns=QUORUM_COLUMNS)
+        from clusterctl.cli.quorum import quorum_columns
+
+        columns = quorum_columns(spec.kraft.quorum == "dynamic")
+        emit(result.controllers, as_json=False, title="controller quorum", columns=columns)
     if result.brokers:
         cols = [Column("Broker", "broker", justify="right"), Column("Registered", "registered"),
                 Column("Fenced", "fenced"), Column("State", "state")]  # fmt: skip
@@ -350,43 +369,6 @@ def render_status(result: "ClusterStatus", spec: "ClusterSpec") -> None:
         emit(Text(f"kafka-manager ({result.manager}): {result.manager_url}"), as_json=False)
     if result.migration is not None:
         emit(Text(result.migration.line, style="" if result.migration.finished else "bold"), as_json=False)
-
-
-QUORUM_COLUMNS = [
-    Column("Node", "node_id", justify="right"),
-    Column("Role", "role"),
-    Column("Service", "service"),
-    Column("Log end offset", "log_end_offset", justify="right"),
-    Column("Lag", "lag", justify="right"),
-    Column("Last fetch ms ago", "last_fetch_ago_ms", justify="right"),
-]
-
-
-def cmd_quorum(
-    timeout: Annotated[float, timeout_option("seconds to wait for an answer")] = 3.0,
-    as_json: JsonOpt = False,
-) -> None:
-    """KRaft: the controller quorum (describe-quorum): leader, epoch, voters and observers with their lag."""
-    from clusterctl.kafka.kraft import quorum as kraft
-
-    if timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    v = kraft.quorum_view(get_spec(), timeout)
-    if as_json:
-        emit(v, as_json=True)
-        return
-    emit(
-        v,
-        as_json=False,
-        title=f"controller quorum of {v.cluster}",
-        kv=[
-            Column("Leader", lambda r: f"{r.leader_id} ({r.leader_service})" if r.leader_id is not None else "none"),
-            Column("Leader epoch", "leader_epoch"),
-            Column("High watermark", "high_watermark"),
-            Column("Answered by", "answered_by"),
-        ],
-    )
-    emit(v.members, as_json=False, columns=QUORUM_COLUMNS)
 
 
 def cmd_logs(
@@ -420,5 +402,4 @@ def register(app: typer.Typer) -> None:
     app.command("down")(cmd_down)
     app.command("status")(cmd_status)
     app.command("logs")(cmd_logs)
-    app.command("quorum")(cmd_quorum)
     app.add_typer(cluster_app, name="cluster")

@@ -154,12 +154,14 @@ def _print_result(result: Any) -> None:
         if parts:
 
             def ex(metric: str, attr: str) -> Any:
-                return lambda r: explain(getattr(r[1], attr), r[0].action, metric, r[1].led_by_target, settings)
+                return lambda r: explain(
+                    getattr(r[1], attr), r[0].action, metric, r[1].led_by_target, settings, r[1].elected_by
+                )
 
             emit(
                 parts,
                 as_json=False,
-                title="failover per partition (≈ the broker setting that bounds the time)",
+                title="failover per partition (≈ the broker setting or election rule that bounds the time)",
                 columns=[Column("Fault", lambda r: f"{r[0].action} {r[0].target}"),
                          Column("Partition", lambda r: f"{r[1].topic}-{r[1].partition}"),
                          Column("Leader before", lambda r: r[1].leader_before, justify="right"),
@@ -196,8 +198,10 @@ def _print_result(result: Any) -> None:
                          Column("Lost offsets", "lost_offsets")],
             )  # fmt: skip
             info("allowed by: " + ("; ".join(result.loss_settings) or "no setting of this scenario"))
+    _print_elections(result)
     _print_pipeline(result)
     _print_group(result)
+    _print_quorum(result)
 
 
 def _print_group(result: Any) -> None:
@@ -222,6 +226,46 @@ def _print_group(result: Any) -> None:
     )  # fmt: skip
     if g.verify is not None:
         info(f"group verification: {g.verify.summary()}")
+
+
+def _print_quorum(result: Any) -> None:
+    """A dynamic-quorum drill: the metadata-write probe and each voter change."""
+    from clusterctl.chaos.quorum_run import metadata_line
+    from clusterctl.output import Column, emit, info
+
+    if result.metadata_writes is not None:
+        info(metadata_line(result.metadata_writes))
+    if result.quorum_changes:
+        emit(
+            result.quorum_changes,
+            as_json=False,
+            title="controller quorum changes",
+            columns=[Column("Change", "action"), Column("Controller", "node_id", justify="right"),
+                     Column("Directory id", "directory_id"), Column("Took s", "seconds", justify="right"),
+                     Column("Voters after", lambda c: ", ".join(c.voters))],
+        )  # fmt: skip
+
+
+def _print_elections(result: Any) -> None:
+    """Each election out of a leaderless partition, or from outside the ISR, with the rule that allowed it."""
+    from clusterctl.output import Column, emit, info
+
+    shown = [e for e in result.elections if e.leaderless_s is not None or e.rule != "isr"]
+    if shown:
+        emit(
+            shown,
+            as_json=False,
+            title="elections (the rule that allowed each: isr, elr, last-known-leader, unclean; KIP-966)",
+            columns=[Column("Partition", lambda e: f"{e.topic}-{e.partition}"),
+                     Column("Leader before", "leader_before", justify="right"),
+                     Column("New leader", "leader", justify="right"), Column("Rule", "rule"),
+                     Column("Leaderless s", lambda e: "-" if e.leaderless_s is None else
+                            f"{e.leaderless_s:.1f} ≈ until broker {e.leader} was back"),
+                     Column("ISR before", "isr_before"), Column("ELR before", "elr_before"),
+                     Column("Last known ELR", "last_known_before")],
+        )  # fmt: skip
+    if result.safety:
+        info(f"safety: {result.safety}")
 
 
 def _print_pipeline(result: Any) -> None:
@@ -271,7 +315,11 @@ def _run_repeated(
             f"run {r.run}/{n}: {r.verdict} acked {r.acked} lost {r.lost} duplicated {r.duplicated} "
             f"detected {r.detected_s} new leader {r.new_leader_s} ISR shrunk {r.isr_shrunk_s} write gap {r.write_gap_s}"
             + ("" if r.spark_exact is None else f" Spark {'exact' if r.spark_exact else 'NOT exact'} stall {r.stall_s}")
+            + ("" if r.metadata_gap_s is None else f" metadata gap {r.metadata_gap_s} (load {r.load_average})")
+            + (f" elections {r.elections}" if r.elections else "")
         )
+        if r.safety:
+            info(f"  safety: {r.safety}")
 
     rep = stats.repeat(run_once, n, base, sc, settings_of(spec), on_run=show)
     with uninterrupted():  # the summary is written whole; a signal meanwhile ends the command right after
@@ -306,7 +354,10 @@ def _show_repeated(rep: Any, sc: Any, n: int, as_json: bool) -> None:
                      Column("New leader s", "new_leader_s", justify="right"),
                      Column("ISR shrunk s", "isr_shrunk_s", justify="right"),
                      Column("Write gap s", "write_gap_s", justify="right"),
-                     Column("Stall s", "stall_s", justify="right")],
+                     Column("Stall s", "stall_s", justify="right"),
+                     Column("Metadata gap s", "metadata_gap_s", justify="right"),
+                     Column("Load", "load_average", justify="right"),
+                     Column("Elections (not ISR)", "elections")],
         )  # fmt: skip
         emit(
             rep.summary,

@@ -35,6 +35,8 @@ PARTITION_COLUMNS = [
     Column("Isr", "isr"),
     Column("Status", lambda p: "offline" if p.offline else ("under-replicated" if p.under_replicated else "ok")),
 ]
+# KIP-966 (Kafka 4.x with ELR on): replicas out of the ISR that are safe to elect, and the last known leader
+ELR_COLUMNS = [Column("Elr", "elr"), Column("LastKnownElr", "last_known_elr")]
 TOPIC_LIST_COLUMNS = [
     Column("Topic", "name"),
     Column("Partitions", "partitions", justify="right"),
@@ -104,7 +106,12 @@ def render_describe(topics: "list[admin.TopicDescription]", as_json: bool) -> No
         print_line("no matching partitions")
     for t in topics:
         print_line(topic_header(t))
-        emit(t.partitions, as_json=False, columns=PARTITION_COLUMNS)
+        elr = any(p.elr is not None for p in t.partitions)
+        emit(
+            t.partitions,
+            as_json=False,
+            columns=PARTITION_COLUMNS[:-1] + (ELR_COLUMNS if elr else []) + PARTITION_COLUMNS[-1:],
+        )
 
 
 def _create_defaults(explicit_bootstrap: str | None) -> tuple[int, int]:
@@ -177,12 +184,13 @@ def cmd_topic_describe(
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Leader, replicas and ISR per partition (Leader -1 = no leader), like kafka-topics.sh --describe."""
-    from clusterctl.kafka import admin
+    """Leader, replicas and ISR per partition (Leader -1 = no leader), like kafka-topics.sh --describe; with ELR on
+    (Kafka 4.x, KIP-966) also Elr and LastKnownElr, from DescribeTopicPartitions."""
+    from clusterctl.kafka import admin, topicpartitions
 
-    topics = admin.describe_topics(
-        bootstrap_servers(bootstrap_server), names or None, include_internal=internal, with_configs=True
-    )
+    bs = bootstrap_servers(bootstrap_server)
+    topics = admin.describe_topics(bs, names or None, include_internal=internal, with_configs=True)
+    topicpartitions.with_elr(bs, topics)
     render_describe(filter_partitions(topics, under_replicated, unavailable), as_json)
 
 

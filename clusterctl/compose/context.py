@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clusterctl.compose.environment import controller_env, kafka_env, tansu_env, zk_env
+from clusterctl.errors import SpecError
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.spec.sections import SPARK_MASTER_PORT, SPARK_UI_PORT, SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT
 
@@ -181,6 +182,13 @@ def _zookeepers(spec: ClusterSpec) -> list[dict[str, Any]]:
 
 def controllers_context(spec: ClusterSpec) -> list[dict[str, Any]]:
     """The dedicated controllers of a kraft spec (also what a migration phase adds to a ZooKeeper one)."""
+    if spec.kraft_mode and spec.kraft.quorum == "dynamic":  # the offline tag is resolved only now
+        from clusterctl.spec.profiles import kafka_version_of
+        from clusterctl.spec.quorum import version_refusal
+
+        refusal = version_refusal(kafka_version_of(spec.broker_image), f"image {spec.broker_image}")
+        if refusal:
+            raise SpecError(refusal)
     out = []
     for node_id in spec.topology.dedicated_controller_ids:
         svc = spec.topology.controller_service(node_id)

@@ -40,13 +40,20 @@ def kraft_env(spec: ClusterSpec, node_id: int, roles: str) -> dict[str, str]:
     return {
         "KAFKA_NODE_ID": str(node_id),
         "KAFKA_PROCESS_ROLES": roles,
-        "KAFKA_CONTROLLER_QUORUM_VOTERS": spec.topology.controller_quorum_voters,
+        **quorum_env(spec),
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
         "CLUSTER_ID": cluster_id_ref(),
         "KAFKA_BROKER_SESSION_TIMEOUT_MS": str(kr.broker_session_timeout_ms),
         "KAFKA_BROKER_HEARTBEAT_INTERVAL_MS": str(kr.broker_heartbeat_interval_ms),
         "KAFKA_CONTROLLER_QUORUM_ELECTION_TIMEOUT_MS": str(kr.quorum_election_timeout_ms),
     }
+
+
+def quorum_env(spec: ClusterSpec) -> dict[str, str]:
+    """How a node finds the quorum: the fixed voters (static), or where to ask for them (dynamic, KIP-853)."""
+    if spec.kraft.quorum == "dynamic":
+        return {"KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS": spec.topology.controller_quorum_bootstrap_servers}
+    return {"KAFKA_CONTROLLER_QUORUM_VOTERS": spec.topology.controller_quorum_voters}
 
 
 def controller_env(spec: ClusterSpec, node_id: int) -> dict[str, str]:

@@ -67,14 +67,50 @@ def check_listeners(node: NodeConfig) -> list[str]:
 
 
 def check_kraft(nodes: list[NodeConfig]) -> list[str]:
-    """process.roles, node.id, controller listener and quorum voters across every KRaft node."""
-    problems: list[str] = []
+    """process.roles, node.id, controller listener and quorum voters (or, for a dynamic quorum, its bootstrap
+    servers) across every KRaft node."""
+    problems, controllers = _check_roles(nodes)
+    if any("controller.quorum.bootstrap.servers" in n.properties for n in nodes):
+        return problems + _check_dynamic(nodes, controllers)
     voters_seen = {n.properties.get("controller.quorum.voters") for n in nodes}
     if len(voters_seen) != 1 or None in voters_seen:
         problems.append(f"controller.quorum.voters differ or are missing: {sorted(map(str, voters_seen))}")
+    for voter in filter(None, (next(iter(voters_seen)) or "").split(",")):
+        vid, _, address = voter.partition("@")
+        host, _, port = address.rpartition(":")
+        if vid not in controllers:
+            problems.append(f"voter {voter}: node {vid} is not a controller")
+            continue
+        service, ports = controllers[vid]
+        if host != service or not port.isdigit() or int(port) not in ports:
+            problems.append(f"voter {voter}: controller {vid} is {service} listening on {sorted(ports)}")
+    problems += [f"controller {i} is not a voter" for i in controllers if f"{i}@" not in (next(iter(voters_seen)) or "")]
+    return problems
+
+
+def _check_dynamic(nodes: list[NodeConfig], controllers: dict[str | None, tuple[str, set[int]]]) -> list[str]:
+    """A dynamic quorum (KIP-853): the same controller.quorum.bootstrap.servers everywhere, no static voters, and
+    each bootstrap server a controller's service on its controller listener."""
+    problems: list[str] = []
+    seen = {n.properties.get("controller.quorum.bootstrap.servers") for n in nodes}
+    if len(seen) != 1 or None in seen:
+        problems.append(f"controller.quorum.bootstrap.servers differ or are missing: {sorted(map(str, seen))}")
+    problems += [f"{n.service}: controller.quorum.voters beside bootstrap servers" for n in nodes
+                 if "controller.quorum.voters" in n.properties]  # fmt: skip
+    listening = {(svc, port) for svc, ports in controllers.values() for port in ports}
+    for server in sorted({s for value in seen if value for s in value.split(",") if s}):
+        host, _, port = server.rpartition(":")
+        if not port.isdigit() or (host, int(port)) not in listening:
+            problems.append(f"bootstrap server {server} is no controller's listener")
+    return problems
+
+
+def _check_roles(nodes: list[NodeConfig]) -> tuple[list[str], dict[str | None, tuple[str, set[int]]]]:
+    """(problems, node.id -> (service, controller listener ports) of each controller) over every KRaft node."""
+    problems: list[str] = []
     ids = [n.properties.get("node.id") for n in nodes]
     problems += [f"node.id {i} is used twice" for i, c in Counter(ids).items() if c > 1]
-    controllers = {}
+    controllers: dict[str | None, tuple[str, set[int]]] = {}
     for n in nodes:
         p, who = n.properties, n.service
         roles = set(p.get("process.roles", "").split(","))
@@ -94,17 +130,7 @@ def check_kraft(nodes: list[NodeConfig]) -> list[str]:
             controllers[p.get("node.id")] = (who, {own[c] for c in cnames & set(own)})
         elif cnames & set(own):
             problems.append(f"{who}: a broker-only node listens on controller listener {sorted(cnames & set(own))}")
-    for voter in filter(None, (next(iter(voters_seen)) or "").split(",")):
-        vid, _, address = voter.partition("@")
-        host, _, port = address.rpartition(":")
-        if vid not in controllers:
-            problems.append(f"voter {voter}: node {vid} is not a controller")
-            continue
-        service, ports = controllers[vid]
-        if host != service or not port.isdigit() or int(port) not in ports:
-            problems.append(f"voter {voter}: controller {vid} is {service} listening on {sorted(ports)}")
-    problems += [f"controller {i} is not a voter" for i in controllers if f"{i}@" not in (next(iter(voters_seen)) or "")]
-    return problems
+    return problems, controllers
 
 
 def check_zookeeper(zk: list[NodeConfig], brokers: list[NodeConfig]) -> list[str]:

@@ -96,8 +96,8 @@ def render_compose(spec: ClusterSpec, templates_dir: Path = TEMPLATES_DIR, conte
         yamlfile.load_text(text, f"rendered {name}")
     except jinja2.TemplateError as exc:
         raise RenderError(f"template {template}: {' '.join(str(exc).split())}") from None
-    except SpecError as exc:
-        raise RenderError(exc.message) from None
+    except SpecError as exc:  # the spec asks for what the resolved image cannot do: bad input, as at validation
+        raise RenderError(exc.message, exit_code=exc.exit_code) from None
     except yaml.YAMLError as exc:
         raise RenderError(f"rendered {name} is not valid YAML ({' '.join(str(exc).split())[:200]})") from None
     return text

@@ -156,7 +156,11 @@ class Console:
         configs: dict[str, str] = {}
         with contextlib.suppress(ClusterctlError):
             configs = self.hub.configs.peek().get(name, {})
-        return {"t": t, "ends": ends, "ends_error": ends_error, "configs": configs}
+        try:
+            elr, elr_error = self.hub.elr(name), None
+        except ClusterctlError as exc:
+            elr, elr_error = None, _error(exc)
+        return {"t": t, "ends": ends, "ends_error": ends_error, "configs": configs, "elr": elr, "elr_error": elr_error}
 
     def _drill_ctx(self, name: str) -> dict[str, Any]:
         events = self.hub.drill_events(name)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from clusterctl.errors import ClusterctlError, NotFoundError, UsageError
-from clusterctl.kafka import admin
+from clusterctl.kafka import admin, topicpartitions
 from clusterctl.kafka import configs as kconfigs
 from clusterctl.kafka import groups as kgroups
 from clusterctl.kafka.connection import log_end_offsets
@@ -310,6 +310,15 @@ class Hub:
             return {p: end for (_t, p), end in ends.items()}
 
         return dict(self._keyed("leo", name, fetch, SLOW_TTL_S, wait=False))
+
+    def elr(self, name: str) -> dict[int, topicpartitions.PartitionElr] | None:
+        """Each partition's ELR and last known ELR (KIP-966) by index; None where the cluster has ELR off (3.x)."""
+
+        def fetch() -> dict[int, topicpartitions.PartitionElr] | None:
+            view = topicpartitions.elr_view(topicpartitions.parse_bootstrap(self.target.bootstrap), [name], 2.0)
+            return None if view is None else {p: e for (_t, p), e in view.items()}
+
+        return self._keyed("elr", name, fetch, METADATA_TTL_S * 5, wait=True)
 
     def broker_rows(self) -> list[BrokerRow]:
         md = self.metadata.get()

@@ -57,6 +57,8 @@ class PartitionState:
     offline: bool
     under_replicated: bool
     error: str | None = None
+    elr: list[int] | None = None  # eligible leader replicas (KIP-966); None: not reported (3.x, ELR off)
+    last_known_elr: list[int] | None = None  # the last known leader while the partition has none (ELR on)
 
 
 @dataclass
@@ -216,8 +218,10 @@ def create_topic(
     configs: dict[str, str] | None = None,
     if_not_exists: bool = False,
     wait_served_s: float = 30.0,
+    replica_assignment: list[list[int]] | None = None,
 ) -> TopicChange:
-    """Create a topic; RF above the live broker count is refused before asking the broker.
+    """Create a topic; RF above the live broker count is refused before asking the broker. `replica_assignment`:
+    partition i on these brokers, the first its preferred leader (kafka-topics.sh --replica-assignment).
 
     Retriable errors (NOT_CONTROLLER after the controller moved, ...) are retried within RETRY_BUDGET_S. So is a
     request whose answer was lost (a timeout, the broker's handle dropped): the next attempt first looks for the topic.
@@ -237,7 +241,9 @@ def create_topic(
         nonlocal lost
         try:
             # after a lost answer, the topic found is the one that request created (it did not exist before it)
-            return _create_topic_once(bootstrap, name, partitions, replication_factor, configs, if_not_exists or lost)
+            return _create_topic_once(
+                bootstrap, name, partitions, replication_factor, configs, if_not_exists or lost, replica_assignment
+            )
         except ClusterctlError as exc:
             lost = lost or getattr(exc, "kafka_code", None) in AMBIGUOUS
             raise
@@ -329,6 +335,7 @@ def _create_topic_once(
     replication_factor: int,
     configs: dict[str, str] | None,
     if_not_exists: bool,
+    assignment: list[list[int]] | None = None,
 ) -> TopicChange:
     client = admin(bootstrap)
     md = fetch_metadata(bootstrap, client=client)
@@ -342,9 +349,12 @@ def _create_topic_once(
     live = len(md.brokers)
     if replication_factor > live:
         raise UsageError(f"RF {replication_factor} > {live} live brokers; cannot create topic {name!r}")
-    fut = client.create_topics(
-        [NewTopic(name, partitions, replication_factor, config=configs)], request_timeout=REQUEST_TIMEOUT_S
-    )[name]
+    new = (
+        NewTopic(name, partitions, replication_factor, config=configs)
+        if assignment is None
+        else NewTopic(name, len(assignment), replica_assignment=assignment, config=configs)
+    )
+    fut = client.create_topics([new], request_timeout=REQUEST_TIMEOUT_S)[name]
     try:
         _result(fut, bootstrap)
     except ClusterctlError as exc:

@@ -6,14 +6,12 @@ and what clusterctl.kafka.admin waits on until a new topic is served everywhere.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from clusterctl.kafka.connection import admin_config
 from clusterctl.kafka.settings import LIBRDKAFKA_LOGGER
 
 
@@ -30,29 +28,25 @@ class BrokerView:
 def metadata_per_broker(
     addresses: dict[int, str], timeout: float = 2.0, topic: str | None = None
 ) -> dict[int, BrokerView | str]:
-    """Ask every broker on its own address (one bounded metadata request each, in parallel).
+    """Ask every broker on its own address (one bounded Metadata request each, in parallel, answered by that broker
+    itself: clusterctl.kafka.wiremeta; librdkafka may pass a request on to a broker it learnt from the first answer).
 
     A value is the broker's view, or the one-line reason it gave none (a paused broker times out).
     """
+    from clusterctl.kafka import wiremeta
 
-    def one(item: tuple[int, str]) -> tuple[int, BrokerView | str]:
-        broker, address = item
-        client = AdminClient(admin_config(address, socket_timeout_ms=int(timeout * 1000)))
-        try:
-            md = client.list_topics(topic, timeout=timeout) if topic else client.list_topics(timeout=timeout)
-        except KafkaException as exc:
-            err = exc.args[0] if exc.args else None
-            return broker, err.name() if isinstance(err, KafkaError) else str(exc)
-        leaders = None
-        t = md.topics.get(topic) if topic else None
-        if t is not None and not unknown_topic(t) and t.partitions:
-            leaders = {pid: (p.leader if p.leader is not None else -1) for pid, p in t.partitions.items()}
-        return broker, BrokerView(broker, set(md.brokers), md.controller_id, leaders)
-
-    if not addresses:
-        return {}
-    with ThreadPoolExecutor(max_workers=len(addresses)) as pool:
-        return dict(pool.map(one, sorted(addresses.items())))
+    by_address = {address: broker for broker, address in addresses.items()}
+    answers = wiremeta.ask_each(list(by_address), [topic] if topic else [], timeout=timeout)
+    out: dict[int, BrokerView | str] = {}
+    for address, md in answers.items():
+        broker = by_address[address]
+        if isinstance(md, str):
+            out[broker] = md
+            continue
+        parts = md.topics.get(topic) if topic else None
+        leaders = {p.partition: p.leader for p in parts} if parts else None
+        out[broker] = BrokerView(broker, md.brokers, md.controller, leaders)
+    return dict(sorted(out.items()))
 
 
 def metadata_gaps(addresses: dict[int, str], expected: set[int], timeout: float = 2.0) -> list[str]:

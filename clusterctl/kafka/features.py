@@ -4,6 +4,9 @@ librdkafka's AdminClient has no DescribeFeatures, and `kafka-features.sh describ
 JVM per call; ApiVersions v3 (Kafka 2.7+) carries both in its tagged fields, so it is read here over a socket:
 tag 0 SupportedFeatures (name, min, max), tag 1 FinalizedFeaturesEpoch, tag 2 FinalizedFeatures (name, max, min).
 The response header of ApiVersions is always v0 (no tag section), even for a flexible request.
+
+UpdateFeatures (API 57, v1: flexible, an upgrade type per feature) sets a finalized level, as `kafka-features.sh
+upgrade|downgrade --feature NAME=LEVEL` does without a JVM: a broker forwards it to the active controller.
 """
 
 from __future__ import annotations
@@ -11,12 +14,16 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from clusterctl.errors import UnreachableError
-from clusterctl.kafka.protocol import Reader, compact_str, exchange, frame, header
+from clusterctl.errors import ClusterctlError, UnreachableError
+from clusterctl.kafka.protocol import Reader, check_correlation, compact_str, exchange, frame, header, uvarint
 
 API_KEY = 18
 API_VERSION = 3
 METADATA_VERSION = "metadata.version"
+ELR_VERSION = "eligible.leader.replicas.version"  # KIP-966
+UPDATE_KEY = 57
+UPDATE_VERSION = 1
+UPGRADE, SAFE_DOWNGRADE = 1, 2  # UpdateFeatures' upgrade types (3, an unsafe downgrade, is never sent)
 
 
 @dataclass
@@ -82,3 +89,49 @@ def describe_features(addresses: list[tuple[str, int]], timeout: float = 3.0) ->
         found.answered_by = f"{host}:{port}"
         return found
     raise UnreachableError("no broker answered ApiVersions: " + "; ".join(errors[:3]))
+
+
+def encode_update(name: str, level: int, upgrade_type: int, correlation_id: int = 1, timeout_ms: int = 30000) -> bytes:
+    """UpdateFeatures v1 for one feature (header v2; not validate-only)."""
+    body = struct.pack(">i", timeout_ms) + uvarint(2) + compact_str(name)
+    body += struct.pack(">hb", level, upgrade_type) + uvarint(0) + b"\x00" + uvarint(0)
+    return frame(header(UPDATE_KEY, UPDATE_VERSION, correlation_id, flexible=True) + body)
+
+
+def decode_update(payload: bytes, correlation_id: int = 1) -> str | None:
+    """None when the update was applied, else the controller's error (the top-level one, else the feature's)."""
+    r = Reader(payload, "UpdateFeatures response")
+    check_correlation(r.int32(), correlation_id)
+    r.tags()  # response header v1
+    r.int32()  # throttle time
+    error, message = r.int16(), r.compact_str()
+    if error:
+        return message or f"error {error}"
+    for _ in range(r.array_len()):
+        name, code, text = r.compact_str(), r.int16(), r.compact_str()
+        r.tags()
+        if code:
+            return f"{name}: {text or f'error {code}'}"
+    return None
+
+
+def set_feature_level(addresses: list[tuple[str, int]], name: str, level: int, timeout: float = 30.0) -> int | None:
+    """Finalize `name` at `level` (an upgrade, or a safe downgrade) through the first broker that answers; the
+    level it had before (None: not finalized). Nothing is sent when it is at `level` already.
+
+    ClusterctlError with the controller's own words when it refuses; UnreachableError when no broker answers."""
+    before = describe_features(addresses).finalized.get(name)
+    if (before or 0) == level:
+        return before
+    kind = UPGRADE if level > (before or 0) else SAFE_DOWNGRADE
+    errors: list[str] = []
+    for host, port in addresses:
+        try:
+            refused = decode_update(exchange(host, port, encode_update(name, level, kind), timeout))
+        except (OSError, ValueError, struct.error) as exc:
+            errors.append(f"{host}:{port}: {exc}")
+            continue
+        if refused:
+            raise ClusterctlError(f"the controller refused {name}={level} (finalized: {before}): {refused}")
+        return before
+    raise UnreachableError("no broker answered UpdateFeatures: " + "; ".join(errors[:3]))

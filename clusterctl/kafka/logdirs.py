@@ -11,10 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from clusterctl.errors import UnreachableError
-from clusterctl.kafka.protocol import Reader, exchange, frame, header, uvarint
+from clusterctl.kafka.protocol import (
+    Reader,
+    check_correlation,
+    decode_api_versions,
+    encode_api_versions,
+    exchange,
+    frame,
+    header,
+    uvarint,
+)
 
 API_KEY = 35
-API_VERSIONS_KEY = 18
 MIN_VERSION, MAX_VERSION = 2, 4  # 2: flexible; 3: a top-level error code; 4: total and usable bytes
 ERRORS = {0: None, 35: "UNSUPPORTED_VERSION", 57: "KAFKA_STORAGE_ERROR", 31: "CLUSTER_AUTHORIZATION_FAILED"}
 
@@ -55,25 +63,6 @@ class LogDirsError(UnreachableError):
     """The broker gave no DescribeLogDirs answer (unreachable, an error, a malformed reply)."""
 
 
-def encode_api_versions(correlation_id: int) -> bytes:
-    """ApiVersions v0: header v1, empty body (every broker answers it, whatever else it speaks)."""
-    return frame(header(API_VERSIONS_KEY, 0, correlation_id, flexible=False))
-
-
-def decode_api_versions(payload: bytes, correlation_id: int) -> dict[int, tuple[int, int]]:
-    """api key -> (min, max version) from an ApiVersions v0 answer."""
-    r = Reader(payload, "ApiVersions response")
-    _check_cid(r.int32(), correlation_id)
-    error = r.int16()
-    if error:
-        raise ValueError(f"ApiVersions error {error}")
-    out = {}
-    for _ in range(r.int32()):
-        key, low, high = r.int16(), r.int16(), r.int16()
-        out[key] = (low, high)
-    return out
-
-
 def encode_request(correlation_id: int, version: int) -> bytes:
     """DescribeLogDirs for every topic (a null topic list) at `version` (2-4: flexible)."""
     return frame(header(API_KEY, version, correlation_id, flexible=True) + uvarint(0) + uvarint(0))
@@ -82,7 +71,7 @@ def encode_request(correlation_id: int, version: int) -> bytes:
 def decode_response(payload: bytes, correlation_id: int, version: int) -> tuple[int, list[LogDir]]:
     """(top-level error code, log dirs) from a DescribeLogDirs answer (payload without its size prefix)."""
     r = Reader(payload, "DescribeLogDirs response")
-    _check_cid(r.int32(), correlation_id)
+    check_correlation(r.int32(), correlation_id)
     r.tags()  # response header v1
     r.int32()  # throttle time
     error = r.int16() if version >= 3 else 0
@@ -103,11 +92,6 @@ def decode_response(payload: bytes, correlation_id: int, version: int) -> tuple[
         dirs.append(d)
     r.tags()
     return error, dirs
-
-
-def _check_cid(got: int, expected: int) -> None:
-    if got != expected:
-        raise ValueError(f"correlation id {got}, expected {expected}")
 
 
 def describe_log_dirs(address: str, timeout: float = 5.0) -> BrokerLogDirs:

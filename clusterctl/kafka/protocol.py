@@ -12,6 +12,7 @@ import socket
 import struct
 
 CLIENT_ID = "clusterctl"
+API_VERSIONS_KEY = 18
 MAX_RESPONSE = 16 << 20  # a broker with thousands of partitions answers DescribeLogDirs in a few MiB
 
 
@@ -86,10 +87,38 @@ class Reader:
     def array_len(self) -> int:
         return max(0, self.uvarint() - 1)
 
+    def int32_array(self) -> list[int]:
+        """A compact array of int32 (replica and ISR lists)."""
+        return [self.int32() for _ in range(self.array_len())]
+
     def tags(self) -> None:
         for _ in range(self.uvarint()):
             self.uvarint()
             self.take(self.uvarint())
+
+
+def check_correlation(got: int, expected: int) -> None:
+    if got != expected:
+        raise ValueError(f"correlation id {got}, expected {expected}")
+
+
+def encode_api_versions(correlation_id: int) -> bytes:
+    """ApiVersions v0: header v1, empty body (every broker answers it, whatever else it speaks)."""
+    return frame(header(API_VERSIONS_KEY, 0, correlation_id, flexible=False))
+
+
+def decode_api_versions(payload: bytes, correlation_id: int) -> dict[int, tuple[int, int]]:
+    """api key -> (min, max version) from an ApiVersions v0 answer."""
+    r = Reader(payload, "ApiVersions response")
+    check_correlation(r.int32(), correlation_id)
+    error = r.int16()
+    if error:
+        raise ValueError(f"ApiVersions error {error}")
+    out = {}
+    for _ in range(r.int32()):
+        key, low, high = r.int16(), r.int16(), r.int16()
+        out[key] = (low, high)
+    return out
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:

@@ -107,10 +107,16 @@ def check_target(spec: ClusterSpec, to: str) -> None:
         raise UpgradeRefused(f"--to takes an exact Kafka release such as 4.4.0, got {to!r}")
     if spec.kafka.engine != "kafka":
         raise UpgradeRefused(f"cluster {spec.name} runs {spec.kafka.engine}, not Apache Kafka: nothing to upgrade")
-    if spec.profile != "offline":
+    if spec.profile != "offline" or spec.images.kafka:
         raise UpgradeRefused(
-            f"cluster {spec.name} runs the {spec.profile} profile's images; `upgrade` rolls the offline profile's "
-            "clusterctl/kafka images (a registry image's tag is set in the spec's images.kafka)"
+            f"cluster {spec.name} runs {spec.broker_image} from a registry; `upgrade` rolls the offline profile's "
+            "clusterctl/kafka images, whose presence it checks before any work (a registry image's tag is the "
+            "spec's kafka.version or images.kafka)"
+        )
+    if spec.swarm:
+        raise UpgradeRefused(
+            f"cluster {spec.name} runs on a swarm (deploy.target swarm): `upgrade` rolls compose clusters, node by "
+            "node with `docker compose`; a stack is rolled by its services' update_config"
         )
     if not spec.kraft_mode:
         first = ".".join(map(str, FIRST_VERSION_WITHOUT_ZOOKEEPER))

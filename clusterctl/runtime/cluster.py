@@ -22,7 +22,7 @@ from pathlib import Path
 from docker.models.containers import Container
 
 from clusterctl.errors import ClusterctlError, NotFoundError
-from clusterctl.runtime import cmak, compose, disks, health, swarm, volumes
+from clusterctl.runtime import cmak, compose, disks, health, kraftformat, swarm, volumes
 from clusterctl.runtime import docker as dk
 from clusterctl.runtime import pull as pulling
 from clusterctl.runtime.status import ClusterStatus, ServiceStatus, add_migration, cluster_status
@@ -51,6 +51,9 @@ class UpResult:
     pull_seconds: float = 0.0
     manager_url: str | None = None  # kafka-manager's web UI (CMAK or the console) on the host
     manager: str | None = None  # CMAK: what registering the cluster did
+    formatted: list[kraftformat.Formatted] = field(default_factory=list)  # kraft.quorum dynamic: new controllers
+    features: dict[str, int] = field(default_factory=dict)  # feature levels the spec sets, as finalized now
+    features_changed: list[str] = field(default_factory=list)  # "NAME OLD -> NEW" for each this `up` changed
 
 
 @dataclass
@@ -188,6 +191,7 @@ class Cluster:
         volumes.create(self.spec, new_volumes, self.root)  # labelled with profile and image user; compose adopts
         started = time.monotonic() if started is None else started
         try:
+            formatted = kraftformat.format_new_voters(self.spec, [c.name for c in new_volumes], self.root)
             compose.up(self.spec, pull="never", root=self.root)
             # the time `compose up` took counts: the timeout is from the start, not from the first health check
             report = self.wait_healthy(timeout, on_report=on_report, started=started)
@@ -203,7 +207,9 @@ class Cluster:
                 exc.message += " (containers that were already running are left as they were)"
             raise
         result = self._up_result(report, time.monotonic() - started)
+        self.finalize_features(result)
         result.pulled, result.pull_seconds = pulled.pulled, pulled.seconds
+        result.formatted = formatted
         result.manager_url = self.manager_url
         result.manager = self.register_manager(manager_timeout)
         return result
@@ -233,7 +239,30 @@ class Cluster:
                     if isinstance(exc, ClusterctlError):
                         exc.message += f"; removing the stack also failed: {down_exc.message}"
             raise
-        return self._up_result(report, time.monotonic() - started)
+        result = self._up_result(report, time.monotonic() - started)
+        self.finalize_features(result)
+        return result
+
+    def finalize_features(self, result: UpResult) -> None:
+        """Finalize the feature levels the spec sets (kraft.eligible_leader_replicas_version) on the running
+        cluster, as `kafka-features.sh upgrade|downgrade` would; a refusal is one line, the cluster left up."""
+        from clusterctl.kafka import features
+
+        level = self.spec.kraft.eligible_leader_replicas_version if self.spec.kraft_mode else None
+        if level is None:
+            return
+        t = self.spec.topology
+        addresses = [(t.host, t.broker_host_port(b)) for b in t.broker_ids]
+        try:
+            before = features.set_feature_level(addresses, features.ELR_VERSION, level)
+        except ClusterctlError as exc:
+            exc.message += (
+                f" (cluster {self.spec.name} is up; change kraft.eligible_leader_replicas_version, `up` again)"
+            )
+            raise
+        result.features[features.ELR_VERSION] = level
+        if (before or 0) != level:
+            result.features_changed.append(f"{features.ELR_VERSION} {before or 0} -> {level}")
 
     def _up_result(self, report: health.HealthReport, seconds: float) -> UpResult:
         return UpResult(

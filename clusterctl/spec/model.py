@@ -25,6 +25,7 @@ from clusterctl.spec.profiles import (
     apache_image,
     check_apache_version,
 )
+from clusterctl.spec.quorum import check_quorum
 from clusterctl.spec.sections import (
     LAB_ZK_SESSION_TIMEOUT_MS,
     MIN_HOST_PORT,
@@ -71,6 +72,7 @@ class ClusterSpec(_Model):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> ClusterSpec:
+        self._check_elr()
         self._check_mode()
         d = self.kafka.defaults
         n = self.kafka.brokers
@@ -202,6 +204,25 @@ class ClusterSpec(_Model):
             raise ValueError(
                 f"kraft.broker_heartbeat_interval_ms={kr.broker_heartbeat_interval_ms} must be below "
                 f"broker_session_timeout_ms={kr.broker_session_timeout_ms}"
+            )
+        check_quorum(self, image)
+
+    def _check_elr(self) -> None:
+        """kraft.eligible_leader_replicas_version: KRaft on a Kafka with KIP-966 (4.0+), when the image says which."""
+        from clusterctl.spec.capabilities import NO, supports
+        from clusterctl.spec.profiles import kafka_version_of
+
+        if self.kraft.eligible_leader_replicas_version is None:
+            return
+        what = "kraft.eligible_leader_replicas_version (ELR, KIP-966)"
+        if self.kafka.mode != "kraft":
+            raise ValueError(f"{what} needs kafka.mode: kraft on Kafka 4.0+; this spec runs ZooKeeper mode")
+        image = self._declared_kafka_image()
+        version = kafka_version_of(image) if image else None
+        if version is not None and supports(version, "elr") == NO:
+            raise ValueError(
+                f"{what} needs Kafka 4.0+; image {image} is Kafka {version[0]}.{version[1]}: remove the setting "
+                "or use a 4.x image"
             )
 
     def _declared_kafka_image(self) -> str | None:

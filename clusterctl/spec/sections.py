@@ -24,6 +24,7 @@ MIN_HOST_PORT = 1024
 Profile = Literal["default", "wurstmeister", "offline", "apache"]
 BrokerEngine = Literal["kafka", "tansu"]
 KafkaMode = Literal["zookeeper", "kraft"]
+QuorumKind = Literal["static", "dynamic"]
 
 
 class _Model(BaseModel):
@@ -193,6 +194,12 @@ class KRaftSpec(_Model):
         default=False, description="false: dedicated controllerN containers; true: brokers 1..N are voters too"
     )
     controller_port: int = Field(default=19093, description="controller listener, on the cluster network only")
+    quorum: QuorumKind = Field(
+        default="static",
+        description="static: controller.quorum.voters, a voter set fixed at format time; dynamic (KIP-853, Kafka "
+        "3.9+): controller.quorum.bootstrap.servers, storage formatted with --initial-controllers, voters added "
+        "and removed with `clusterctl quorum add-controller / remove-controller`",
+    )
     ips: list[str] | None = Field(default=None, description="dedicated controllers' static IPs; default .51, .52, ...")
     broker_session_timeout_ms: int = Field(
         default=9000, ge=1000, le=600_000, description="a broker missing heartbeats this long is fenced"
@@ -210,6 +217,15 @@ class KRaftSpec(_Model):
         le=60_000,
         description="controller.quorum.election.timeout.ms (Kafka's 1000): a voter without a leader waits this "
         "long, randomised up to twice it, before it stands for election; the lab's quorum forms ~0.7 s sooner",
+    )
+
+    eligible_leader_replicas_version: int | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="eligible.leader.replicas.version (KIP-966, Kafka 4.0+): 1 keeps out-of-ISR replicas that are "
+        "safe to elect (ELR), 0 turns it off; `up` finalizes it (kafka-features upgrade/downgrade); null = as "
+        "formatted (on for new clusters from 4.1, off on 4.0)",
     )
 
     @field_validator("controllers")

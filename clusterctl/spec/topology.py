@@ -79,6 +79,26 @@ class Topology:
         return ",".join(f"{i}@{self.controller_service(i)}:{port}" for i in self.controller_ids)
 
     @property
+    def controller_quorum_bootstrap_servers(self) -> str:
+        """controller.quorum.bootstrap.servers (kraft.quorum dynamic): service:port of every initial voter."""
+        port = self.spec.kraft.controller_port
+        return ",".join(f"{self.controller_service(i)}:{port}" for i in self.controller_ids)
+
+    def controller_directory_id(self, node_id: int) -> str:
+        """The directory id voter `node_id` is first formatted with (kraft.quorum dynamic; spec/quorum.py)."""
+        from clusterctl.spec.quorum import directory_id
+
+        return directory_id(self.spec.name, node_id)
+
+    @property
+    def initial_controllers(self) -> str:
+        """`kafka-storage format --initial-controllers`: id@service:port:directory-id of every voter."""
+        port = self.spec.kraft.controller_port
+        return ",".join(
+            f"{i}@{self.controller_service(i)}:{port}:{self.controller_directory_id(i)}" for i in self.controller_ids
+        )
+
+    @property
     def broker_ids(self) -> list[int]:
         return list(range(1, self.spec.kafka.brokers + 1))
 

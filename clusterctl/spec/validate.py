@@ -85,6 +85,19 @@ def topic_name(name: str) -> str:
     return name
 
 
+_DIRECTORY_ID_RE = re.compile(r"[A-Za-z0-9_-]{21}[AQgw]")  # 16 bytes in base64url: the last char holds 2 bits
+
+
+def directory_id(value: str, what: str = "--directory-id") -> str:
+    """A KRaft directory id as Kafka prints a Uuid: 22 characters of base64url (16 bytes), not the zero id."""
+    if not _DIRECTORY_ID_RE.fullmatch(value) or value == "A" * 22:
+        raise UsageError(
+            f"{what} {value[:40]!r} is not a directory id: 22 characters of base64url, as `clusterctl quorum` "
+            "shows them"
+        )
+    return value
+
+
 def host_port(item: str, what: str) -> tuple[str, int]:
     """One `host:port` (IPv6 as `[addr]:port`): a valid host name or IP literal and a port 1-65535."""
     item = item.strip()

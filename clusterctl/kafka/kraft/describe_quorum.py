@@ -5,7 +5,8 @@ clusterctl.kafka.kraft.quorum is the view over that answer (leader, voters, obse
 
 Why not confluent-kafka: librdkafka's AdminClient has no DescribeQuorum, and `kafka-metadata-quorum.sh` through
 `docker exec` starts a JVM per call (seconds), too slow for the observer's sub-second polling. The request is
-tiny, so it is encoded here: version 1 (Kafka 3.3+), for partition 0 of `__cluster_metadata`.
+tiny, so it is encoded here, for partition 0 of `__cluster_metadata`: version 1 (Kafka 3.3+), or version 2 (Kafka
+3.9+, KIP-853) for a dynamic quorum, whose answer adds each replica's directory id and the voters' endpoints.
 
 A broker forwards the request to the active controller; a controller answers it itself when it is the leader
 (a follower answers NOT_LEADER_OR_FOLLOWER). `describe_quorum` tries each address until one gives the full view.
@@ -13,6 +14,7 @@ A broker forwards the request to the active controller; a controller answers it 
 
 from __future__ import annotations
 
+import base64
 import struct
 from dataclasses import dataclass, field
 
@@ -21,6 +23,7 @@ from clusterctl.kafka.protocol import Reader, compact_str, exchange, frame, head
 
 API_KEY = 55
 API_VERSION = 1
+DYNAMIC_VERSION = 2  # KIP-853: directory ids and voter endpoints
 METADATA_TOPIC = "__cluster_metadata"
 
 # Kafka error codes this module names (anything else is shown by number)
@@ -45,6 +48,7 @@ class ReplicaState:
     log_end_offset: int  # -1: unknown
     last_fetch_ms: int = -1  # epoch ms of its last fetch (-1: unknown)
     last_caught_up_ms: int = -1
+    directory_id: str | None = None  # v2: its metadata log directory's id (None: v1, or a static voter's zero id)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class QuorumInfo:
     voters: list[ReplicaState] = field(default_factory=list)
     observers: list[ReplicaState] = field(default_factory=list)
     answered_by: str = ""
+    endpoints: dict[int, list[str]] = field(default_factory=dict)  # v2: voter node id -> NAME://host:port
 
 
 class QuorumError(UnreachableError):
@@ -91,6 +96,8 @@ def decode_response(payload: bytes, correlation_id: int, version: int = API_VERS
         raise ValueError(f"correlation id {got}, expected {correlation_id}")
     r.tags()  # response header v1
     top_error = r.int16()
+    if version >= 2:
+        r.compact_str()  # error message (nullable: null reads as "")
     info: QuorumInfo | None = None
     error = top_error
     for _ in range(r.array_len()):
@@ -98,6 +105,8 @@ def decode_response(payload: bytes, correlation_id: int, version: int = API_VERS
         for _ in range(r.array_len()):
             index = r.int32()
             perr = r.int16()
+            if version >= 2:
+                r.compact_str()
             leader, epoch, hwm = r.int32(), r.int32(), r.int64()
             voters = [_replica(r, version) for _ in range(r.array_len())]
             observers = [_replica(r, version) for _ in range(r.array_len())]
@@ -106,27 +115,54 @@ def decode_response(payload: bytes, correlation_id: int, version: int = API_VERS
                 error = error or perr
                 info = QuorumInfo(leader, epoch, hwm, voters, observers)
         r.tags()
+    endpoints = _nodes(r) if version >= 2 else {}
     r.tags()
+    if info is not None:
+        info.endpoints = endpoints
     return error, (info if error == 0 else None)
 
 
 def _replica(r: Reader, version: int) -> ReplicaState:
-    node, leo = r.int32(), r.int64()
+    node = r.int32()
+    directory = uuid_text(r.take(16)) if version >= 2 else None
+    leo = r.int64()
     fetch = caught = -1
     if version >= 1:
         fetch, caught = r.int64(), r.int64()
     r.tags()
-    return ReplicaState(node, leo, fetch, caught)
+    return ReplicaState(node, leo, fetch, caught, directory)
+
+
+def _nodes(r: Reader) -> dict[int, list[str]]:
+    """v2's Nodes: each voter's listeners."""
+    out: dict[int, list[str]] = {}
+    for _ in range(r.array_len()):
+        node = r.int32()
+        listeners = []
+        for _ in range(r.array_len()):
+            name, host, port = r.compact_str(), r.compact_str(), struct.unpack(">H", r.take(2))[0]
+            r.tags()
+            listeners.append(f"{name}://{host}:{port}")
+        r.tags()
+        out[node] = listeners
+    return out
+
+
+def uuid_text(raw: bytes) -> str | None:
+    """Kafka's Uuid as it prints it (base64url, no padding); None for the zero id (no directory)."""
+    if raw == bytes(16):
+        return None
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 # ---------------------------------------------------------------- transport
 
 
-def describe_one(host: str, port: int, timeout: float = 2.0) -> QuorumInfo:
+def describe_one(host: str, port: int, timeout: float = 2.0, version: int = API_VERSION) -> QuorumInfo:
     """Ask one broker or controller; QuorumError with the reason when it gives no full answer."""
     cid = 0x5155  # any; one request per connection
     try:
-        error, info = decode_response(exchange(host, port, encode_request(cid), timeout), cid)
+        error, info = decode_response(exchange(host, port, encode_request(cid, version), timeout), cid, version)
     except (OSError, ValueError) as exc:
         raise QuorumError(f"{host}:{port}: {exc or type(exc).__name__}") from None
     if info is None:
@@ -135,7 +171,7 @@ def describe_one(host: str, port: int, timeout: float = 2.0) -> QuorumInfo:
     return info
 
 
-def describe_quorum(addresses: list[tuple[str, int]], timeout: float = 2.0) -> QuorumInfo:
+def describe_quorum(addresses: list[tuple[str, int]], timeout: float = 2.0, version: int = API_VERSION) -> QuorumInfo:
     """The first full answer among `addresses`, asked in parallel (a paused node must not delay the answer)."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -144,7 +180,7 @@ def describe_quorum(addresses: list[tuple[str, int]], timeout: float = 2.0) -> Q
     reasons: list[str] = []
     pool = ThreadPoolExecutor(max_workers=len(addresses), thread_name_prefix="describe-quorum")
     try:
-        pending = {pool.submit(describe_one, h, p, timeout) for h, p in addresses}
+        pending = {pool.submit(describe_one, h, p, timeout, version) for h, p in addresses}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:

@@ -145,6 +145,11 @@ def check_migratable(spec: ClusterSpec, image: str, combined: bool = False) -> t
         raise MigrationRefused(f"cluster {spec.name} already runs in KRaft mode: there is nothing to migrate")
     if spec.kafka.engine != "kafka":
         raise MigrationRefused(f"cluster {spec.name} runs {spec.kafka.engine}, not Kafka: there is nothing to migrate")
+    if spec.swarm:
+        raise MigrationRefused(
+            f"cluster {spec.name} runs on a swarm (deploy.target swarm): the migration adds controllers and rolls "
+            "brokers with `docker compose`, on compose clusters only"
+        )
     if spec.image_profile.broker_flavor != "cp":
         raise MigrationRefused(
             f"profile {spec.profile}'s broker image has no KRaft support: use profile default or offline"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from clusterctl.errors import ClusterctlError, UsageError
-from clusterctl.kafka.kraft.describe_quorum import QuorumInfo, describe_quorum
+from clusterctl.kafka.kraft.describe_quorum import API_VERSION, DYNAMIC_VERSION, QuorumInfo, describe_quorum
 from clusterctl.spec.model import ClusterSpec
 
 
@@ -30,6 +30,7 @@ class QuorumMember:
     log_end_offset: int
     lag: int | None  # high watermark - log end offset (None when the offset is unknown)
     last_fetch_ago_ms: int | None = None
+    directory_id: str | None = None  # kraft.quorum dynamic: the replica's metadata directory id (KIP-853)
 
 
 @dataclass
@@ -73,8 +74,10 @@ def quorum_addresses(spec: ClusterSpec) -> list[tuple[str, int]]:
 
 
 def describe(spec: ClusterSpec, timeout: float = 2.0) -> QuorumInfo:
-    """DescribeQuorum for the spec's cluster; QuorumError (exit 4) when nothing answers."""
-    return describe_at(quorum_addresses(spec), timeout)
+    """DescribeQuorum for the spec's cluster (with directory ids in a dynamic quorum); QuorumError (exit 4) when
+    nothing answers."""
+    version = DYNAMIC_VERSION if spec.kraft.quorum == "dynamic" else API_VERSION
+    return describe_quorum(quorum_addresses(spec), timeout, version)
 
 
 def view(spec: ClusterSpec, info: QuorumInfo, now_ms: int | None = None) -> QuorumView:
@@ -97,7 +100,9 @@ def view_of(
             role = "observer" if role_of == "observer" else ("leader" if r.node_id == info.leader_id else "follower")
             lag = None if r.log_end_offset < 0 else max(0, info.high_watermark - r.log_end_offset)
             ago = now_ms - r.last_fetch_ms if r.last_fetch_ms >= 0 and role != "leader" else None
-            members.append(QuorumMember(r.node_id, role, service(r.node_id), r.log_end_offset, lag, ago))
+            members.append(
+                QuorumMember(r.node_id, role, service(r.node_id), r.log_end_offset, lag, ago, r.directory_id)
+            )
     members.sort(key=lambda m: ({"leader": 0, "follower": 1, "observer": 2}[m.role], m.node_id))
     return QuorumView(
         cluster=cluster,
