@@ -62,6 +62,9 @@ SCHEDULE_GROUPS = {f"tests/{m}.py": "namespace hosts" for m in NSHOST_FILES}
 SCHEDULE_SECONDS = {
     "namespace hosts": 820,
     "tests/test_migration_drill_kafka.py": 345,
+    "tests/test_group_drills_kafka.py": 260,
+    "tests/test_upgrade_kafka.py": 200,
+    "tests/test_elr_kafka.py": 170,
     "tests/test_chaos_kafka.py": 340,
     "tests/test_spark_exact.py": 270,
     "tests/test_kraft_cluster.py": 260,
@@ -73,6 +76,7 @@ SCHEDULE_SECONDS = {
     "tests/test_spark.py": 150,
     "tests/test_spark_classarchive.py": 150,
     "tests/test_migration_kafka.py": 150,
+    "tests/test_dynamic_quorum_kafka.py": 120,
     "tests/test_chaos_disk.py": 110,
     "tests/test_fuzz_cli.py": 100,
     "tests/test_testing_plugin.py": 75,
