@@ -36,6 +36,12 @@ def _produce(bootstrap: str, topic: str, lines: str) -> None:
     assert res.returncode == 0, res.stderr
 
 
+def _log_ends(bootstrap: str, group: str) -> list[int]:
+    res = run("group", "describe", group, "-b", bootstrap, "--json")
+    assert res.returncode == 0, res.stderr
+    return [o["log_end"] for o in json.loads(res.stdout)["offsets"]]
+
+
 def _ask_reset(page: Any, topic: str, to: str, at: str) -> None:
     """Fill in and submit the group page's reset form: its dry run."""
     page.click("#reset-offsets summary")
@@ -123,12 +129,19 @@ def test_group_reset_in_the_ui_matches_group_describe(
         assert res.returncode == 0, res.stderr
         return {o["partition"]: o["committed"] for o in json.loads(res.stdout)["offsets"]}
 
+    # tansu may answer ListOffsets with an old log end for a moment after a produce is acknowledged, and the plan
+    # clamps offset 3 into [earliest, log end]: the plan is asked once every partition's end counts all 40 records
+    deadline = time.monotonic() + 30
+    while sum(ends := _log_ends(bootstrap, group)) != 40:
+        assert time.monotonic() < deadline, f"the log ends never added up to the 40 records produced: {ends}"
+        time.sleep(0.2)
     before = committed()
     page.goto(f"{ui}/groups/{group}")
     _ask_reset(page, topic, "offset", "3")
     # the dry run: the plan is shown, nothing is committed yet
     assert cells(page, "#reset-plan td.new") == ["3", "3"]
-    assert cells(page, "#reset-plan td.current") == [str(before[0]), str(before[1])]
+    # 30 of 40 records read: a partition may have given none of them, and has no committed offset ("-")
+    assert cells(page, "#reset-plan td.current") == ["-" if before.get(p) is None else str(before[p]) for p in (0, 1)]
     assert committed() == before
     screenshot(page, tmp_path, "group-reset")
     page.click("#confirm")

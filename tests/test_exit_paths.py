@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -252,3 +253,21 @@ def test_render_stopped_by_sigterm_removes_its_staging_dir(tmp_path: Path) -> No
     assert list(tmp.iterdir()) == []
     assert not out.exists() or list(out.iterdir()) == []
     assert not (tmp_path / "out" / "docker-compose.yml").exists()  # a stopped render changes nothing
+
+
+def test_main_called_in_process_raises_system_exit_after_a_perf_command_set_its_skip_flag(tmp_path: Path) -> None:
+    """`perf produce` in-process sets 'skip the interpreter's teardown' for its own process; a later in-process
+    main() (a test worker's next test) must still end in SystemExit, not os._exit: CI lost an xdist worker so."""
+    code = (
+        "import sys\n"
+        "from clusterctl.cli import main\n"
+        "from clusterctl.cli.common import skip_interpreter_teardown\n"
+        "skip_interpreter_teardown()\n"
+        f"sys.argv = ['clusterctl', '-s', {str(tmp_path / 'nope.yaml')!r}, 'render']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    print(f'SystemExit {exc.code}', flush=True)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert res.stdout == "SystemExit 3\n", (res.returncode, res.stdout, res.stderr)

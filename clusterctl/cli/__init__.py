@@ -221,11 +221,14 @@ def _is_the_process() -> bool:
 def main() -> None:
     """Console-script entry point: exit with `run()`'s status."""
     _hold_closed_descriptors()
-    code = run(final=_is_the_process())
+    final = _is_the_process()
+    code = run(final=final)
     _quiet_failed_streams()
     from clusterctl.cli.common import teardown_skipped
 
-    if teardown_skipped():
+    # only the command's own process ends without teardown: a program that called main() in-process (a test
+    # runner's worker, after an in-process `perf produce` set the flag) gets SystemExit like any other exit
+    if final and teardown_skipped():
         for stream in (sys.stdout, sys.stderr):  # None: the caller closed it (`>&-`)
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 stream.flush()
