@@ -437,7 +437,8 @@ def test_master_and_conf_are_checked_before_spark(bootstrap: str, master: str, c
         code = app.run(args)
     lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("error: ")]
     assert len(lines) == 1 and "Traceback" not in err.getvalue() and "at org.apache" not in err.getvalue(), err
-    values = [c.partition("=")[2].strip() for c in conf]  # as parse_kv hands them on
+    # as parse_kv hands them on: a key given twice keeps its last value (as spark-submit's --conf does)
+    values = list({c.partition("=")[0].strip(): c.partition("=")[2].strip() for c in conf}.values())
     conf_ok = all(c.startswith("spark.executor.cores=") for c in conf) and not any(
         ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for v in values for ch in v
     )
