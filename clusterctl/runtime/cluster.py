@@ -76,6 +76,10 @@ class Cluster:
     def __init__(self, spec: ClusterSpec, root: Path | None = None) -> None:
         self.spec = spec
         self.root = root
+        if spec.security.enabled:  # its clients authenticate with the cluster's secrets
+            from clusterctl.kafka.settings import secure_clients_of
+
+            secure_clients_of(spec)
 
     @property
     def project(self) -> str:
