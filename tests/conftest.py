@@ -78,6 +78,7 @@ SCHEDULE_SECONDS = {
     "tests/test_migration_kafka.py": 150,
     "tests/test_dynamic_quorum_kafka.py": 120,
     "tests/test_chaos_disk.py": 110,
+    "tests/test_security_kafka.py": 100,
     "tests/test_fuzz_cli.py": 100,
     "tests/test_testing_plugin.py": 75,
     "tests/test_transcripts.py": 65,

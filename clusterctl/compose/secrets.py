@@ -277,7 +277,7 @@ def client_settings(spec: ClusterSpec, user: str | None = None) -> dict[str, str
     if not sec.enabled:
         return {}
     root = secrets_dir(spec)
-    conf = {"security.protocol": sec.protocol}
+    conf: dict[str, str] = {"security.protocol": sec.protocol}
     if sec.tls:
         conf |= {"ssl.ca.location": str(root / "ca.pem"), "ssl.endpoint.identification.algorithm": "https"}
     name = user or (sec.admin.name if sec.admin else "clusterctl")

@@ -206,6 +206,23 @@ def _authenticate(sock: socket.socket, token: bytes, correlation_id: int, user: 
     return r.take(r.int32()).decode("utf-8")
 
 
+def refusal(address: str, timeout: float = 5.0) -> str | None:
+    """Why a secured listener at host:port refuses this client (TLS or SASL), in one line; None when it is not
+    secured here, lets the client in, or does not answer at all."""
+    host, _, port = address.rpartition(":")
+    if (host, int(port)) not in _SECURED:
+        return None
+    try:
+        with _connect(host, int(port), timeout):
+            return None
+    except ssl.SSLError as exc:
+        return f"TLS handshake with {address} failed: {exc.reason or exc}"
+    except ValueError as exc:
+        return f"{exc} at {address}"
+    except OSError:
+        return None
+
+
 def exchange(host: str, port: int, request: bytes, timeout: float) -> bytes:
     """Send one framed request on a new connection (TLS and SASL first where the address is secured, see
     `use_security`); the answer's payload (OSError/ValueError on failure)."""

@@ -63,7 +63,9 @@ def secure_clients_of(spec: ClusterSpec) -> None:
         def resolve() -> protocol.WireSecurity:
             cert, key = secrets.client_cert(spec, secrets.OPERATOR)
             conf = security_settings(spec.topology.bootstrap_servers) if sasl else {}
-            login = (conf["sasl.mechanisms"], conf["sasl.username"], conf["sasl.password"]) if "sasl.username" in conf else None
+            login = None
+            if "sasl.username" in conf:
+                login = (conf["sasl.mechanisms"], conf["sasl.username"], conf["sasl.password"])
             return protocol.WireSecurity(str(secrets.secrets_dir(spec) / "ca.pem"), cert, key, login)
 
         return resolve

@@ -26,7 +26,6 @@ from clusterctl.spec.profiles import (
     check_apache_version,
 )
 from clusterctl.spec.quorum import check_quorum
-from clusterctl.spec.security import SecuritySpec, check_security
 from clusterctl.spec.sections import (
     LAB_ZK_SESSION_TIMEOUT_MS,
     MIN_HOST_PORT,
@@ -45,6 +44,7 @@ from clusterctl.spec.sections import (
     ZooKeeperSpec,
     _Model,
 )
+from clusterctl.spec.security import SecuritySpec, check_security
 from clusterctl.spec.topology import Topology
 
 

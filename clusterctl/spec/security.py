@@ -50,7 +50,7 @@ class SecuritySpec(_Model):
     authorizer: bool = Field(default=False, description="StandardAuthorizer; the admin users are super users")
     users: list[SecurityUser] = Field(
         default_factory=list, max_length=MAX_SECURITY_USERS,
-        description=f"SASL_*: SCRAM users (at most {MAX_SECURITY_USERS}); clusterctl's own commands act as the first admin",
+        description=f"SASL_*: SCRAM users (at most {MAX_SECURITY_USERS}); clusterctl's commands act as the first admin",
     )  # fmt: skip
 
     @property

@@ -1,0 +1,178 @@
+"""A secured KRaft cluster on real Kafka 4.4.0 (1 controller + 3 brokers): SASL_SSL with SCRAM-SHA-512 on the client
+and inter-broker listeners, TLS with node certificates on the controller listener, StandardAuthorizer.
+
+`up` waits for it through the secure listener; the CLI's topic, produce and consume commands work unchanged (as the
+first admin user); a PLAINTEXT client and an anonymous TLS client are refused on every published port; a wrong
+password is one line with exit 9; no password or private key shows in the compose file, `--json` output or `logs`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import stat
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _runtime_helpers import CLI, cli, cli_json, free_addresses, release, render, up_json
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+from conftest import kafka_dist
+
+from clusterctl.images import build as images
+from clusterctl.kafka import protocol
+from clusterctl.kafka.settings import LIBRDKAFKA_LOGGER
+from clusterctl.spec.model import load_spec
+
+pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
+
+RECORDS = 50
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    images.build_images(["kafka"], kafka_dist=kafka_dist())
+    work = tmp_path_factory.mktemp("secure-cluster")
+    subnet, base = free_addresses(3)
+    spec: dict[str, Any] = {
+        "name": f"ctlsec-{uuid.uuid4().hex[:6]}",
+        "profile": "offline",
+        "network": {"subnet": subnet},
+        "kafka": {"mode": "kraft", "version": "4.4.0", "brokers": 3, "host_port": base,
+                  "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"}},
+        "kraft": {"controllers": 1},
+        "kafka_manager": {"enabled": False},
+        "security": {"protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "authorizer": True,
+                     "users": [{"name": "admin", "role": "admin"}, {"name": "app", "role": "producer"}]},
+    }  # fmt: skip
+    spec_path = work / "clusterctl.yaml"
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    render(spec_path)
+    try:
+        up = up_json(spec_path, timeout=180)
+        print(f"\nsecured KRaft cluster healthy after {up['seconds_to_healthy']}s")
+        yield spec_path, up
+    finally:
+        release(spec_path)
+
+
+def _secrets(spec_path: Path) -> Path:
+    return spec_path.parent / "compose" / load_spec(spec_path).name / "secrets"
+
+
+def _ports(spec_path: Path) -> list[int]:
+    t = load_spec(spec_path).topology
+    return [t.broker_host_port(b) for b in t.broker_ids]
+
+
+def test_up_is_healthy_through_the_secure_listener(secure: tuple[Path, dict[str, Any]]) -> None:
+    spec_path, up = secure
+    assert up["quorum_voters"] == [101] and up["brokers_registered"] == [1, 2, 3]
+    status = cli(spec_path, "status")
+    assert status.returncode == 0, status.stderr
+    assert "brokers unfenced: 1,2,3 of 3" in status.stdout
+
+
+def test_topic_produce_consume_round_trip_as_the_admin(secure: tuple[Path, dict[str, Any]]) -> None:
+    spec_path, _ = secure
+    created = cli(spec_path, "topic", "create", "orders", "-p", "3", "-r", "3")
+    assert created.returncode == 0, created.stderr
+    listed = cli_json(spec_path, "topic", "list")
+    assert "orders" in json.dumps(listed)
+    described = cli(spec_path, "topic", "describe", "orders")
+    assert described.returncode == 0 and described.stdout.count(" ok ") == 3, described.stdout + described.stderr
+    values = [f"v{i}" for i in range(RECORDS)]
+    produced = subprocess.run([CLI, "-s", str(spec_path), "produce", "orders"], input="\n".join(values) + "\n",
+                              capture_output=True, text=True, timeout=120, cwd=spec_path.parent)  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = cli(spec_path, "consume", "orders", "--from-beginning", "-g", "readers",
+                   "--max-messages", str(RECORDS), "--timeout", "60")  # fmt: skip
+    assert consumed.returncode == 0, consumed.stderr
+    got = re.findall(r"value=(\S+)", consumed.stdout)
+    assert sorted(got) == sorted(values)
+
+
+def _refused(conf: dict[str, Any]) -> str:
+    try:
+        md = AdminClient({**conf, "socket.connection.setup.timeout.ms": 3000, "logger": LIBRDKAFKA_LOGGER}).list_topics(
+            timeout=4
+        )
+    except KafkaException as exc:
+        return str(exc.args[0].name())
+    raise AssertionError(f"{conf['bootstrap.servers']} answered {conf.get('security.protocol')}: {list(md.topics)}")
+
+
+def test_plaintext_and_anonymous_tls_are_refused_on_every_published_port(
+    secure: tuple[Path, dict[str, Any]],
+) -> None:
+    spec_path, _ = secure
+    ca = str(_secrets(spec_path) / "ca.pem")
+    for port in _ports(spec_path):
+        address = f"127.0.0.1:{port}"
+        assert _refused({"bootstrap.servers": address}) == "_TRANSPORT"
+        assert (
+            _refused({"bootstrap.servers": address, "security.protocol": "SSL", "ssl.ca.location": ca}) == "_TRANSPORT"
+        )
+        # Kafka's own framing, no TLS: the broker answers with a TLS alert record (0x15) or closes, never with Kafka
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(protocol.encode_api_versions(7))
+            sock.settimeout(5)
+            try:
+                answer = sock.recv(4)
+            except ConnectionResetError:
+                answer = b""
+            assert answer == b"" or answer[:2] == b"\x15\x03", answer
+
+
+def test_a_wrong_password_is_one_line_exit_9(secure: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    spec_path, _ = secure
+    name = load_spec(spec_path).name
+    shutil.copy(spec_path, tmp_path / "clusterctl.yaml")
+    shutil.copytree(spec_path.parent / "compose" / name, tmp_path / "compose" / name)
+    users = tmp_path / "compose" / name / "secrets" / "users.json"
+    users.write_text(json.dumps({**json.loads(users.read_text()), "admin": "not-the-password"}))
+    res = subprocess.run([CLI, "-s", str(tmp_path / "clusterctl.yaml"), "topic", "list"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 9, res.stderr
+    first = res.stderr.strip().splitlines()[0]
+    assert "authentication failed for user admin (SCRAM-SHA-512)" in first, res.stderr
+    assert "not-the-password" not in res.stderr + res.stdout
+
+
+def _secret_values(root: Path) -> list[str]:
+    """Every password and every private key's base64 body (its lines) clusterctl made."""
+    out = list(json.loads((root / "users.json").read_text()).values())
+    for env in root.glob("*/secret.env"):
+        out += re.findall(r"KEYSTORE_PASSWORD=(\S+)", env.read_text())
+    for key in [root / "ca.key", *root.glob("clients/*.key")]:
+        out += [ln for ln in key.read_text().splitlines() if ln and not ln.startswith("-----")]
+    return out
+
+
+def test_secrets_are_private_and_never_shown(secure: tuple[Path, dict[str, Any]]) -> None:
+    spec_path, up = secure
+    root = _secrets(spec_path)
+    for path in [root, *root.rglob("*")]:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
+    secrets = _secret_values(root)
+    assert len(secrets) >= 3 + 4
+    shown = {
+        "compose file": (root.parent / "docker-compose.yml").read_text(),
+        ".env": (root.parent / ".env").read_text(),
+        "up --json": json.dumps(up),
+        "status --json": json.dumps(cli_json(spec_path, "status")),
+        "topic list --json": json.dumps(cli_json(spec_path, "topic", "list")),
+        "logs": (lambda r: r.stdout + r.stderr)(cli(spec_path, "logs", "--tail", "5000")),
+    }
+    assert len(shown["logs"]) > 10_000  # the brokers' own startup lines (their configuration) are in it
+    for where, text in shown.items():
+        leaked = [s[:4] + "..." for s in secrets if s in text]
+        assert not leaked, f"{where} shows secrets: {leaked}"
