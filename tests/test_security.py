@@ -160,3 +160,27 @@ def test_client_settings_before_render_are_one_line(tmp_path: Path, monkeypatch:
     with pytest.raises(secrets.SecretsError) as exc:
         secrets.client_settings(secure_spec())
     assert "no SCRAM passwords" in exc.value.message and "clusterctl render" in (exc.value.hint or "")
+
+
+@pytest.mark.parametrize(("protocol_", "tls"), [("SASL_PLAINTEXT", False), ("SASL_SSL", True)])
+def test_wire_requests_use_tls_where_the_listener_has_it(
+    protocol_: str, tls: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DescribeQuorum and Metadata over clusterctl's own wire protocol: a broker's host listener as
+    security.protocol says (SCRAM as the first admin, TLS only for *_SSL), a controller's always TLS with
+    clusterctl's certificate and no SASL (found on SASL_PLAINTEXT: every request was wrapped in TLS)."""
+    from clusterctl.kafka import protocol, settings
+
+    monkeypatch.chdir(tmp_path)
+    for module in (protocol, settings):
+        monkeypatch.setattr(module, "_SECURED", {})
+    monkeypatch.setattr(settings, "_RESOLVED", {})
+    spec = secure_spec(protocol=protocol_)
+    render(spec, validate=False)
+    settings.secure_clients_of(spec)
+    broker = protocol._SECURED[("127.0.0.1", spec.topology.broker_host_port(1))]()
+    controller = protocol._SECURED[(spec.topology.controller_ip(101), spec.kraft.controller_port)]()
+    assert (broker.ca is not None) == tls and broker.sasl is not None and broker.sasl[:2] == ("SCRAM-SHA-512", "admin")
+    assert controller.ca is not None and controller.sasl is None
+    assert controller.cert is not None and controller.cert.endswith("clusterctl-operator.pem")
+    assert settings.security_settings(spec.topology.bootstrap_servers)["security.protocol"] == protocol_

@@ -136,9 +136,10 @@ def recv_exact(sock: socket.socket, n: int) -> bytes:
 
 @dataclass(frozen=True)
 class WireSecurity:
-    """How to reach one listener of a secured cluster: TLS (CA, optional client certificate) and SASL/SCRAM."""
+    """How to reach one listener of a secured cluster: TLS (CA, optional client certificate; ca None: no TLS)
+    and SASL/SCRAM."""
 
-    ca: str
+    ca: str | None
     cert: str | None = None
     key: str | None = None
     sasl: tuple[str, str, str] | None = None  # mechanism, user, password
@@ -163,10 +164,11 @@ def _connect(host: str, port: int, timeout: float) -> socket.socket:
     if found is None:
         return sock
     sec = found()
-    context = ssl.create_default_context(cafile=sec.ca)
-    if sec.cert and sec.key:
-        context.load_cert_chain(sec.cert, sec.key)
-    sock = context.wrap_socket(sock, server_hostname=host)
+    if sec.ca is not None:
+        context = ssl.create_default_context(cafile=sec.ca)
+        if sec.cert and sec.key:
+            context.load_cert_chain(sec.cert, sec.key)
+        sock = context.wrap_socket(sock, server_hostname=host)
     if sec.sasl is not None:
         _scram(sock, *sec.sasl)
     return sock

@@ -59,14 +59,17 @@ def secure_clients_of(spec: ClusterSpec) -> None:
     for address in spec.topology.bootstrap_servers.split(","):
         _SECURED[address] = settings
 
-    def wire(sasl: bool) -> Callable[[], protocol.WireSecurity]:
+    def wire(broker: bool) -> Callable[[], protocol.WireSecurity]:
+        """A broker's host listener (security.protocol), or a controller's (always TLS, its certificate)."""
+
         def resolve() -> protocol.WireSecurity:
             cert, key = secrets.client_cert(spec, secrets.OPERATOR)
-            conf = security_settings(spec.topology.bootstrap_servers) if sasl else {}
+            conf = security_settings(spec.topology.bootstrap_servers) if broker else {}
             login = None
             if "sasl.username" in conf:
                 login = (conf["sasl.mechanisms"], conf["sasl.username"], conf["sasl.password"])
-            return protocol.WireSecurity(str(secrets.secrets_dir(spec) / "ca.pem"), cert, key, login)
+            tls = spec.security.tls or not broker
+            return protocol.WireSecurity(str(secrets.secrets_dir(spec) / "ca.pem") if tls else None, cert, key, login)
 
         return resolve
 
