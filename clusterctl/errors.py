@@ -92,6 +92,12 @@ class AuthenticationError(ClusterctlError):
     exit_code = 9
 
 
+class NotAuthorizedError(ClusterctlError):
+    """A secured cluster's authorizer denied the operation to the client's user."""
+
+    exit_code = 10
+
+
 class SpecNotFoundError(SpecError):
     """A spec or scenario file that does not exist: "not found" like any other missing thing."""
 

@@ -146,7 +146,7 @@ def test_client_settings_are_the_first_admin_and_the_ca(tmp_path: Path, monkeypa
     password = json.loads((tmp_path / "compose" / "seclab" / "secrets" / "users.json").read_text())["admin"]
     assert conf == {
         "security.protocol": "SASL_SSL",
-        "ssl.ca.location": str(Path("compose/seclab/secrets/ca.pem")),
+        "ssl.ca.location": str(tmp_path / "compose/seclab/secrets/ca.pem"),
         "ssl.endpoint.identification.algorithm": "https",
         "sasl.mechanisms": "SCRAM-SHA-512",
         "sasl.username": "admin",

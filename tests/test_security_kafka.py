@@ -9,6 +9,7 @@ password is one line with exit 9; no password or private key shows in the compos
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
@@ -16,14 +17,15 @@ import stat
 import subprocess
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from _runtime_helpers import CLI, cli, cli_json, free_addresses, release, render, up_json
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import kafka_dist
 
 from clusterctl.images import build as images
@@ -175,3 +177,62 @@ def test_secrets_are_private_and_never_shown(secure: tuple[Path, dict[str, Any]]
     for where, text in shown.items():
         leaked = [s[:4] + "..." for s in secrets if s in text]
         assert not leaked, f"{where} shows secrets: {leaked}"
+
+
+def test_a_producer_writes_but_cannot_create_or_read_and_users_and_acls_are_managed(
+    secure: tuple[Path, dict[str, Any]],
+) -> None:
+    """The producer role's ACLs (granted by `up`): write and describe topics, nothing else; a refusal translated is
+    one line, exit 10. `user create|list|delete` and `acl create|list|delete` on the admin API, as the admin."""
+    from clusterctl.compose import secrets as cluster_secrets
+    from clusterctl.kafka.connection import kafka_error
+
+    spec_path, _ = secure
+    spec = load_spec(spec_path)
+    bootstrap = spec.topology.bootstrap_servers
+    assert cli(spec_path, "topic", "create", "payments", "-p", "1", "-r", "3").returncode == 0
+    acl_rows = cli_json(spec_path, "acl", "list", "--principal", "User:app")
+    assert {(a["operation"], a["resource_type"], a["resource_name"]) for a in acl_rows} == {
+        ("WRITE", "TOPIC", "*"), ("DESCRIBE", "TOPIC", "*")}  # fmt: skip
+    with _in(spec_path.parent):
+        app: dict[str, Any] = {**cluster_secrets.client_settings(spec, "app"), "bootstrap.servers": bootstrap,
+                               "logger": LIBRDKAFKA_LOGGER}  # fmt: skip
+    client = AdminClient(app)
+    with pytest.raises(KafkaException) as denied:
+        client.create_topics([NewTopic("not-allowed", 1, 3)])["not-allowed"].result(timeout=30)
+    error = kafka_error(denied.value, bootstrap)
+    assert error.exit_code == 10 and "TOPIC_AUTHORIZATION_FAILED" in error.message and "\n" not in error.message
+    producer, delivered = Producer({**app, "acks": "all"}), []
+    producer.produce("payments", b"paid", on_delivery=lambda err, _msg: delivered.append(err))
+    producer.flush(30)
+    assert delivered == [None]
+    consumer = Consumer({**app, "group.id": "app-reads", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["payments"])
+        msg = consumer.poll(15)
+        refusal = msg.error() if msg is not None else None
+        assert refusal is not None and "AUTHORIZATION_FAILED" in refusal.name(), refusal
+    finally:
+        consumer.close()
+    created = cli_json(spec_path, "user", "create", "reader", "--role", "consumer")
+    assert created["user"] == "reader" and len(created["acls"]) == 4
+    assert "reader" in {u["user"] for u in cli_json(spec_path, "user", "list")}
+    grant = ["--principal", "User:reader", "--operation", "read", "--resource-type", "group", "--resource-name", "r-"]
+    assert cli_json(spec_path, "acl", "create", *grant, "--pattern", "prefixed")[0]["pattern"] == "PREFIXED"
+    assert len(cli_json(spec_path, "acl", "delete", *grant, "--pattern", "PREFIXED")) == 1
+    gone = cli(spec_path, "acl", "delete", *grant, "--pattern", "PREFIXED")
+    assert gone.returncode == 3 and gone.stderr.count("\n") == 1, gone.stderr
+    cli_json(spec_path, "user", "delete", "reader")
+    assert "reader" not in {u["user"] for u in cli_json(spec_path, "user", "list")}
+    assert cli_json(spec_path, "acl", "list", "--principal", "User:reader") == []
+
+
+@contextmanager
+def _in(directory: Path) -> Iterator[None]:
+    """compose/<name>/ is found from the working directory (as the CLI run from the spec's directory)."""
+    before = Path.cwd()
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(before)

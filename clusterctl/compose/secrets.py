@@ -180,6 +180,22 @@ def _passwords(root: Path, spec: ClusterSpec) -> dict[str, str]:
     return known
 
 
+def keep_password(spec: ClusterSpec, user: str, password: str | None) -> str:
+    """Set (a new random one when None) or forget (`password` "") `user`'s password in users.json; the password."""
+    path = secrets_dir(spec) / USERS_FILE
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise SecretsError(f"no SCRAM passwords in {path}", hint="run `clusterctl render` first") from None
+    if password == "":
+        known.pop(user, None)
+    else:
+        password = password or secrets.token_urlsafe(24)
+        known[user] = password
+    _write(path, (json.dumps(known, indent=2, sort_keys=True) + "\n").encode())
+    return password
+
+
 def user_password(spec: ClusterSpec, user: str) -> str:
     """A SCRAM user's password from compose/<name>/secrets/users.json (one line when it is not there)."""
     path = secrets_dir(spec) / USERS_FILE
@@ -266,7 +282,7 @@ def ensure_secrets(spec: ClusterSpec, out_dir: Path) -> str:
 
 def client_cert(spec: ClusterSpec, user: str) -> tuple[str, str]:
     """(certificate, key) paths of a client certificate made by `ensure_secrets`."""
-    base = secrets_dir(spec) / "clients"
+    base = secrets_dir(spec).absolute() / "clients"
     return str(base / f"{user}.pem"), str(base / f"{user}.key")
 
 
@@ -276,7 +292,7 @@ def client_settings(spec: ClusterSpec, user: str | None = None) -> dict[str, str
     sec = spec.security
     if not sec.enabled:
         return {}
-    root = secrets_dir(spec)
+    root = secrets_dir(spec).absolute()  # librdkafka may open them after a change of directory
     conf: dict[str, str] = {"security.protocol": sec.protocol}
     if sec.tls:
         conf |= {"ssl.ca.location": str(root / "ca.pem"), "ssl.endpoint.identification.algorithm": "https"}

@@ -10,7 +10,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
-from clusterctl.errors import AuthenticationError, ClusterctlError, NotFoundError, TimeoutError_, UnreachableError
+from clusterctl.errors import (
+    AuthenticationError,
+    ClusterctlError,
+    NotAuthorizedError,
+    NotFoundError,
+    TimeoutError_,
+    UnreachableError,
+)
 from clusterctl.kafka.settings import (  # noqa: F401  (re-exported: callers import settings from here)
     ADVERTISED_HINT,
     JOIN_TIMEOUT_S,
@@ -52,6 +59,9 @@ def _kafka_error(err: KafkaError, bootstrap: str, waited: float | None) -> Clust
         return TimeoutError_(f"timed out talking to {bootstrap}{within}: {err.str()}", hint=ADVERTISED_HINT)
     if code == KafkaError._UNSUPPORTED_FEATURE:
         return ClusterctlError(f"the broker at {bootstrap} does not support this: {err.str()}")
+    if err.name().endswith("_AUTHORIZATION_FAILED"):  # the client's user lacks an ACL (security.authorizer)
+        line = f"not authorized at {bootstrap}: {err.name()} ({err.str()})"
+        return NotAuthorizedError(line, hint="clusterctl acl list")
     if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
         return NotFoundError(f"unknown topic or partition ({err.str()})")
     return ClusterctlError(f"{err.name()}: {err.str()}")
