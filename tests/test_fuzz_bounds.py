@@ -239,6 +239,43 @@ def test_security_users_and_names_at_and_past_their_bounds(users: int, length: i
         assert str(validate.MAX_SECURITY_USERS) in line or "security.users name" in line, line
 
 
+@settings(FUZZ, max_examples=60)
+@given(
+    what=st.sampled_from(["user create", "user delete", "acl principal", "acl resource"]),
+    length=st.one_of(st.integers(1, 3), st.integers(-3, 3), st.integers(4, 300)),
+)
+def test_user_and_acl_names_at_and_past_their_bounds_through_the_cli(what: str, length: int) -> None:
+    """`user create|delete NAME` (MAX_USER_NAME_LENGTH), `acl create --principal User:NAME` (MAX_PRINCIPAL_NAME) and
+    `--resource-name` (MAX_ACL_RESOURCE_NAME): past the bound one line, exit 2, naming it, before the spec or the
+    network is touched (within it: exit 3, no spec here, or 4, nothing at 127.0.0.1:1)."""
+    bound = {"acl principal": validate.MAX_PRINCIPAL_NAME, "acl resource": validate.MAX_ACL_RESOURCE_NAME}.get(
+        what, validate.MAX_USER_NAME_LENGTH
+    )
+    size = bound + length if length <= 3 else length
+    if size < 1:
+        return
+    name = "n" * size
+    if what.startswith("user"):
+        args = [*what.split(), name]
+    else:
+        principal = f"User:{name}" if what == "acl principal" else "User:a"
+        resource = name if what == "acl resource" else "t"
+        args = ["acl", "create", "--principal", principal, "--operation", "READ", "--resource-type", "TOPIC",
+                "--resource-name", resource, *NOWHERE]  # fmt: skip
+    with CASES.case():
+        if size <= bound and what.startswith("acl"):  # within the bound it would wait for the broker: checked here
+            from clusterctl.kafka import acls
+
+            acls.checked(acls.Acl(args[3], "READ", "TOPIC", args[9]))
+            return
+        code, err = run_cli(args)
+        if size > bound:
+            line = one_line(code, err, args)
+            assert code == 2 and str(bound) in line, (args[:3], line)
+        else:
+            assert code == 3, (args[:3], code, err)  # no spec here
+
+
 PAST: list[tuple[list[str], int]] = [
     (["topic", "create", "t", *NOWHERE, "-p"], validate.MAX_PARTITIONS),
     (["topic", "create", "t", *NOWHERE, "-r"], validate.MAX_REPLICATION_FACTOR),

@@ -11,13 +11,16 @@ if TYPE_CHECKING:
 
 acl_app = typer.Typer(name="acl", help="ACLs of a secured cluster (security.authorizer).", no_args_is_help=True)
 
-PrincipalOpt = Annotated[str, typer.Option("--principal", help="User:NAME (1-128 chars)")]
+PrincipalOpt = Annotated[str, typer.Option("--principal", help="User:NAME, NAME 1 to 128 characters")]
 OperationOpt = Annotated[
     str, typer.Option("--operation", help="READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, ALL, ... (Kafka's names)")
 ]
 TypeOpt = Annotated[str, typer.Option("--resource-type", help="TOPIC, GROUP, CLUSTER or TRANSACTIONAL_ID")]
 NameOpt = Annotated[
-    str, typer.Option("--resource-name", help="the topic, group or id (1-255 chars; * = all; kafka-cluster)")
+    str,
+    typer.Option(
+        "--resource-name", help="the topic, group or id, 1 to 255 characters (* = all; CLUSTER: kafka-cluster)"
+    ),
 ]
 PatternOpt = Annotated[str, typer.Option("--pattern", help="LITERAL or PREFIXED")]
 PermissionOpt = Annotated[str, typer.Option("--permission", help="ALLOW or DENY")]
@@ -34,7 +37,9 @@ def _columns() -> "list[Column]":
 
 @acl_app.command("list")
 def cmd_acl_list(
-    principal: Annotated[str | None, typer.Option("--principal", help="only this User:NAME's ACLs")] = None,
+    principal: Annotated[
+        str | None, typer.Option("--principal", help="only this User:NAME's ACLs (NAME 1 to 128 characters)")
+    ] = None,
     bootstrap_server: BootstrapOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -42,9 +47,9 @@ def cmd_acl_list(
     from clusterctl.kafka import acls
     from clusterctl.output import emit
 
-    bootstrap = bootstrap_servers(bootstrap_server)
     if principal is not None:
-        acls.checked(acls.Acl(principal, "ALL", "TOPIC", "*"))
+        acls.principal(principal)
+    bootstrap = bootstrap_servers(bootstrap_server)
     emit(acls.list_acls(bootstrap, principal), as_json=as_json, columns=_columns(), empty="no ACLs")
 
 

@@ -38,7 +38,7 @@ def _show(change: object, as_json: bool) -> None:
 
 @user_app.command("create")
 def cmd_user_create(
-    name: Annotated[str, typer.Argument(help="1-64 chars of letters, digits, . _ -")],
+    name: Annotated[str, typer.Argument(help="1 to 64 characters of letters, digits, . _ -")],
     role: Annotated[Literal["producer", "consumer"], typer.Option("--role", help="producer or consumer")] = "consumer",
     as_json: JsonOpt = False,
 ) -> None:
@@ -46,7 +46,8 @@ def cmd_user_create(
     role's ACLs; admins are super users and live in the spec (security.users)."""
     from clusterctl.kafka import scram
 
-    _show(scram.create_user(get_spec(), _name(name), role), as_json)
+    checked = _name(name)  # before the spec is read
+    _show(scram.create_user(get_spec(), checked, role), as_json)
 
 
 @user_app.command("delete")
@@ -56,7 +57,8 @@ def cmd_user_delete(
     """Delete a user `user create` made: its credential, every ACL naming it and its kept password."""
     from clusterctl.kafka import scram
 
-    _show(scram.drop_user(get_spec(), _name(name)), as_json)
+    checked = _name(name)
+    _show(scram.drop_user(get_spec(), checked), as_json)
 
 
 def register(app: typer.Typer) -> None:

@@ -22,14 +22,14 @@ from confluent_kafka.admin import (
 
 from clusterctl.errors import UsageError
 from clusterctl.kafka.connection import REQUEST_TIMEOUT_S, _result, admin
+from clusterctl.spec.validate import MAX_ACL_RESOURCE_NAME, MAX_PRINCIPAL_NAME
 
 RESOURCE_TYPES = ("TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID")
 OPERATIONS = ("ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION", "DESCRIBE_CONFIGS",
               "ALTER_CONFIGS", "IDEMPOTENT_WRITE")  # fmt: skip
 PATTERNS = ("LITERAL", "PREFIXED")
 PERMISSIONS = ("ALLOW", "DENY")
-MAX_RESOURCE_NAME = 255  # a topic at most 249, a group or transactional id 255 (Kafka's limits on names)
-PRINCIPAL_RE = re.compile(r"^User:[A-Za-z0-9][A-Za-z0-9._=,-]{0,127}$")
+PRINCIPAL_RE = re.compile(rf"^User:[A-Za-z0-9][A-Za-z0-9._=,-]{{0,{MAX_PRINCIPAL_NAME - 1}}}$")
 _HOST_RE = re.compile(r"^(\*|[0-9a-fA-F.:]{2,45})$")
 
 ROLE_ACLS: dict[str, list[tuple[str, str]]] = {
@@ -61,10 +61,10 @@ def _one_of(value: str, allowed: tuple[str, ...], what: str) -> str:
 
 def checked(acl: Acl) -> Acl:
     """`acl` with its names in Kafka's spelling; one line (exit 2) for what Kafka would refuse."""
-    if not PRINCIPAL_RE.match(acl.principal):
-        raise UsageError(f"--principal {acl.principal[:80]!r} is not User:NAME (1-128 chars)")
-    if not acl.resource_name or len(acl.resource_name) > MAX_RESOURCE_NAME or not acl.resource_name.isprintable():
-        raise UsageError(f"resource name must be 1-{MAX_RESOURCE_NAME} printable characters")
+    name = acl.resource_name
+    if not name or len(name) > MAX_ACL_RESOURCE_NAME or not name.isprintable():
+        raise UsageError(f"--resource-name must be 1 to {MAX_ACL_RESOURCE_NAME} printable characters, got {len(name)}")
+    principal(acl.principal)
     if not _HOST_RE.match(acl.host):
         raise UsageError(f"--host {acl.host[:60]!r} is not * or an IP address")
     kind = _one_of(acl.resource_type, RESOURCE_TYPES, "--resource-type")
@@ -74,6 +74,13 @@ def checked(acl: Acl) -> Acl:
         acl.principal, _one_of(acl.operation, OPERATIONS, "--operation"), kind, acl.resource_name,
         _one_of(acl.pattern, PATTERNS, "--pattern"), _one_of(acl.permission, PERMISSIONS, "--permission"), acl.host,
     )  # fmt: skip
+
+
+def principal(value: str) -> str:
+    """User:NAME, NAME 1 to MAX_PRINCIPAL_NAME characters of letters, digits and . _ = , - (one line, exit 2)."""
+    if len(value) > len("User:") + MAX_PRINCIPAL_NAME or not PRINCIPAL_RE.match(value):
+        raise UsageError(f"--principal {value[:80]!r} is not User:NAME with NAME 1 to {MAX_PRINCIPAL_NAME} characters")
+    return value
 
 
 def role_acls(user: str, role: str) -> list[Acl]:
