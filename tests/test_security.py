@@ -65,7 +65,13 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"security": {"protocol": "SASL_PLAINTEXT", "mtls": True, "users": [{"name": "a"}]}}, "security.mtls needs TLS"),
     ({"security": {"protocol": "SSL", "authorizer": True}}, "security.authorizer needs SASL"),
     ({"security": {"protocol": "SSL", "users": [{"name": "a"}]}}, "has no SASL"),
-    ({"kafka": {"mode": "zookeeper", "version": "3.9.2"}, "kraft": {}}, "needs kafka.mode: kraft"),
+    (
+        {
+            "kafka": {"engine": "tansu", "brokers": 1, "defaults": {"replication_factor": 1, "min_insync_replicas": 1}},
+            "kraft": {},
+        },
+        "needs kafka.engine kafka",
+    ),
     ({"kafka_manager": {"enabled": True}}, "the console and Spark do not authenticate yet"),
     ({"kraft": {"controllers": 1, "quorum": "dynamic"}}, "needs kraft.quorum static"),
     ({"profile": "apache"}, "needs profile offline"),
@@ -184,3 +190,18 @@ def test_wire_requests_use_tls_where_the_listener_has_it(
     assert controller.ca is not None and controller.sasl is None
     assert controller.cert is not None and controller.cert.endswith("clusterctl-operator.pem")
     assert settings.security_settings(spec.topology.bootstrap_servers)["security.protocol"] == protocol_
+
+
+def test_zookeeper_mode_renders_acl_authorizer_and_scram_users_for_zookeeper(tmp_path: Path) -> None:
+    """ZooKeeper mode (Kafka 3.9.2): AclAuthorizer, no controller listener, and the start script's SCRAM_USERS
+    (name, credential pairs) that `kafka-configs --zookeeper` writes before the broker starts."""
+    spec = parse_spec({"name": "seczk", "profile": "offline", "network": {"subnet": "10.231.0.0/24"},
+                       "zookeeper": {"nodes": 1}, "kafka": {"mode": "zookeeper", "version": "3.9.2", "brokers": 3},
+                       "kafka_manager": {"enabled": False}, "security": SECURE})  # fmt: skip
+    text = Path(render(spec, tmp_path / "out", validate=False).compose_file).read_text()
+    assert "INTERNAL:SASL_SSL,EXTERNAL:SASL_SSL" in text and "CONTROLLER" not in text
+    assert '"kafka.security.authorizer.AclAuthorizer"' in text
+    assert text.count('entrypoint: ["bash", "/run/clusterctl-start.sh", "kafka-server"]') == 3  # brokers, not zk1
+    env = (tmp_path / "out" / "secrets" / "kafka1" / "secret.env").read_text()
+    users = re.search(r"^SCRAM_USERS=\((.*)\)$", env, re.M)
+    assert users is not None and users[1].startswith("clusterctl-inter-broker 'SCRAM-SHA-512=[password=")

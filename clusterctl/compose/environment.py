@@ -84,15 +84,19 @@ def security_env(spec: ClusterSpec, broker: bool) -> dict[str, str]:
         "KAFKA_SSL_TRUSTSTORE_TYPE": "PEM",
         "KAFKA_SSL_TRUSTSTORE_LOCATION": f"{NODE_SECRETS}/truststore.pem",
         "KAFKA_SSL_CLIENT_AUTH": "required" if sec.mtls else "none",
-        "KAFKA_LISTENER_NAME_CONTROLLER_SSL_CLIENT_AUTH": "required",
     }
+    if spec.kraft_mode:
+        env["KAFKA_LISTENER_NAME_CONTROLLER_SSL_CLIENT_AUTH"] = "required"
     if broker and sec.sasl:
         env["KAFKA_SASL_ENABLED_MECHANISMS"] = sec.sasl_mechanism
         env["KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL"] = sec.sasl_mechanism
     if sec.authorizer:
         supers = [f"User:{INTER_BROKER_USER}", *(f"User:{u.name}" for u in sec.users if u.role == "admin")]
         supers += [node_principal(n.service) for n in node_identities(spec)] + [node_principal(OPERATOR)]
-        env["KAFKA_AUTHORIZER_CLASS_NAME"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        env["KAFKA_AUTHORIZER_CLASS_NAME"] = (
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer" if spec.kraft_mode
+            else "kafka.security.authorizer.AclAuthorizer"
+        )  # fmt: skip
         env["KAFKA_SUPER_USERS"] = ";".join(supers)
     return env
 

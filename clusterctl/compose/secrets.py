@@ -216,6 +216,7 @@ def _node_env(spec: ClusterSpec, keystore_password: str, passwords: dict[str, st
     lines = [f"export KAFKA_SSL_KEYSTORE_PASSWORD={shlex.quote(keystore_password)}",
              f"export KAFKA_SSL_KEY_PASSWORD={shlex.quote(keystore_password)}"]  # fmt: skip
     scram: list[str] = []
+    zk_users: list[str] = []
     if sec.sasl:
         mech = sec.sasl_mechanism.replace("-", "___")
         inter = passwords[INTER_BROKER_USER]
@@ -224,7 +225,9 @@ def _node_env(spec: ClusterSpec, keystore_password: str, passwords: dict[str, st
         lines.append(f"export KAFKA_LISTENER_NAME_EXTERNAL_{mech}_SASL_JAAS_CONFIG={shlex.quote(JAAS + ';')}")
         for name in [INTER_BROKER_USER, *(u.name for u in sec.users)]:
             scram += ["--add-scram", shlex.quote(f"{sec.sasl_mechanism}=[name={name},password={passwords[name]}]")]
-    lines.append(f"SCRAM_ARGS=({' '.join(scram)})")
+            zk_users += [name, shlex.quote(f"{sec.sasl_mechanism}=[password={passwords[name]}]")]
+    lines.append(f"SCRAM_ARGS=({' '.join(scram)})")  # KRaft: kafka-storage format
+    lines.append(f"SCRAM_USERS=({' '.join(zk_users)})")  # ZooKeeper mode: name, credential, name, ...
     return "\n".join(lines) + "\n"
 
 

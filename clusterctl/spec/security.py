@@ -1,8 +1,8 @@
 """The `security:` section: how clients and brokers authenticate (TLS, SASL/SCRAM) and who may do what.
 
 PLAINTEXT (the default) renders exactly what clusterctl rendered before the section existed. Anything else needs
-Kafka's own brokers in KRaft mode from the offline profile, rendered for compose (the certificates, keystores and
-SCRAM credentials are made by `clusterctl.compose.secrets`); ZooKeeper mode is refused for now.
+Kafka's own brokers from the offline profile (KRaft or ZooKeeper mode), rendered for compose (the certificates,
+keystores and SCRAM credentials are made by `clusterctl.compose.secrets`). ZooKeeper itself stays unsecured.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def check_security(spec: ClusterSpec) -> None:
             raise ValueError("security settings need security.protocol other than PLAINTEXT")
         return
     what = f"security.protocol={sec.protocol}"
-    if not spec.kraft_mode or spec.kafka.engine != "kafka":
-        raise ValueError(f"{what} needs kafka.mode: kraft (ZooKeeper mode is not secured by clusterctl yet)")
+    if spec.kafka.engine != "kafka":
+        raise ValueError(f"{what} needs kafka.engine kafka")
     if spec.profile != "offline" or spec.images.kafka is not None:
         raise ValueError(f"{what} needs profile offline (its clusterctl/kafka image starts on the rendered secrets)")
     if spec.swarm:
