@@ -4,6 +4,7 @@ and inter-broker listeners, TLS with node certificates on the controller listene
 `up` waits for it through the secure listener; the CLI's topic, produce and consume commands work unchanged (as the
 first admin user); a PLAINTEXT client and an anonymous TLS client are refused on every published port; a wrong
 password is one line with exit 9; no password or private key shows in the compose file, `--json` output or `logs`.
+ZooKeeper mode (Kafka 3.9.2) once, on its own cluster, with the same checks in short.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ import yaml
 from _runtime_helpers import CLI, cli, cli_json, free_addresses, release, render, up_json
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from conftest import kafka_dist
 
 from clusterctl.images import build as images
+from clusterctl.images import kafka_maven
 from clusterctl.kafka import protocol
 from clusterctl.kafka.settings import LIBRDKAFKA_LOGGER
 from clusterctl.spec.model import load_spec
@@ -38,24 +39,36 @@ pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
 RECORDS = 50
 
 
-@pytest.fixture(scope="module")
-def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
-    images.build_images(["kafka"], kafka_dist=kafka_dist())
-    work = tmp_path_factory.mktemp("secure-cluster")
-    subnet, base = free_addresses(3)
+ZK_VERSION = "3.9.2"  # the last Kafka line with ZooKeeper mode
+
+
+def secure_spec(work: Path, mode: str) -> Path:
+    """SASL_SSL + SCRAM-SHA-512 + authorizer, 3 brokers: KRaft on the newest Kafka line (4.4.0 here) with 1
+    controller, or ZooKeeper mode on 3.9.2 with 1 ZooKeeper node; the image built if missing, a free subnet and free
+    host ports."""
+    wanted = kafka_maven.NEWEST_KAFKA_LINE if mode == "kraft" else ZK_VERSION
+    built = {r.target: r for r in images.build_images(["kafka"], kafka_version=wanted)}
+    version = built["kafka"].image.rpartition(":")[2]
+    subnet, base = free_addresses(4)
     spec: dict[str, Any] = {
         "name": f"ctlsec-{uuid.uuid4().hex[:6]}",
         "profile": "offline",
         "network": {"subnet": subnet},
-        "kafka": {"mode": "kraft", "version": "4.4.0", "brokers": 3, "host_port": base,
+        "kafka": {"mode": mode, "version": version, "brokers": 3, "host_port": base,
                   "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"}},
-        "kraft": {"controllers": 1},
         "kafka_manager": {"enabled": False},
         "security": {"protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512", "authorizer": True,
                      "users": [{"name": "admin", "role": "admin"}, {"name": "app", "role": "producer"}]},
     }  # fmt: skip
+    spec |= {"kraft": {"controllers": 1}} if mode == "kraft" else {"zookeeper": {"nodes": 1, "client_port": base + 3}}
     spec_path = work / "clusterctl.yaml"
     spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return spec_path
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    spec_path = secure_spec(tmp_path_factory.mktemp("secure-cluster"), "kraft")
     render(spec_path)
     try:
         up = up_json(spec_path, timeout=180)
@@ -72,6 +85,30 @@ def _secrets(spec_path: Path) -> Path:
 def _ports(spec_path: Path) -> list[int]:
     t = load_spec(spec_path).topology
     return [t.broker_host_port(b) for b in t.broker_ids]
+
+
+def test_zookeeper_mode_secured_the_same_way(tmp_path: Path) -> None:
+    """ZooKeeper mode (1 ZooKeeper + 3 brokers, Kafka 3.9.2): the SCRAM users in ZooKeeper before the brokers start,
+    AclAuthorizer with the roles' ACLs; `up` healthy through SASL_SSL, the CLI's round trip as the admin, the
+    producer role's limits, a PLAINTEXT client refused. First in the module: its own cluster, up and down
+    before the KRaft cluster (module-scoped) starts, so the two never run at once."""
+    spec_path = secure_spec(tmp_path, "zookeeper")
+    render(spec_path)
+    try:
+        up = up_json(spec_path, timeout=180)
+        print(f"\nsecured ZooKeeper-mode cluster healthy after {up['seconds_to_healthy']}s")
+        assert up["brokers_registered"] == [1, 2, 3]
+        assert cli(spec_path, "topic", "create", "zk-orders", "-p", "3", "-r", "3").returncode == 0
+        produced = subprocess.run([CLI, "-s", str(spec_path), "produce", "zk-orders"], input="a\nb\nc\n",
+                                  capture_output=True, text=True, timeout=120, cwd=spec_path.parent)  # fmt: skip
+        assert produced.returncode == 0, produced.stderr
+        consumed = cli(spec_path, "consume", "zk-orders", "--from-beginning", "--max-messages", "3", "--timeout", "60")
+        assert sorted(re.findall(r"value=(\S+)", consumed.stdout)) == ["a", "b", "c"], consumed.stderr
+        _producer_writes_only(spec_path, "zk-orders")
+        address = f"127.0.0.1:{_ports(spec_path)[0]}"
+        assert _refused({"bootstrap.servers": address}) == "_TRANSPORT"
+    finally:
+        release(spec_path)
 
 
 def test_up_is_healthy_through_the_secure_listener(secure: tuple[Path, dict[str, Any]]) -> None:
@@ -165,9 +202,10 @@ def test_secrets_are_private_and_never_shown(secure: tuple[Path, dict[str, Any]]
         assert mode == (0o700 if path.is_dir() else 0o600), (path, oct(mode))
     secrets = _secret_values(root)
     assert len(secrets) >= 3 + 4
+    written = [p for p in root.parent.rglob("*") if p.is_file() and root not in p.parents]
+    assert {p.name for p in written} >= {"docker-compose.yml", ".env"}
     shown = {
-        "compose file": (root.parent / "docker-compose.yml").read_text(),
-        ".env": (root.parent / ".env").read_text(),
+        **{f"{p.relative_to(root.parent)} (written by render)": p.read_text(errors="replace") for p in written},
         "up --json": json.dumps(up),
         "status --json": json.dumps(cli_json(spec_path, "status")),
         "topic list --json": json.dumps(cli_json(spec_path, "topic", "list")),
@@ -184,36 +222,12 @@ def test_a_producer_writes_but_cannot_create_or_read_and_users_and_acls_are_mana
 ) -> None:
     """The producer role's ACLs (granted by `up`): write and describe topics, nothing else; a refusal translated is
     one line, exit 10. `user create|list|delete` and `acl create|list|delete` on the admin API, as the admin."""
-    from clusterctl.compose import secrets as cluster_secrets
-    from clusterctl.kafka.connection import kafka_error
-
     spec_path, _ = secure
-    spec = load_spec(spec_path)
-    bootstrap = spec.topology.bootstrap_servers
     assert cli(spec_path, "topic", "create", "payments", "-p", "1", "-r", "3").returncode == 0
     acl_rows = cli_json(spec_path, "acl", "list", "--principal", "User:app")
     assert {(a["operation"], a["resource_type"], a["resource_name"]) for a in acl_rows} == {
         ("WRITE", "TOPIC", "*"), ("DESCRIBE", "TOPIC", "*")}  # fmt: skip
-    with _in(spec_path.parent):
-        app: dict[str, Any] = {**cluster_secrets.client_settings(spec, "app"), "bootstrap.servers": bootstrap,
-                               "logger": LIBRDKAFKA_LOGGER}  # fmt: skip
-    client = AdminClient(app)
-    with pytest.raises(KafkaException) as denied:
-        client.create_topics([NewTopic("not-allowed", 1, 3)])["not-allowed"].result(timeout=30)
-    error = kafka_error(denied.value, bootstrap)
-    assert error.exit_code == 10 and "TOPIC_AUTHORIZATION_FAILED" in error.message and "\n" not in error.message
-    producer, delivered = Producer({**app, "acks": "all"}), []
-    producer.produce("payments", b"paid", on_delivery=lambda err, _msg: delivered.append(err))
-    producer.flush(30)
-    assert delivered == [None]
-    consumer = Consumer({**app, "group.id": "app-reads", "auto.offset.reset": "earliest"})
-    try:
-        consumer.subscribe(["payments"])
-        msg = consumer.poll(15)
-        refusal = msg.error() if msg is not None else None
-        assert refusal is not None and "AUTHORIZATION_FAILED" in refusal.name(), refusal
-    finally:
-        consumer.close()
+    _producer_writes_only(spec_path, "payments")
     created = cli_json(spec_path, "user", "create", "reader", "--role", "consumer")
     assert created["user"] == "reader" and len(created["acls"]) == 4
     assert "reader" in {u["user"] for u in cli_json(spec_path, "user", "list")}
@@ -225,6 +239,36 @@ def test_a_producer_writes_but_cannot_create_or_read_and_users_and_acls_are_mana
     cli_json(spec_path, "user", "delete", "reader")
     assert "reader" not in {u["user"] for u in cli_json(spec_path, "user", "list")}
     assert cli_json(spec_path, "acl", "list", "--principal", "User:reader") == []
+
+
+def _producer_writes_only(spec_path: Path, topic: str) -> None:
+    """As the producer-role user `app`: creating a topic is refused (one line, exit 10), writing works, reading is
+    refused."""
+    from clusterctl.compose import secrets as cluster_secrets
+    from clusterctl.kafka.connection import kafka_error
+
+    spec = load_spec(spec_path)
+    bootstrap = spec.topology.bootstrap_servers
+    with _in(spec_path.parent):
+        app: dict[str, Any] = {**cluster_secrets.client_settings(spec, "app"), "bootstrap.servers": bootstrap,
+                               "logger": LIBRDKAFKA_LOGGER}  # fmt: skip
+    client = AdminClient(app)
+    with pytest.raises(KafkaException) as denied:
+        client.create_topics([NewTopic("not-allowed", 1, 3)])["not-allowed"].result(timeout=30)
+    error = kafka_error(denied.value, bootstrap)
+    assert error.exit_code == 10 and "TOPIC_AUTHORIZATION_FAILED" in error.message and "\n" not in error.message
+    producer, delivered = Producer({**app, "acks": "all"}), []
+    producer.produce(topic, b"paid", on_delivery=lambda err, _msg: delivered.append(err))
+    producer.flush(30)
+    assert delivered == [None]
+    consumer = Consumer({**app, "group.id": "app-reads", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        msg = consumer.poll(15)
+        refusal = msg.error() if msg is not None else None
+        assert refusal is not None and "AUTHORIZATION_FAILED" in refusal.name(), refusal
+    finally:
+        consumer.close()
 
 
 @contextmanager
