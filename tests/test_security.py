@@ -205,3 +205,30 @@ def test_zookeeper_mode_renders_acl_authorizer_and_scram_users_for_zookeeper(tmp
     env = (tmp_path / "out" / "secrets" / "kafka1" / "secret.env").read_text()
     users = re.search(r"^SCRAM_USERS=\((.*)\)$", env, re.M)
     assert users is not None and users[1].startswith("clusterctl-inter-broker 'SCRAM-SHA-512=[password=")
+
+
+def test_client_config_exports_a_private_file_and_never_prints_the_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    spec = secure_spec()
+    render(spec, validate=False)
+    (tmp_path / "clusterctl.yaml").write_text(json.dumps(spec.model_dump(mode="json")))
+    cli = [str(Path(sys.executable).parent / "clusterctl"), "-s", "clusterctl.yaml", "client-config"]
+    res = subprocess.run([*cli, "--user", "app", "-o", "app.properties", "--json"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    password = json.loads((tmp_path / "compose/seclab/secrets/users.json").read_text())["app"]
+    assert json.loads(res.stdout) == {"user": "app", "format": "properties", "path": "app.properties"}
+    assert password not in res.stdout + res.stderr
+    text = (tmp_path / "app.properties").read_text()
+    assert stat.S_IMODE((tmp_path / "app.properties").stat().st_mode) == 0o600
+    assert f'username="app" password="{password}";' in text and "sasl.mechanism=SCRAM-SHA-512" in text
+    assert f"ssl.truststore.location={tmp_path / 'compose/seclab/secrets/ca.pem'}" in text
+    again = subprocess.run([*cli, "-o", "app.properties"], capture_output=True, text=True)
+    assert again.returncode == 2 and "exists" in again.stderr and again.stderr.count("\n") == 1
+    res = subprocess.run([*cli, "--format", "librdkafka", "-o", "admin.json"], capture_output=True, text=True)
+    conf = json.loads((tmp_path / "admin.json").read_text())
+    assert res.returncode == 0 and conf["sasl.username"] == "admin" and conf["bootstrap.servers"]

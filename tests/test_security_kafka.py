@@ -241,6 +241,27 @@ def test_a_producer_writes_but_cannot_create_or_read_and_users_and_acls_are_mana
     assert cli_json(spec_path, "acl", "list", "--principal", "User:reader") == []
 
 
+def test_client_config_works_with_kafkas_own_tools(secure: tuple[Path, dict[str, Any]]) -> None:
+    """`client-config` for the admin: Kafka's own kafka-topics.sh (in the broker image, on the host's network,
+    the secrets directory at the same path) lists the topics with it; the password is in the file only."""
+    spec_path, _ = secure
+    spec = load_spec(spec_path)
+    props = spec_path.parent / "admin.properties"
+    written = cli(spec_path, "client-config", "-o", str(props))
+    assert written.returncode == 0, written.stderr
+    assert cli(spec_path, "topic", "create", "via-tools", "-p", "1", "-r", "3").returncode == 0
+    root = _secrets(spec_path).absolute()
+    listed = subprocess.run(
+        ["docker", "run", "--rm", "--network", "host", "--entrypoint", "kafka-topics.sh",
+         "-v", f"{root}:{root}:ro", "-v", f"{props}:/client.properties:ro", spec.broker_image,
+         "--bootstrap-server", spec.topology.bootstrap_servers, "--command-config", "/client.properties", "--list"],
+        capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert listed.returncode == 0 and "via-tools" in listed.stdout.split(), listed.stderr[-2000:]
+    password = json.loads((root / "users.json").read_text())["admin"]
+    assert password in props.read_text() and password not in written.stdout + written.stderr
+
+
 def _producer_writes_only(spec_path: Path, topic: str) -> None:
     """As the producer-role user `app`: creating a topic is refused (one line, exit 10), writing works, reading is
     refused."""

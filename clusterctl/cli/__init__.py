@@ -64,6 +64,7 @@ COMMAND_MODULE = {
     "swarm": "swarm",
     "acl": "acl",
     "user": "user",
+    "client-config": "user",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
 

@@ -1,5 +1,7 @@
 """CLI for the 'user' noun: SCRAM users of a secured cluster (security.protocol SASL_*), on the admin API."""
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -61,6 +63,50 @@ def cmd_user_delete(
     _show(scram.drop_user(get_spec(), checked), as_json)
 
 
+@dataclass
+class ClientConfig:
+    user: str
+    format: str
+    path: str  # 0600: it holds the user's password
+
+
+def cmd_client_config(
+    user: Annotated[
+        str | None, typer.Option("--user", help="a SCRAM user, 1 to 64 characters; default: the first admin")
+    ] = None,
+    fmt: Annotated[
+        Literal["properties", "librdkafka"],
+        typer.Option("--format", help="properties (Kafka's tools: --command-config) or librdkafka (a JSON dict)"),
+    ] = "properties",
+    output: Annotated[Path, typer.Option("--output", "-o", help="a new file (0600: it holds the password)")] = Path(
+        "client.properties"
+    ),
+    as_json: JsonOpt = False,
+) -> None:
+    """Client settings of the secured cluster for other tools, as USER: its password goes into the file (0600),
+    never to the terminal."""
+    import json
+
+    from clusterctl.compose import secrets
+    from clusterctl.errors import UsageError
+    from clusterctl.output import Column, emit
+
+    name = _name(user) if user is not None else None
+    spec = get_spec()
+    if not spec.security.enabled:
+        raise UsageError(f"cluster {spec.name} is PLAINTEXT (no security section): no client settings to export")
+    name = name or (spec.security.admin.name if spec.security.admin else None)
+    if fmt == "properties":
+        text = secrets.java_client_properties(spec, name)
+    else:
+        conf = {"bootstrap.servers": spec.topology.bootstrap_servers, **secrets.client_settings(spec, name)}
+        text = json.dumps(conf, indent=2) + "\n"
+    secrets.write_private(output, text)
+    result = ClientConfig(name or "-", fmt, str(output))
+    emit(result, as_json=as_json, kv=[Column("User", "user"), Column("Format", "format"), Column("Written to", "path")])
+
+
 def register(app: typer.Typer) -> None:
-    """Attach `user` to the root app."""
+    """Attach `user` and `client-config` to the root app."""
     app.add_typer(user_app)
+    app.command("client-config")(cmd_client_config)

@@ -307,3 +307,36 @@ def client_settings(spec: ClusterSpec, user: str | None = None) -> dict[str, str
         cert, key = client_cert(spec, name)
         conf |= {"ssl.certificate.location": cert, "ssl.key.location": key}
     return conf
+
+
+def java_client_properties(spec: ClusterSpec, user: str | None = None) -> str:
+    """A client.properties for Kafka's own tools (`--command-config`) as `user` (default: the first admin): the
+    host bootstrap servers, the protocol, the SCRAM login and the CA as a PEM truststore. It holds the password."""
+    sec = spec.security
+    conf = client_settings(spec, user)
+    if sec.mtls:
+        raise SecretsError(
+            "a Java client's certificate (security.mtls) needs a keystore clusterctl does not make yet",
+            hint="--format librdkafka names the PEM certificate and key",
+        )
+    lines = [f"bootstrap.servers={spec.topology.bootstrap_servers}", f"security.protocol={sec.protocol}"]
+    if sec.tls:
+        lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={conf['ssl.ca.location']}"]
+    if sec.sasl:
+        login = f'{JAAS} username="{conf["sasl.username"]}" password="{conf["sasl.password"]}";'
+        lines += [f"sasl.mechanism={sec.sasl_mechanism}", f"sasl.jaas.config={login}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_private(path: Path, text: str) -> None:
+    """A new file only its owner reads (0600); an existing or unwritable path is bad input (exit 2)."""
+    from clusterctl.compose.writer import OutputPathError
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise OutputPathError(f"{path} exists; choose another path (clusterctl does not overwrite it)") from None
+    except OSError as exc:
+        raise OutputPathError(f"cannot write {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
