@@ -208,7 +208,7 @@ def _authenticate(sock: socket.socket, token: bytes, correlation_id: int, user: 
     return r.take(r.int32()).decode("utf-8")
 
 
-def refusal(address: str, timeout: float = 5.0) -> str | None:
+def refusal(address: str, timeout: float = 3.0) -> str | None:
     """Why a secured listener at host:port refuses this client (TLS or SASL), in one line; None when it is not
     secured here, lets the client in, or does not answer at all."""
     host, _, port = address.rpartition(":")

@@ -58,6 +58,7 @@ def secure_clients_of(spec: ClusterSpec) -> None:
 
     for address in spec.topology.bootstrap_servers.split(","):
         _SECURED[address] = settings
+        _RESOLVED.pop(address, None)  # read again: the spec (or its secrets) may have changed
 
     def wire(broker: bool) -> Callable[[], protocol.WireSecurity]:
         """A broker's host listener (security.protocol), or a controller's (always TLS, its certificate)."""
@@ -69,7 +70,8 @@ def secure_clients_of(spec: ClusterSpec) -> None:
             if "sasl.username" in conf:
                 login = (conf["sasl.mechanisms"], conf["sasl.username"], conf["sasl.password"])
             tls = spec.security.tls or not broker
-            return protocol.WireSecurity(str(secrets.secrets_dir(spec) / "ca.pem") if tls else None, cert, key, login)
+            ca = str(secrets.secrets_dir(spec).absolute() / "ca.pem")
+            return protocol.WireSecurity(ca if tls else None, cert, key, login)
 
         return resolve
 
