@@ -86,6 +86,18 @@ class CheckpointError(ClusterctlError):
     exit_code = 8
 
 
+class AuthenticationError(ClusterctlError):
+    """A secured cluster refused the client: its TLS handshake failed or its SASL credentials were refused."""
+
+    exit_code = 9
+
+
+class NotAuthorizedError(ClusterctlError):
+    """A secured cluster's authorizer denied the operation to the client's user."""
+
+    exit_code = 10
+
+
 class SpecNotFoundError(SpecError):
     """A spec or scenario file that does not exist: "not found" like any other missing thing."""
 

@@ -210,6 +210,72 @@ def test_every_bound_holds_at_its_edges(
                 check(value)
 
 
+def _security_spec(users: list[dict[str, str]]) -> dict[str, object]:
+    return {"name": "fz", "profile": "offline", "kafka": {"mode": "kraft", "version": "4.4.0"},
+            "kraft": {"controllers": 1}, "kafka_manager": {"enabled": False},
+            "security": {"protocol": "SASL_SSL", "users": users}}  # fmt: skip
+
+
+@settings(FUZZ, max_examples=60)
+@given(
+    users=st.one_of(st.integers(0, 3), st.integers(-3, 3).map(lambda d: validate.MAX_SECURITY_USERS + d)),
+    length=st.one_of(st.integers(1, 3), st.integers(-3, 3).map(lambda d: validate.MAX_USER_NAME_LENGTH + d)),
+)
+def test_security_users_and_names_at_and_past_their_bounds(users: int, length: int) -> None:
+    """security.users: at most MAX_SECURITY_USERS, each name at most MAX_USER_NAME_LENGTH characters (a SCRAM
+    user, a principal in super.users); past either, one SpecError line (exit 2) naming the bound or the field."""
+    from clusterctl.spec.model import parse_spec
+
+    listed = [{"name": f"u{i:03d}" + "x" * max(0, length - 4), "role": "admin"} for i in range(max(users, 1))]
+    fits = len(listed) <= validate.MAX_SECURITY_USERS and len(listed[0]["name"]) <= validate.MAX_USER_NAME_LENGTH
+    with CASES.case():
+        if fits:
+            assert len(parse_spec(_security_spec(listed)).security.users) == len(listed)
+            return
+        with pytest.raises(SpecError) as exc:
+            parse_spec(_security_spec(listed))
+        line = exc.value.message
+        assert "\n" not in line and exc.value.exit_code == 2
+        assert str(validate.MAX_SECURITY_USERS) in line or "security.users name" in line, line
+
+
+@settings(FUZZ, max_examples=60)
+@given(
+    what=st.sampled_from(["user create", "user delete", "acl principal", "acl resource"]),
+    length=st.one_of(st.integers(1, 3), st.integers(-3, 3), st.integers(4, 300)),
+)
+def test_user_and_acl_names_at_and_past_their_bounds_through_the_cli(what: str, length: int) -> None:
+    """`user create|delete NAME` (MAX_USER_NAME_LENGTH), `acl create --principal User:NAME` (MAX_PRINCIPAL_NAME) and
+    `--resource-name` (MAX_ACL_RESOURCE_NAME): past the bound one line, exit 2, naming it, before the spec or the
+    network is touched (within it: exit 3, no spec here, or 4, nothing at 127.0.0.1:1)."""
+    bound = {"acl principal": validate.MAX_PRINCIPAL_NAME, "acl resource": validate.MAX_ACL_RESOURCE_NAME}.get(
+        what, validate.MAX_USER_NAME_LENGTH
+    )
+    size = bound + length if length <= 3 else length
+    if size < 1:
+        return
+    name = "n" * size
+    if what.startswith("user"):
+        args = [*what.split(), name]
+    else:
+        principal = f"User:{name}" if what == "acl principal" else "User:a"
+        resource = name if what == "acl resource" else "t"
+        args = ["acl", "create", "--principal", principal, "--operation", "READ", "--resource-type", "TOPIC",
+                "--resource-name", resource, *NOWHERE]  # fmt: skip
+    with CASES.case():
+        if size <= bound and what.startswith("acl"):  # within the bound it would wait for the broker: checked here
+            from clusterctl.kafka import acls
+
+            acls.checked(acls.Acl(args[3], "READ", "TOPIC", args[9]))
+            return
+        code, err = run_cli(args)
+        if size > bound:
+            line = one_line(code, err, args)
+            assert code == 2 and str(bound) in line, (args[:3], line)
+        else:
+            assert code == 3, (args[:3], code, err)  # no spec here
+
+
 PAST: list[tuple[list[str], int]] = [
     (["topic", "create", "t", *NOWHERE, "-p"], validate.MAX_PARTITIONS),
     (["topic", "create", "t", *NOWHERE, "-r"], validate.MAX_REPLICATION_FACTOR),

@@ -38,6 +38,8 @@ NOUN_MODULES = (
     "migrate",
     "upgrade",
     "swarm",
+    "acl",
+    "user",
 )
 # The module that registers each top-level command: main() imports and builds only the one a command line
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
@@ -60,6 +62,9 @@ COMMAND_MODULE = {
     "migrate": "migrate",
     "upgrade": "upgrade",
     "swarm": "swarm",
+    "acl": "acl",
+    "user": "user",
+    "client-config": "user",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
 

@@ -93,7 +93,12 @@ def get_spec() -> "ClusterSpec":
     """The validated spec this invocation works on (raises SpecError with one line)."""
     from clusterctl.spec.model import load_spec
 
-    return load_spec(state.spec_path)
+    spec = load_spec(state.spec_path)
+    if spec.security.enabled:  # the cluster's clients authenticate (kafka.settings); nothing to do otherwise
+        from clusterctl.kafka.settings import secure_clients_of
+
+        secure_clients_of(spec)
+    return spec
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as JSON instead of a table")]

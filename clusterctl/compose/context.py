@@ -180,6 +180,18 @@ def _zookeepers(spec: ClusterSpec) -> list[dict[str, Any]]:
     return out
 
 
+def _secure_start(spec: ClusterSpec, service: str) -> dict[str, Any]:
+    """A secured Kafka node: its start script and its own secrets directory, mounted read-only (compose/secrets.py)."""
+    if not spec.security.enabled:
+        return {"entrypoint": None, "binds": []}
+    from clusterctl.compose.secrets import NODE_MOUNT, SECRETS_DIR, START_MOUNT, START_SCRIPT
+
+    return {
+        "entrypoint": ["bash", START_MOUNT, "kafka-server"],  # compose drops the image's CMD with its ENTRYPOINT
+        "binds": [f"./{SECRETS_DIR}/{START_SCRIPT}:{START_MOUNT}:ro", f"./{SECRETS_DIR}/{service}:{NODE_MOUNT}:ro"],
+    }
+
+
 def controllers_context(spec: ClusterSpec) -> list[dict[str, Any]]:
     """The dedicated controllers of a kraft spec (also what a migration phase adds to a ZooKeeper one)."""
     if spec.kraft_mode and spec.kraft.quorum == "dynamic":  # the offline tag is resolved only now
@@ -202,6 +214,7 @@ def controllers_context(spec: ClusterSpec) -> list[dict[str, Any]]:
                 "volumes": [(f"{svc}-data", spec.image_profile.kafka_volume_mount)],
                 "healthcheck": _tcp_check("127.0.0.1", spec.kraft.controller_port),
                 "labels": _labels(spec, "controller", node_id),
+                **_secure_start(spec, svc),
             }
         )
     return out
@@ -241,6 +254,7 @@ def _brokers(spec: ClusterSpec, depends_on: list[str]) -> list[dict[str, Any]]:
                 "volumes": vols,
                 "healthcheck": check,
                 "labels": _labels(spec, "broker", i),
+                **_secure_start(spec, svc),
             }
         )
     return out

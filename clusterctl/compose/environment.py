@@ -61,11 +61,44 @@ def controller_env(spec: ClusterSpec, node_id: int) -> dict[str, str]:
     env = kraft_env(spec, node_id, "controller")
     env |= {
         "KAFKA_LISTENERS": f"CONTROLLER://0.0.0.0:{spec.kraft.controller_port}",
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:SSL" if spec.security.enabled else "CONTROLLER:PLAINTEXT",
         "KAFKA_LOG_DIRS": spec.image_profile.kafka_data_dir,
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }
-    return env | jvm_env(spec)
+    return env | jvm_env(spec) | security_env(spec, broker=False)
+
+
+def security_env(spec: ClusterSpec, broker: bool) -> dict[str, str]:
+    """A secured node's settings that hold no secret (its passwords come from its secret.env at start, see
+    templates/secure/kafka-secure-start.sh). The controller listener is TLS with client certificates: the nodes'
+    certificates are their identities there (User:CN=<service>)."""
+    sec = spec.security
+    if not sec.enabled:
+        return {}
+    from clusterctl.compose.secrets import NODE_SECRETS, OPERATOR, node_identities, node_principal  # cryptography
+    from clusterctl.spec.security import INTER_BROKER_USER
+
+    env = {
+        "KAFKA_SSL_KEYSTORE_TYPE": "PKCS12",
+        "KAFKA_SSL_KEYSTORE_LOCATION": f"{NODE_SECRETS}/keystore.p12",
+        "KAFKA_SSL_TRUSTSTORE_TYPE": "PEM",
+        "KAFKA_SSL_TRUSTSTORE_LOCATION": f"{NODE_SECRETS}/truststore.pem",
+        "KAFKA_SSL_CLIENT_AUTH": "required" if sec.mtls else "none",
+    }
+    if spec.kraft_mode:
+        env["KAFKA_LISTENER_NAME_CONTROLLER_SSL_CLIENT_AUTH"] = "required"
+    if broker and sec.sasl:
+        env["KAFKA_SASL_ENABLED_MECHANISMS"] = sec.sasl_mechanism
+        env["KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL"] = sec.sasl_mechanism
+    if sec.authorizer:
+        supers = [f"User:{INTER_BROKER_USER}", *(f"User:{u.name}" for u in sec.users if u.role == "admin")]
+        supers += [node_principal(n.service) for n in node_identities(spec)] + [node_principal(OPERATOR)]
+        env["KAFKA_AUTHORIZER_CLASS_NAME"] = (
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer" if spec.kraft_mode
+            else "kafka.security.authorizer.AclAuthorizer"
+        )  # fmt: skip
+        env["KAFKA_SUPER_USERS"] = ";".join(supers)
+    return env
 
 
 def jvm_env(spec: ClusterSpec) -> dict[str, str]:
@@ -95,7 +128,9 @@ def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_LISTENERS": spec.topology.broker_listeners(broker_id),
         "KAFKA_ADVERTISED_LISTENERS": spec.topology.broker_advertised_listeners(broker_id),
     }
-    protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT" + (",CONTROLLER:PLAINTEXT" if spec.kraft_mode else "")
+    proto = spec.security.protocol
+    controller = "SSL" if spec.security.enabled else "PLAINTEXT"
+    protocols = f"INTERNAL:{proto},EXTERNAL:{proto}" + (f",CONTROLLER:{controller}" if spec.kraft_mode else "")
     env |= {
         "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": protocols,
         "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
@@ -117,7 +152,7 @@ def kafka_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "KAFKA_CONTROLLED_SHUTDOWN_ENABLE": "true",
         "KAFKA_HEAP_OPTS": spec.kafka_heap_opts,
     }
-    env |= jvm_env(spec)
+    env |= jvm_env(spec) | security_env(spec, broker=True)
     if spec.kraft_mode:
         del env["KAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS"]
     rack = spec.topology.broker_rack(broker_id)

@@ -73,6 +73,7 @@ class RenderResult:
     mode: str = "zookeeper"
     cluster_id: str = "none"  # kraft mode: created | kept
     target: str = "compose"  # deploy.target: compose | swarm (a stack file)
+    secrets: str = "none"  # security on: the cluster CA and SCRAM passwords in secrets/ created | kept
 
 
 def _q(value: Any) -> str:
@@ -251,6 +252,11 @@ def render(
     validated = write_all(
         out_dir, files, stale, lambda staged: (stack_config_check if spec.swarm else compose_config_check)(staged / main) if validate else False
     )
+    secrets_state = "none"
+    if spec.security.enabled and phase is None:
+        from clusterctl.compose.secrets import ensure_secrets  # cryptography, only for a secured cluster
+
+        secrets_state = ensure_secrets(spec, out_dir)
     return RenderResult(
         cluster=spec.name,
         profile=spec.profile,
@@ -266,6 +272,7 @@ def render(
         mode=spec.kafka.mode,
         cluster_id=cluster_id_state,
         target=spec.deploy.target,
+        secrets=secrets_state,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from clusterctl.kafka.settings import LIBRDKAFKA_LOGGER
+from clusterctl.kafka.settings import LIBRDKAFKA_LOGGER, security_settings
 
 
 @dataclass
@@ -72,6 +72,7 @@ def unknown_topic(t: Any) -> bool:
 def metadata_brokers(bootstrap: str, timeout: float = 2.0) -> tuple[list[int] | None, str | None]:
     """(broker ids in a Metadata response, None) or (None, why): the metadata round trip `up` waits for."""
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)}
+    conf |= security_settings(bootstrap)
     conf["logger"] = LIBRDKAFKA_LOGGER  # refused connections while a broker starts are expected, not news
     try:
         md = AdminClient(conf).list_topics(timeout=timeout)

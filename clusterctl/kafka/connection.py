@@ -10,7 +10,14 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
-from clusterctl.errors import ClusterctlError, NotFoundError, TimeoutError_, UnreachableError
+from clusterctl.errors import (
+    AuthenticationError,
+    ClusterctlError,
+    NotAuthorizedError,
+    NotFoundError,
+    TimeoutError_,
+    UnreachableError,
+)
 from clusterctl.kafka.settings import (  # noqa: F401  (re-exported: callers import settings from here)
     ADVERTISED_HINT,
     JOIN_TIMEOUT_S,
@@ -21,6 +28,7 @@ from clusterctl.kafka.settings import (  # noqa: F401  (re-exported: callers imp
     admin_config,
     consumer_config,
     producer_config,
+    security_settings,
 )
 from clusterctl.spec import validate
 
@@ -39,6 +47,10 @@ def kafka_error(exc: BaseException, bootstrap: str, waited: float | None = None)
 
 def _kafka_error(err: KafkaError, bootstrap: str, waited: float | None) -> ClusterctlError:
     code = err.code()
+    refused = (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._AUTHENTICATION, KafkaError._SSL)
+    # librdkafka says only "transport failure": a secured listener is asked why
+    if code in refused and (why := _refusal(bootstrap)):
+        return AuthenticationError(why, hint="the cluster's secrets are in compose/<name>/secrets (docs/security.md)")
     if code in (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE):
         within = f" within {waited:.0f}s" if waited is not None else ""
         return UnreachableError(f"no Kafka broker answered at {bootstrap}{within}", hint=ADVERTISED_HINT)
@@ -47,9 +59,18 @@ def _kafka_error(err: KafkaError, bootstrap: str, waited: float | None) -> Clust
         return TimeoutError_(f"timed out talking to {bootstrap}{within}: {err.str()}", hint=ADVERTISED_HINT)
     if code == KafkaError._UNSUPPORTED_FEATURE:
         return ClusterctlError(f"the broker at {bootstrap} does not support this: {err.str()}")
+    if err.name().endswith("_AUTHORIZATION_FAILED"):  # the client's user lacks an ACL (security.authorizer)
+        line = f"not authorized at {bootstrap}: {err.name()} ({err.str()})"
+        return NotAuthorizedError(line, hint="clusterctl acl list")
     if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
         return NotFoundError(f"unknown topic or partition ({err.str()})")
     return ClusterctlError(f"{err.name()}: {err.str()}")
+
+
+def _refusal(bootstrap: str) -> str | None:
+    from clusterctl.kafka import protocol
+
+    return protocol.refusal(bootstrap.split(",")[0].strip()) if security_settings(bootstrap) else None
 
 
 def check_topic(bootstrap: str, topic: str, timeout: float = METADATA_TIMEOUT_S) -> int:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 from clusterctl.errors import UsageError
 from clusterctl.spec import validate
+
+if TYPE_CHECKING:
+    from clusterctl.spec.model import ClusterSpec
 
 REQUEST_TIMEOUT_S = 15.0
 # librdkafka logs every failed connection attempt; keep them out of the user's terminal unless asked.
@@ -36,6 +40,56 @@ Acks = Literal["0", "1", "all"]
 DRILL_LINGER_MS = 50
 
 
+# host:port of a secured cluster's listener -> its clients' settings (read from its secrets when first needed)
+_SECURED: dict[str, Callable[[], dict[str, str]]] = {}
+_RESOLVED: dict[str, dict[str, str]] = {}
+
+
+def secure_clients_of(spec: ClusterSpec) -> None:
+    """Clients of this spec's cluster, librdkafka's and the wire-protocol requests alike, connect with its security
+    settings (clusterctl's first admin user, compose/<name>/secrets/); nothing changes for a PLAINTEXT spec."""
+    if not spec.security.enabled:
+        return
+    from clusterctl.compose import secrets
+    from clusterctl.kafka import protocol
+
+    def settings() -> dict[str, str]:
+        return secrets.client_settings(spec)
+
+    for address in spec.topology.bootstrap_servers.split(","):
+        _SECURED[address] = settings
+        _RESOLVED.pop(address, None)  # read again: the spec (or its secrets) may have changed
+
+    def wire(broker: bool) -> Callable[[], protocol.WireSecurity]:
+        """A broker's host listener (security.protocol), or a controller's (always TLS, its certificate)."""
+
+        def resolve() -> protocol.WireSecurity:
+            cert, key = secrets.client_cert(spec, secrets.OPERATOR)
+            conf = security_settings(spec.topology.bootstrap_servers) if broker else {}
+            login = None
+            if "sasl.username" in conf:
+                login = (conf["sasl.mechanisms"], conf["sasl.username"], conf["sasl.password"])
+            tls = spec.security.tls or not broker
+            ca = str(secrets.secrets_dir(spec).absolute() / "ca.pem")
+            return protocol.WireSecurity(ca if tls else None, cert, key, login)
+
+        return resolve
+
+    t = spec.topology
+    protocol.use_security([(t.host, t.broker_host_port(b)) for b in t.broker_ids], wire(True))
+    protocol.use_security([(t.controller_ip(c), spec.kraft.controller_port) for c in t.controller_ids], wire(False))
+
+
+def security_settings(bootstrap: str) -> dict[str, str]:
+    """The security settings of a secured cluster's clients at `bootstrap` ({} for any other cluster)."""
+    first = bootstrap.split(",")[0].strip()
+    if first not in _SECURED:
+        return {}
+    if first not in _RESOLVED:
+        _RESOLVED[first] = _SECURED[first]()
+    return _RESOLVED[first]
+
+
 def _base(bootstrap: str) -> dict[str, Any]:
     validate.bootstrap_servers(bootstrap, "bootstrap servers")
     return {
@@ -43,6 +97,7 @@ def _base(bootstrap: str) -> dict[str, Any]:
         "logger": LIBRDKAFKA_LOGGER,
         "socket.connection.setup.timeout.ms": 5000,
         "reconnect.backoff.max.ms": 2000,
+        **security_settings(bootstrap),
     }
 
 

@@ -76,6 +76,10 @@ class Cluster:
     def __init__(self, spec: ClusterSpec, root: Path | None = None) -> None:
         self.spec = spec
         self.root = root
+        if spec.security.enabled:  # its clients authenticate with the cluster's secrets
+            from clusterctl.kafka.settings import secure_clients_of
+
+            secure_clients_of(spec)
 
     @property
     def project(self) -> str:
@@ -208,6 +212,7 @@ class Cluster:
             raise
         result = self._up_result(report, time.monotonic() - started)
         self.finalize_features(result)
+        self.grant_roles()
         result.pulled, result.pull_seconds = pulled.pulled, pulled.seconds
         result.formatted = formatted
         result.manager_url = self.manager_url
@@ -242,6 +247,15 @@ class Cluster:
         result = self._up_result(report, time.monotonic() - started)
         self.finalize_features(result)
         return result
+
+    def grant_roles(self) -> None:
+        """security.authorizer: the ACLs each user's role stands for (those that exist are kept as they are)."""
+        sec = self.spec.security
+        if sec.authorizer:
+            from clusterctl.kafka import acls
+
+            wanted = [a for u in sec.users for a in acls.role_acls(u.name, u.role)]
+            acls.create_acls(self.spec.topology.bootstrap_servers, wanted)
 
     def finalize_features(self, result: UpResult) -> None:
         """Finalize the feature levels the spec sets (kraft.eligible_leader_replicas_version) on the running

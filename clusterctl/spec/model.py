@@ -44,6 +44,7 @@ from clusterctl.spec.sections import (
     ZooKeeperSpec,
     _Model,
 )
+from clusterctl.spec.security import SecuritySpec, check_security
 from clusterctl.spec.topology import Topology
 
 
@@ -60,6 +61,7 @@ class ClusterSpec(_Model):
     spark: SparkSpec = SparkSpec()
     storage: StorageSpec = StorageSpec()
     deploy: DeploySpec = DeploySpec()
+    security: SecuritySpec = SecuritySpec()
 
     @field_validator("name")
     @classmethod
@@ -124,6 +126,7 @@ class ClusterSpec(_Model):
         self._check_ips()
         self._check_ports()
         check_deploy(self)
+        check_security(self)
         return self
 
     def _check_mode(self) -> None:

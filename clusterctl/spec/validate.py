@@ -45,6 +45,10 @@ MAX_REPEAT = 100  # runs per mode of a scenario comparison
 MAX_JOB_OPTIONS = 32  # options of a Spark job in a scenario's spark_job step
 MAX_CONSUMER_THREADS = 64  # consumers of one perf group (more than the partitions only sit idle)
 MAX_GROUP_MEMBERS = 32  # member processes of a drill's consumer group (start_group): a Python process each
+MAX_SECURITY_USERS = 32  # security.users: SCRAM credentials formatted into every node's storage
+MAX_USER_NAME_LENGTH = 64  # a SCRAM user name (it is also a principal in ACLs and super.users)
+MAX_PRINCIPAL_NAME = 128  # the NAME of an ACL's User:NAME (a SCRAM user, or a certificate's CN=...)
+MAX_ACL_RESOURCE_NAME = 255  # an ACL's topic (Kafka: 249), group or transactional id (255)
 
 
 def finite(value: float, what: str) -> float:
