@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.compose.environment import controller_env, kafka_env, tansu_env, zk_env
+from clusterctl.compose.environment import (
+    controller_env,
+    kafka_env,
+    monitoring_binds,
+    monitoring_env,
+    tansu_env,
+    zk_env,
+)
 from clusterctl.errors import SpecError
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.spec.sections import SPARK_MASTER_PORT, SPARK_UI_PORT, SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT
@@ -198,8 +205,9 @@ def controllers_context(spec: ClusterSpec) -> list[dict[str, Any]]:
                 "container": spec.topology.controller_container(node_id),
                 "image": spec.broker_image,
                 "ip": spec.topology.controller_ip(node_id),
-                "env": controller_env(spec, node_id),
+                "env": controller_env(spec, node_id) | monitoring_env(spec, svc),
                 "volumes": [(f"{svc}-data", spec.image_profile.kafka_volume_mount)],
+                "binds": monitoring_binds(spec),
                 "healthcheck": _tcp_check("127.0.0.1", spec.kraft.controller_port),
                 "labels": _labels(spec, "controller", node_id),
             }
@@ -221,7 +229,7 @@ def _brokers(spec: ClusterSpec, depends_on: list[str]) -> list[dict[str, Any]]:
             check = _tcp_check("127.0.0.1", port) if profile.tansu_healthcheck else None
             depends: list[str] = []
         else:
-            env = kafka_env(spec, i)
+            env = kafka_env(spec, i) | monitoring_env(spec, svc)
             vols = [(f"{svc}-data", profile.kafka_volume_mount)]
             check = _tcp_check(svc, spec.kafka.internal_port)
             depends = depends_on
@@ -239,6 +247,7 @@ def _brokers(spec: ClusterSpec, depends_on: list[str]) -> list[dict[str, Any]]:
                 "env": env,
                 "port": f"{spec.publish.bind_address}:{port}:{port}",
                 "volumes": vols,
+                "binds": monitoring_binds(spec) if spec.kafka.engine == "kafka" else [],
                 "healthcheck": check,
                 "labels": _labels(spec, "broker", i),
             }
