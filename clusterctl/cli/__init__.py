@@ -38,6 +38,7 @@ NOUN_MODULES = (
     "migrate",
     "upgrade",
     "swarm",
+    "metrics",
 )
 # The module that registers each top-level command: main() imports and builds only the one a command line
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
@@ -60,6 +61,7 @@ COMMAND_MODULE = {
     "migrate": "migrate",
     "upgrade": "upgrade",
     "swarm": "swarm",
+    "metrics": "metrics",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
 
