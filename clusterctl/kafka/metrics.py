@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -123,7 +124,7 @@ def scrape(target: ExporterTarget, timeout: float = SCRAPE_TIMEOUT_S) -> Scrape:
     """One GET of the node's /metrics, parsed; a node that does not answer gives a Scrape with its error."""
     at = time.time()
     try:
-        with urllib.request.urlopen(target.url, timeout=timeout) as resp:  # noqa: S310 (a container IP we derive)
+        with urllib.request.urlopen(target.url, timeout=timeout) as resp:
             body = resp.read(MAX_BODY).decode("utf-8", "replace")
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
@@ -167,19 +168,11 @@ def node_health(now: Scrape, before: Scrape | None) -> NodeHealth:
         )
         for kind, req in (("produce", "Produce"), ("fetch", "Fetch"))
     }
-    ints = {f: _int(gauges[f]) for f in GAUGES if f != "handler_idle"}
-    return NodeHealth(
-        t.node_id,
-        t.role,
-        t.service,
-        t.url,
-        None,
-        handler_idle=gauges["handler_idle"],
-        produce_p99_ms=now.value(PRODUCE_P99, quantile="0.99", request="Produce"),
-        **ints,  # type: ignore[arg-type]
-        **rates,
-        **requests,
-    )
+    fields: dict[str, Any] = {f: _int(v) for f, v in gauges.items() if f != "handler_idle"}
+    fields |= rates | requests
+    fields["handler_idle"] = gauges["handler_idle"]
+    fields["produce_p99_ms"] = now.value(PRODUCE_P99, quantile="0.99", request="Produce")
+    return NodeHealth(t.node_id, t.role, t.service, t.url, None, **fields)
 
 
 def problems(nodes: list[NodeHealth]) -> list[str]:

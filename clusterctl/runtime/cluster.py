@@ -119,7 +119,7 @@ class Cluster:
             raise NotFoundError(f"{what} not present locally", hint=hint)
         jar = agent_jar(self.spec.monitoring.exporter_version)
         if self.spec.monitoring.enabled and not jar.is_file():  # compose would bind-mount an empty directory
-            raise NotFoundError(f"the JMX exporter agent {jar} is not there", hint="`clusterctl up` fetches it with Maven")
+            raise NotFoundError(f"the JMX exporter agent {jar} is not there", hint="`clusterctl up` fetches it")
 
     def pull(self, policy: str = "missing", on_pull: pulling.OnPull | None = None) -> pulling.PullResult:
         """Pull the registry images `policy` asks for (none offline), in the compose file's order; then every
