@@ -275,6 +275,35 @@ def emit(
     print_table(build_table(row_list, columns, title=title), out)
 
 
+def live(
+    refresh: Callable[[Any], tuple[Any, Any]],
+    rows: Callable[[Any], Iterable[Any]],
+    columns: Sequence[Column],
+    notes: Callable[[Any], Sequence[str]],
+    interval: float,
+    title: str | None = None,
+) -> None:
+    """A table refreshed in place every `interval` seconds until interrupted (`--watch`), with `notes` in red
+    under it. `refresh(state)` returns (data, the next call's state); it starts with state None."""
+    import time
+
+    from rich.console import Group
+    from rich.live import Live
+    from rich.text import Text
+
+    def view(data: Any) -> Group:
+        lines = [Text(literal(n), style="bold red") for n in notes(data)] or [Text("nothing wrong", style="green")]
+        return Group(build_table(rows(data), columns, title=title), *lines)
+
+    done()
+    data, state = refresh(None)
+    with Live(view(data), console=_out(), auto_refresh=False) as screen:
+        while True:
+            time.sleep(interval)
+            data, state = refresh(state)
+            screen.update(view(data), refresh=True)
+
+
 def info(message: str) -> None:
     """Progress / status text for humans, on stderr so `--json` stdout stays clean (printed literally)."""
     from rich.text import Text

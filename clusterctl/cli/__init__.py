@@ -40,6 +40,7 @@ NOUN_MODULES = (
     "swarm",
     "acl",
     "user",
+    "metrics",
 )
 # The module that registers each top-level command: main() imports and builds only the one a command line
 # names, so `clusterctl topic list` pays neither for the other modules nor for typer building their commands.
@@ -65,6 +66,7 @@ COMMAND_MODULE = {
     "acl": "acl",
     "user": "user",
     "client-config": "user",
+    "metrics": "metrics",
 }
 ROOT_OPTIONS_WITH_VALUE = ("-s", "--spec")
 

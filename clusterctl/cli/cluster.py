@@ -228,6 +228,10 @@ def cmd_up(
     cluster = _cluster()
     spec = cluster.spec
     _report_left_faults(spec)
+    if spec.monitoring.enabled:
+        from clusterctl.images.jmx_exporter import ensure_agent
+
+        ensure_agent(spec.monitoring.exporter_version)
     with spinner() as progress:
         task = progress.add_task(f"starting {cluster.project}", total=None)
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from clusterctl.compose.environment import controller_env, kafka_env, tansu_env, zk_env
+from clusterctl.compose.environment import (
+    controller_env,
+    kafka_env,
+    monitoring_binds,
+    monitoring_env,
+    tansu_env,
+    zk_env,
+)
 from clusterctl.errors import SpecError
 from clusterctl.spec.model import ClusterSpec
 from clusterctl.spec.sections import SPARK_MASTER_PORT, SPARK_UI_PORT, SPARK_WORKER_PORT, SPARK_WORKER_UI_PORT
@@ -181,14 +188,16 @@ def _zookeepers(spec: ClusterSpec) -> list[dict[str, Any]]:
 
 
 def _secure_start(spec: ClusterSpec, service: str) -> dict[str, Any]:
-    """A secured Kafka node: its start script and its own secrets directory, mounted read-only (compose/secrets.py)."""
+    """A Kafka node's entrypoint and read-only binds: the monitoring agent's (monitoring.enabled) and, secured, its
+    start script and its own secrets directory (compose/secrets.py)."""
+    binds = monitoring_binds(spec) if spec.kafka.engine == "kafka" else []
     if not spec.security.enabled:
-        return {"entrypoint": None, "binds": []}
+        return {"entrypoint": None, "binds": binds}
     from clusterctl.compose.secrets import NODE_MOUNT, SECRETS_DIR, START_MOUNT, START_SCRIPT
 
     return {
         "entrypoint": ["bash", START_MOUNT, "kafka-server"],  # compose drops the image's CMD with its ENTRYPOINT
-        "binds": [f"./{SECRETS_DIR}/{START_SCRIPT}:{START_MOUNT}:ro", f"./{SECRETS_DIR}/{service}:{NODE_MOUNT}:ro"],
+        "binds": [*binds, (f"./{SECRETS_DIR}/{START_SCRIPT}", START_MOUNT), (f"./{SECRETS_DIR}/{service}", NODE_MOUNT)],
     }
 
 
@@ -210,7 +219,7 @@ def controllers_context(spec: ClusterSpec) -> list[dict[str, Any]]:
                 "container": spec.topology.controller_container(node_id),
                 "image": spec.broker_image,
                 "ip": spec.topology.controller_ip(node_id),
-                "env": controller_env(spec, node_id),
+                "env": controller_env(spec, node_id) | monitoring_env(spec, svc),
                 "volumes": [(f"{svc}-data", spec.image_profile.kafka_volume_mount)],
                 "healthcheck": _tcp_check("127.0.0.1", spec.kraft.controller_port),
                 "labels": _labels(spec, "controller", node_id),
@@ -234,7 +243,7 @@ def _brokers(spec: ClusterSpec, depends_on: list[str]) -> list[dict[str, Any]]:
             check = _tcp_check("127.0.0.1", port) if profile.tansu_healthcheck else None
             depends: list[str] = []
         else:
-            env = kafka_env(spec, i)
+            env = kafka_env(spec, i) | monitoring_env(spec, svc)
             vols = [(f"{svc}-data", profile.kafka_volume_mount)]
             check = _tcp_check(svc, spec.kafka.internal_port)
             depends = depends_on

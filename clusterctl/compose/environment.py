@@ -7,6 +7,7 @@ dictionaries into the services it builds.
 from __future__ import annotations
 
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.spec.monitoring import AGENT_MOUNT, RULES_FILE, RULES_MOUNT, agent_jar, jmx_opts
 
 CLUSTER_ID_VAR = "KAFKA_CLUSTER_ID"  # kraft mode: the id every node formats its storage with
 ZK_4LW = "srvr,mntr,ruok,stat,conf,cons,isro,envi,wchs"
@@ -172,3 +173,18 @@ def tansu_env(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "ADVERTISED_LISTENER_URL": f"tcp://{spec.topology.broker_host(broker_id)}:{port}",
         "STORAGE_ENGINE": "memory://tansu/",
     }
+
+
+def monitoring_env(spec: ClusterSpec, service: str) -> dict[str, str]:
+    """monitoring.enabled: JMX for the server process (KAFKA_JMX_PORT) with the exporter agent in its options."""
+    if not spec.monitoring.enabled:
+        return {}
+    return {"KAFKA_JMX_PORT": str(spec.kafka.jmx_port), "KAFKA_JMX_OPTS": jmx_opts(spec, service)}
+
+
+def monitoring_binds(spec: ClusterSpec) -> list[tuple[str, str]]:
+    """monitoring.enabled: the agent jar and the rule file, read-only (host path or ./file beside the compose file)."""
+    if not spec.monitoring.enabled:
+        return []
+    jar = agent_jar(spec.monitoring.exporter_version)
+    return [(str(jar), AGENT_MOUNT), (f"./{RULES_FILE}", RULES_MOUNT)]

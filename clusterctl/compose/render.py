@@ -36,6 +36,7 @@ from clusterctl.compose.writer import ENV_FILE, STAGING_PREFIX, OutputPathError,
 from clusterctl.errors import SpecError
 from clusterctl.templating import text_environment
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.spec.monitoring import RULES_FILE
 from clusterctl.spec.validate import can_look_at
 
 COMPOSE_TEMPLATE = "docker-compose.yml.j2"
@@ -240,6 +241,8 @@ def render(
     files: dict[str, tuple[str, int]] = {main: (text, 0o644)}
     if env_text is not None:
         files[ENV_FILE] = (env_text, 0o600)
+    if spec.monitoring.enabled:
+        files[RULES_FILE] = ((templates_dir / "monitoring" / RULES_FILE).read_text(), 0o644)
     manifest = {"cluster": spec.name, "files": sorted(files)}
     files[MANIFEST_FILE] = (json.dumps(manifest, indent=2) + "\n", 0o644)
     if protect is not None:

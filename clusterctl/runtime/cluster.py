@@ -28,6 +28,7 @@ from clusterctl.runtime import pull as pulling
 from clusterctl.runtime.status import ClusterStatus, ServiceStatus, add_migration, cluster_status
 from clusterctl.spec import profiles
 from clusterctl.spec.model import ClusterSpec
+from clusterctl.spec.monitoring import agent_jar
 
 __all__ = ["Cluster", "ClusterStatus", "DownResult", "ServiceStatus", "UpResult"]
 
@@ -120,6 +121,9 @@ class Cluster:
             )
             what = f"image{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
             raise NotFoundError(f"{what} not present locally", hint=hint)
+        jar = agent_jar(self.spec.monitoring.exporter_version)
+        if self.spec.monitoring.enabled and not jar.is_file():  # compose would bind-mount an empty directory
+            raise NotFoundError(f"the JMX exporter agent {jar} is not there", hint="`clusterctl up` fetches it")
 
     def pull(self, policy: str = "missing", on_pull: pulling.OnPull | None = None) -> pulling.PullResult:
         """Pull the registry images `policy` asks for (none offline), in the compose file's order; then every

@@ -17,6 +17,7 @@ from clusterctl.errors import SpecError
 from clusterctl.spec import validate, yamlfile
 from clusterctl.spec.deploy import DeploySpec, check_deploy
 from clusterctl.spec.kafkadist import OFFLINE_KAFKA_REPO
+from clusterctl.spec.monitoring import MonitoringSpec, check_monitoring
 from clusterctl.spec.profiles import (
     CONSOLE_IMAGE,
     PROFILES,
@@ -62,6 +63,7 @@ class ClusterSpec(_Model):
     storage: StorageSpec = StorageSpec()
     deploy: DeploySpec = DeploySpec()
     security: SecuritySpec = SecuritySpec()
+    monitoring: MonitoringSpec = MonitoringSpec()
 
     @field_validator("name")
     @classmethod
@@ -127,6 +129,7 @@ class ClusterSpec(_Model):
         self._check_ports()
         check_deploy(self)
         check_security(self)
+        check_monitoring(self)
         return self
 
     def _check_mode(self) -> None:
