@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from _runtime_helpers import cli, release, render, up_json
+from _runtime_helpers import cli, release, render, up_json, write_kraft_spec
 
 from clusterctl.images import build as images
 from clusterctl.images import kafka_maven
-from clusterctl.runtime import allocate
 from clusterctl.spec.model import load_spec
 
 pytestmark = [pytest.mark.real_kafka, pytest.mark.docker]
@@ -36,17 +34,7 @@ def kafka4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     version = built["kafka"].image.rpartition(":")[2]
     assert version.startswith("4."), version
     work = tmp_path_factory.mktemp("group-drills")
-    spec = {
-        "name": f"ctlgrp-{uuid.uuid4().hex[:6]}",
-        "profile": "offline",
-        "network": {"subnet": allocate.free_subnet()},
-        "kafka": {"mode": "kraft", "version": version, "brokers": 3, "host_port": allocate.free_port_block(3),
-                  "defaults": {"replication_factor": 3, "min_insync_replicas": 2, "heap": "384m"}},
-        "kraft": {"controllers": 1},
-        "kafka_manager": {"enabled": False},
-    }  # fmt: skip
-    spec_path = work / "clusterctl.yaml"
-    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    spec_path = write_kraft_spec(work, f"ctlgrp-{uuid.uuid4().hex[:6]}", version, controllers=1)
     render(spec_path)
     try:
         up_json(spec_path, timeout=300)
