@@ -3,13 +3,12 @@ models, the election rules a report names, and the topic views' ELR columns. Rea
 
 from __future__ import annotations
 
-import socket
 import struct
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _fakebroker
 import pytest
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
@@ -21,7 +20,7 @@ from clusterctl.chaos.timeline import ElrSample, PartitionSample, Timeline
 from clusterctl.errors import SpecError
 from clusterctl.kafka import features
 from clusterctl.kafka import topicpartitions as tp
-from clusterctl.kafka.protocol import recv_exact, uvarint
+from clusterctl.kafka.protocol import uvarint
 from clusterctl.spec import yamlfile
 from clusterctl.spec.initfile import render_spec_text
 from clusterctl.spec.model import parse_spec
@@ -80,32 +79,10 @@ def test_decode_elr_last_known_and_nulls() -> None:
         tp.decode_response(response(5, [("orders", 0, rows)])[:-12], 5)
 
 
-def _api_versions(cid: int, apis: dict[int, tuple[int, int]]) -> bytes:
-    return struct.pack(">ihi", cid, 0, len(apis)) + b"".join(struct.pack(">hhh", k, a, b) for k, (a, b) in apis.items())
-
-
 def _fake_broker(apis: dict[int, tuple[int, int]], pages: list[bytes]) -> Iterator[tuple[str, int]]:
     """A loopback broker: ApiVersions v0 with `apis`, then the DescribeTopicPartitions pages in turn."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
     left = list(pages)
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                req = recv_exact(conn, struct.unpack(">i", recv_exact(conn, 4))[0])
-                api, _version, cid = struct.unpack(">hhi", req[:8])
-                body = _api_versions(cid, apis) if api == 18 else struct.pack(">i", cid) + left.pop(0)[4:]
-                conn.sendall(struct.pack(">i", len(body)) + body)
-
-    threading.Thread(target=serve, daemon=True).start()
-    yield ("127.0.0.1", server.getsockname()[1])
-    server.close()
+    yield from _fakebroker.fake_broker(apis, lambda cid, _version: struct.pack(">i", cid) + left.pop(0)[4:])
 
 
 def test_describe_follows_the_cursor_and_refuses_a_broker_without_the_api() -> None:

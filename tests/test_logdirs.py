@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 from collections.abc import Iterator
 
+import _fakebroker
 import pytest
 
 from clusterctl.kafka import logdirs
-from clusterctl.kafka.protocol import encode_api_versions, recv_exact
+from clusterctl.kafka.protocol import encode_api_versions
 
 
 def test_request_bytes() -> None:
@@ -70,32 +70,10 @@ def test_decode_v4_and_v2() -> None:
         logdirs.decode_response(response_bytes(3, 4, DIRS)[:-20], 3, 4)
 
 
-def _api_versions(cid: int, apis: dict[int, tuple[int, int]]) -> bytes:
-    body = struct.pack(">ihi", cid, 0, len(apis))
-    return body + b"".join(struct.pack(">hhh", k, lo, hi) for k, (lo, hi) in apis.items())
-
-
 def fake_broker(apis: dict[int, tuple[int, int]]) -> Iterator[str]:
     """A loopback broker: ApiVersions with `apis`, DescribeLogDirs with DIRS at the version asked."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(4)
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                req = recv_exact(conn, struct.unpack(">i", recv_exact(conn, 4))[0])
-                api, version, cid = struct.unpack(">hhi", req[:8])
-                body = _api_versions(cid, apis) if api == 18 else response_bytes(cid, version, DIRS)
-                conn.sendall(struct.pack(">i", len(body)) + body)
-
-    threading.Thread(target=serve, daemon=True).start()
-    yield f"127.0.0.1:{server.getsockname()[1]}"
-    server.close()
+    for host, port in _fakebroker.fake_broker(apis, lambda cid, version: response_bytes(cid, version, DIRS), 4):
+        yield f"{host}:{port}"
 
 
 @pytest.fixture
